@@ -1,0 +1,275 @@
+/*
+ * Emulator core: lazy configuration from the environment, per entry point call counts, fault injection,
+ * the exit statistics and the cuEmu* extension API.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_internal.h"
+
+const char *const emu_ep_names[EP_COUNT] = {
+#define EMU_EP_NAME(name, ret, params) #name,
+#define EMU_EP_VARIANT_NAME(variant, base) #variant,
+    RZCU_ENTRY_POINTS(EMU_EP_NAME) RZCU_PER_THREAD_VARIANTS(EMU_EP_VARIANT_NAME)
+        CUDA_EMU_EXTRA_ENTRY_POINTS(EMU_EP_NAME)
+#undef EMU_EP_NAME
+#undef EMU_EP_VARIANT_NAME
+};
+
+int emu_ep_by_name(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < EP_COUNT; i++)
+        if (strcmp(emu_ep_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+struct emu_config emu_cfg = {1, (size_t)16 << 30};
+
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static atomic_bool initialized;
+static atomic_ullong call_counts[EP_COUNT];
+
+/* Pending injected failures: fire when the entry point's count reaches `at`. */
+struct failure {
+    int ep;
+    unsigned long long at;
+    rzcu_result error;
+};
+static pthread_mutex_t failures_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct failure *failures;
+static size_t nfailures, failures_cap;
+static atomic_uint failures_pending[EP_COUNT]; /* how many entries of `failures` name each entry point */
+
+static void warn(const char *fmt, const char *value)
+{
+    fprintf(stderr, "cuda-emu: warning: ");
+    fprintf(stderr, fmt, value);
+    fputc('\n', stderr);
+}
+
+static bool add_failure_locked(int ep, unsigned long long at, rzcu_result error)
+{
+    if (nfailures == failures_cap) {
+        size_t cap = failures_cap ? failures_cap * 2 : 8;
+        struct failure *f = realloc(failures, cap * sizeof *f);
+        if (!f)
+            return false;
+        failures = f;
+        failures_cap = cap;
+    }
+    failures[nfailures++] = (struct failure){ep, at, error};
+    atomic_fetch_add(&failures_pending[ep], 1);
+    return true;
+}
+
+static rzcu_result default_failure(int ep)
+{
+    switch (ep) {
+    case EP_cuMemAlloc_v2:
+    case EP_cuMemAllocPitch_v2:
+    case EP_cuMemAllocManaged:
+    case EP_cuMemAllocHost_v2:
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    default:
+        return RZCUDA_ERROR_UNKNOWN;
+    }
+}
+
+static bool parse_ull(const char *s, unsigned long long *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* CUDA_EMU_FAIL=<entry point>:<nth>[:<error>][,...]; all or nothing. */
+static void parse_failures(const char *value)
+{
+    char *copy = strdup(value);
+    if (!copy)
+        return;
+    struct failure parsed[64];
+    size_t n = 0;
+    bool ok = true;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item && ok; item = strtok_r(NULL, ",", &save)) {
+        char *f1 = item, *f2 = strchr(f1, ':'), *f3 = NULL;
+        if (!f2) {
+            ok = false;
+            break;
+        }
+        *f2++ = '\0';
+        f3 = strchr(f2, ':');
+        if (f3)
+            *f3++ = '\0';
+        int ep = emu_ep_by_name(f1);
+        unsigned long long nth;
+        if (ep < 0 || !parse_ull(f2, &nth) || nth == 0 || n == sizeof parsed / sizeof parsed[0]) {
+            ok = false;
+            break;
+        }
+        rzcu_result error = default_failure(ep);
+        if (f3) {
+            unsigned long long num;
+            if (emu_error_by_name(f3, &error))
+                ;
+            else if (parse_ull(f3, &num) && num <= UINT32_MAX)
+                error = (rzcu_result)num;
+            else {
+                ok = false;
+                break;
+            }
+            if (error == RZCUDA_SUCCESS) {
+                ok = false;
+                break;
+            }
+        }
+        parsed[n++] = (struct failure){ep, nth, error};
+    }
+    if (!ok || n == 0) {
+        warn("malformed CUDA_EMU_FAIL=\"%s\" (want <entry point>:<nth>[:<error>][,...]); no failures injected",
+             value);
+    } else {
+        pthread_mutex_lock(&failures_mu);
+        for (size_t i = 0; i < n; i++)
+            add_failure_locked(parsed[i].ep, parsed[i].at, parsed[i].error);
+        pthread_mutex_unlock(&failures_mu);
+    }
+    free(copy);
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s)
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case '\0':
+        break;
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    case 'T': case 't': shift = 40; end++; break;
+    default:
+        return false;
+    }
+    if (*end || v == 0 || (shift && v > (UINT64_MAX >> shift)))
+        return false;
+    *out = (size_t)(v << shift);
+    return true;
+}
+
+static void print_stats(void)
+{
+    for (int i = 0; i < EP_COUNT; i++) {
+        unsigned long long n = atomic_load(&call_counts[i]);
+        if (n)
+            fprintf(stderr, "cuda-emu: %s %llu\n", emu_ep_names[i], n);
+    }
+}
+
+static void read_config(void)
+{
+    const char *v = getenv("CUDA_EMU_DEVICES");
+    if (v) {
+        unsigned long long n;
+        if (parse_ull(v, &n) && n >= 1 && n <= CUDA_EMU_MAX_DEVICES)
+            emu_cfg.ndevices = (int)n;
+        else
+            warn("malformed CUDA_EMU_DEVICES=\"%s\" (want 1..8); using 1", v);
+    }
+    v = getenv("CUDA_EMU_MEM");
+    if (v) {
+        size_t bytes;
+        if (parse_size(v, &bytes))
+            emu_cfg.mem_bytes = bytes;
+        else
+            warn("malformed CUDA_EMU_MEM=\"%s\" (want bytes, optional K/M/G/T suffix); using 16 GiB", v);
+    }
+    v = getenv("CUDA_EMU_FAIL");
+    if (v && *v)
+        parse_failures(v);
+    v = getenv("CUDA_EMU_STATS");
+    if (v && strcmp(v, "1") == 0)
+        atexit(print_stats);
+}
+
+rzcu_result emu_enter(enum emu_ep ep)
+{
+    pthread_once(&config_once, read_config);
+    unsigned long long count = atomic_fetch_add(&call_counts[ep], 1) + 1;
+    if (atomic_load_explicit(&failures_pending[ep], memory_order_relaxed) == 0)
+        return RZCUDA_SUCCESS;
+    rzcu_result r = RZCUDA_SUCCESS;
+    pthread_mutex_lock(&failures_mu);
+    for (size_t i = 0; i < nfailures; i++) {
+        if (failures[i].ep == (int)ep && failures[i].at == count) {
+            r = failures[i].error;
+            failures[i] = failures[--nfailures];
+            atomic_fetch_sub(&failures_pending[ep], 1);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&failures_mu);
+    return r;
+}
+
+bool emu_initialized(void) { return atomic_load(&initialized); }
+void emu_set_initialized(void) { atomic_store(&initialized, true); }
+
+/* ---- extension API ---- */
+
+int cuEmuIsEmulated(void) { return 1; }
+
+unsigned long long cuEmuCallCount(const char *entry_point)
+{
+    int ep = emu_ep_by_name(entry_point);
+    return ep < 0 ? 0 : atomic_load(&call_counts[ep]);
+}
+
+void cuEmuResetCallCounts(void)
+{
+    pthread_once(&config_once, read_config);
+    for (int i = 0; i < EP_COUNT; i++)
+        atomic_store(&call_counts[i], 0);
+}
+
+int cuEmuInjectFailure(const char *entry_point, unsigned long long nth, unsigned int error)
+{
+    int ep = emu_ep_by_name(entry_point);
+    if (ep < 0 || nth == 0 || error == RZCUDA_SUCCESS)
+        return -1;
+    pthread_once(&config_once, read_config);
+    pthread_mutex_lock(&failures_mu);
+    bool ok = add_failure_locked(ep, atomic_load(&call_counts[ep]) + nth, error);
+    pthread_mutex_unlock(&failures_mu);
+    return ok ? 0 : -1;
+}
+
+void cuEmuClearFailures(void)
+{
+    pthread_once(&config_once, read_config);
+    pthread_mutex_lock(&failures_mu);
+    nfailures = 0;
+    for (int i = 0; i < EP_COUNT; i++)
+        atomic_store(&failures_pending[i], 0);
+    pthread_mutex_unlock(&failures_mu);
+}

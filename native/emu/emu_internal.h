@@ -1,0 +1,77 @@
+/* Internal interfaces of the emulated CUDA driver (see cuda_emu.h). */
+#ifndef REDZONE_EMU_INTERNAL_H
+#define REDZONE_EMU_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cu.h"
+
+/* Every exported symbol of the library: the declarations in cuda_emu.h get default visibility. */
+#pragma GCC visibility push(default)
+#include "cuda_emu.h"
+#pragma GCC visibility pop
+
+/* ---- entry point ids ---- */
+enum emu_ep {
+#define EMU_EP_ID(name, ret, params) EP_##name,
+#define EMU_EP_VARIANT_ID(variant, base) EP_##variant,
+    RZCU_ENTRY_POINTS(EMU_EP_ID) RZCU_PER_THREAD_VARIANTS(EMU_EP_VARIANT_ID)
+        CUDA_EMU_EXTRA_ENTRY_POINTS(EMU_EP_ID)
+#undef EMU_EP_ID
+#undef EMU_EP_VARIANT_ID
+            EP_COUNT
+};
+
+extern const char *const emu_ep_names[EP_COUNT];
+int emu_ep_by_name(const char *name); /* -1 when unknown */
+
+/* ---- configuration, counting, fault injection (emu_core.c) ---- */
+struct emu_config {
+    int ndevices;
+    size_t mem_bytes;
+};
+extern struct emu_config emu_cfg;
+
+/* Called first by every exported entry point: reads the configuration once, counts the call, and returns
+ * the injected error for this call (CUDA_SUCCESS when none). */
+rzcu_result emu_enter(enum emu_ep ep);
+bool emu_initialized(void);
+void emu_set_initialized(void);
+
+/* ---- error codes (emu_errors.c) ---- */
+const char *emu_error_name(rzcu_result r);   /* NULL when unknown */
+const char *emu_error_string(rzcu_result r); /* NULL when unknown */
+bool emu_error_by_name(const char *name, rzcu_result *out);
+
+/* ---- cuGetProcAddress (emu_proc.c) ---- */
+rzcu_result emu_get_proc_address(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,
+                                 rzcu_proc_query_result *status);
+
+/* ---- memory (emu_mem.c) ---- */
+struct CUctx_st;
+rzcu_result emu_mem_init(void);
+rzcu_result emu_mem_alloc(struct CUctx_st *ctx, int device, size_t size, rzcu_deviceptr *out);
+/* CUDA_SUCCESS, or CUDA_ERROR_INVALID_VALUE when p is not the base of a live allocation. */
+rzcu_result emu_mem_free(rzcu_deviceptr p);
+bool emu_mem_is_base(rzcu_deviceptr p);
+bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
+/* [p, p+n) within one live allocation (n > 0). */
+bool emu_mem_range_ok(rzcu_deviceptr p, size_t n);
+/* p lies in the emulated device address range. */
+bool emu_mem_is_device_address(uintptr_t p);
+void emu_mem_free_context(struct CUctx_st *ctx);
+void emu_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out);
+rzcu_result emu_host_free(void *p);
+void emu_host_free_context(struct CUctx_st *ctx);
+
+/* ---- contexts (emu.c) ---- */
+int emu_context_device(struct CUctx_st *ctx);
+
+#define EMU_API __attribute__((visibility("default")))
+
+#endif /* REDZONE_EMU_INTERNAL_H */

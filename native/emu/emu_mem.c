@@ -1,0 +1,507 @@
+/*
+ * Emulated device memory. One large address range is reserved (PROT_NONE, MAP_NORESERVE) and carved into
+ * 2 MiB chunks; a flat table maps every chunk to its descriptor, so address -> allocation is O(1):
+ *  - small allocations (<= 256 KiB) come from slabs: a slab is one chunk of equal blocks of a size class,
+ *    with a per-block record (requested size, owning context); freed blocks go to a per-class free stack;
+ *  - large allocations take whole chunks, committed (read/write) only up to the requested size rounded to a
+ *    page; on free they are decommitted back to PROT_NONE, so a use after free faults.
+ * Chunk runs are handed out by a bump pointer plus an address-ordered list of free runs.
+ * Pinned host memory (cuMemAllocHost) is plain page-aligned host memory tracked in a hash table.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "emu_internal.h"
+
+#define CHUNK_SHIFT 21
+#define CHUNK_SIZE ((uintptr_t)1 << CHUNK_SHIFT)
+#define SMALL_MAX ((size_t)256 << 10)
+#define NCLASSES 40
+
+struct blk {
+    size_t size;          /* requested size; 0 when free */
+    struct CUctx_st *ctx; /* owner */
+};
+
+enum chunk_kind { CHUNK_SLAB = 1, CHUNK_LARGE = 2 };
+
+struct chunk {
+    enum chunk_kind kind;
+    uintptr_t base;
+    /* slab */
+    size_t block, nblocks, carved;
+    struct blk *blks;
+    /* large */
+    size_t size, nchunks;
+    struct CUctx_st *ctx;
+    int device;
+};
+
+struct run {
+    size_t start, len; /* in chunks */
+};
+
+struct size_class {
+    uintptr_t *free; /* free block addresses */
+    size_t nfree, cap;
+    struct chunk *current; /* slab being carved */
+};
+
+static pthread_mutex_t mem_mu = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t arena;
+static size_t arena_chunks;
+static size_t next_chunk;
+static struct chunk **table;
+static struct run *free_runs;
+static size_t nfree_runs, free_runs_cap;
+static struct size_class classes[NCLASSES];
+static size_t used[CUDA_EMU_MAX_DEVICES];
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+rzcu_result emu_mem_init(void)
+{
+    pthread_mutex_lock(&mem_mu);
+    rzcu_result r = RZCUDA_SUCCESS;
+    if (!arena) {
+        /* 1 TiB, or the largest power of two down to 1 GiB that can be reserved. */
+        for (size_t bytes = (size_t)1 << 40; bytes >= ((size_t)1 << 30); bytes >>= 1) {
+            void *p = mmap(NULL, bytes + CHUNK_SIZE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (p == MAP_FAILED)
+                continue;
+            /* align the arena to a chunk; give back the slack */
+            uintptr_t start = ((uintptr_t)p + CHUNK_SIZE - 1) & ~(CHUNK_SIZE - 1);
+            if (start > (uintptr_t)p)
+                munmap(p, start - (uintptr_t)p);
+            uintptr_t end = (uintptr_t)p + bytes + CHUNK_SIZE;
+            if (end > start + bytes)
+                munmap((void *)(start + bytes), end - (start + bytes));
+            table = calloc(bytes >> CHUNK_SHIFT, sizeof *table);
+            if (!table) {
+                munmap((void *)start, bytes);
+                break;
+            }
+            arena = start;
+            arena_chunks = bytes >> CHUNK_SHIFT;
+            break;
+        }
+        if (!arena) {
+            fprintf(stderr, "cuda-emu: warning: cannot reserve address space for device memory\n");
+            r = RZCUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    pthread_mutex_unlock(&mem_mu);
+    return r;
+}
+
+/* ---- chunk runs ---- */
+
+static bool runs_reserve(size_t n)
+{
+    if (n <= free_runs_cap)
+        return true;
+    size_t cap = free_runs_cap ? free_runs_cap * 2 : 64;
+    while (cap < n)
+        cap *= 2;
+    struct run *r = realloc(free_runs, cap * sizeof *r);
+    if (!r)
+        return false;
+    free_runs = r;
+    free_runs_cap = cap;
+    return true;
+}
+
+/* First index of a run of n chunks, or SIZE_MAX. */
+static size_t chunks_get(size_t n)
+{
+    for (size_t i = 0; i < nfree_runs; i++) {
+        if (free_runs[i].len >= n) {
+            size_t start = free_runs[i].start;
+            free_runs[i].start += n;
+            free_runs[i].len -= n;
+            if (free_runs[i].len == 0) {
+                memmove(&free_runs[i], &free_runs[i + 1], (nfree_runs - i - 1) * sizeof *free_runs);
+                nfree_runs--;
+            }
+            return start;
+        }
+    }
+    if (n > arena_chunks - next_chunk)
+        return SIZE_MAX;
+    size_t start = next_chunk;
+    next_chunk += n;
+    return start;
+}
+
+static void chunks_put(size_t start, size_t n)
+{
+    size_t i = 0;
+    while (i < nfree_runs && free_runs[i].start < start)
+        i++;
+    bool merge_prev = i > 0 && free_runs[i - 1].start + free_runs[i - 1].len == start;
+    bool merge_next = i < nfree_runs && start + n == free_runs[i].start;
+    if (merge_prev && merge_next) {
+        free_runs[i - 1].len += n + free_runs[i].len;
+        memmove(&free_runs[i], &free_runs[i + 1], (nfree_runs - i - 1) * sizeof *free_runs);
+        nfree_runs--;
+    } else if (merge_prev) {
+        free_runs[i - 1].len += n;
+    } else if (merge_next) {
+        free_runs[i].start = start;
+        free_runs[i].len += n;
+    } else {
+        if (!runs_reserve(nfree_runs + 1))
+            return; /* the address range leaks; harmless */
+        memmove(&free_runs[i + 1], &free_runs[i], (nfree_runs - i) * sizeof *free_runs);
+        free_runs[i] = (struct run){start, n};
+        nfree_runs++;
+    }
+    /* give the tail back to the bump pointer */
+    if (nfree_runs && free_runs[nfree_runs - 1].start + free_runs[nfree_runs - 1].len == next_chunk) {
+        next_chunk = free_runs[nfree_runs - 1].start;
+        nfree_runs--;
+    }
+}
+
+static uintptr_t chunk_addr(size_t idx) { return arena + (idx << CHUNK_SHIFT); }
+
+static bool commit(uintptr_t addr, size_t len)
+{
+    return mprotect((void *)addr, len, PROT_READ | PROT_WRITE) == 0;
+}
+
+static void decommit(uintptr_t addr, size_t len)
+{
+    /* replace the pages by fresh inaccessible ones: memory released, later accesses fault */
+    if (mmap((void *)addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) ==
+        MAP_FAILED) {
+        madvise((void *)addr, len, MADV_DONTNEED);
+        mprotect((void *)addr, len, PROT_NONE);
+    }
+}
+
+/* ---- size classes ---- */
+
+static unsigned size_class(size_t size, size_t *block)
+{
+    if (size <= 4096) {
+        *block = round_up(size, CUDA_EMU_ALLOC_ALIGN);
+        return (unsigned)(*block / CUDA_EMU_ALLOC_ALIGN - 1); /* 0..15 */
+    }
+    unsigned lg = 63 - (unsigned)__builtin_clzll((unsigned long long)(size - 1)); /* 12..17 */
+    size_t step = ((size_t)1 << lg) / 4;
+    *block = round_up(size, step);
+    return 16 + (lg - 12) * 4 + (unsigned)(*block / step - 5);
+}
+
+static uintptr_t small_alloc(size_t size, struct CUctx_st *ctx)
+{
+    size_t block;
+    unsigned c = size_class(size, &block);
+    struct size_class *sc = &classes[c];
+    struct chunk *ch;
+    uintptr_t addr;
+    if (sc->nfree) {
+        addr = sc->free[--sc->nfree];
+        ch = table[(addr - arena) >> CHUNK_SHIFT];
+    } else {
+        ch = sc->current;
+        if (!ch || ch->carved == ch->nblocks) {
+            size_t idx = chunks_get(1);
+            if (idx == SIZE_MAX)
+                return 0;
+            ch = calloc(1, sizeof *ch);
+            size_t nblocks = CHUNK_SIZE / block;
+            struct blk *blks = ch ? calloc(nblocks, sizeof *blks) : NULL;
+            if (!blks || !commit(chunk_addr(idx), CHUNK_SIZE)) {
+                free(blks);
+                free(ch);
+                chunks_put(idx, 1);
+                return 0;
+            }
+            *ch = (struct chunk){.kind = CHUNK_SLAB, .base = chunk_addr(idx), .block = block, .nblocks = nblocks,
+                                 .blks = blks};
+            table[idx] = ch;
+            sc->current = ch;
+        }
+        addr = ch->base + ch->carved++ * block;
+    }
+    struct blk *b = &ch->blks[(addr - ch->base) / block];
+    b->size = size;
+    b->ctx = ctx;
+    return addr;
+}
+
+static bool small_free(struct chunk *ch, size_t i)
+{
+    size_t c = size_class(ch->block, &(size_t){0});
+    struct size_class *sc = &classes[c];
+    if (sc->nfree == sc->cap) {
+        size_t cap = sc->cap ? sc->cap * 2 : 1024;
+        uintptr_t *f = realloc(sc->free, cap * sizeof *f);
+        if (!f)
+            return false; /* the block leaks; still marked free */
+        sc->free = f;
+        sc->cap = cap;
+    }
+    sc->free[sc->nfree++] = ch->base + i * ch->block;
+    return true;
+}
+
+static uintptr_t large_alloc(size_t size, struct CUctx_st *ctx, int device)
+{
+    size_t n = (size + CHUNK_SIZE - 1) >> CHUNK_SHIFT;
+    if (n == 0 || n > arena_chunks)
+        return 0;
+    size_t idx = chunks_get(n);
+    if (idx == SIZE_MAX)
+        return 0;
+    struct chunk *ch = calloc(1, sizeof *ch);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!ch || !commit(chunk_addr(idx), round_up(size, page))) {
+        free(ch);
+        chunks_put(idx, n);
+        return 0;
+    }
+    *ch = (struct chunk){.kind = CHUNK_LARGE, .base = chunk_addr(idx), .size = size, .nchunks = n, .ctx = ctx,
+                         .device = device};
+    for (size_t i = 0; i < n; i++)
+        table[idx + i] = ch;
+    return ch->base;
+}
+
+static void large_free(struct chunk *ch)
+{
+    size_t idx = (ch->base - arena) >> CHUNK_SHIFT;
+    decommit(ch->base, ch->nchunks << CHUNK_SHIFT);
+    for (size_t i = 0; i < ch->nchunks; i++)
+        table[idx + i] = NULL;
+    chunks_put(idx, ch->nchunks);
+    free(ch);
+}
+
+rzcu_result emu_mem_alloc(struct CUctx_st *ctx, int device, size_t size, rzcu_deviceptr *out)
+{
+    if (size == 0)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    if (size > SIZE_MAX - CHUNK_SIZE)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    size_t accounted = round_up(size, CUDA_EMU_ALLOC_ALIGN);
+    pthread_mutex_lock(&mem_mu);
+    rzcu_result r = RZCUDA_ERROR_OUT_OF_MEMORY;
+    if (accounted <= emu_cfg.mem_bytes - used[device]) {
+        uintptr_t p = size <= SMALL_MAX ? small_alloc(size, ctx) : large_alloc(size, ctx, device);
+        if (p) {
+            used[device] += accounted;
+            *out = (rzcu_deviceptr)p;
+            r = RZCUDA_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&mem_mu);
+    return r;
+}
+
+/* The chunk and (for a slab) block index of the live allocation containing p; false when none. */
+static bool find_locked(uintptr_t p, struct chunk **pch, size_t *pidx, uintptr_t *pbase, size_t *psize)
+{
+    if (!arena || p < arena || p >= arena + (arena_chunks << CHUNK_SHIFT))
+        return false;
+    struct chunk *ch = table[(p - arena) >> CHUNK_SHIFT];
+    if (!ch)
+        return false;
+    uintptr_t base;
+    size_t size, idx = 0;
+    if (ch->kind == CHUNK_SLAB) {
+        idx = (p - ch->base) / ch->block;
+        if (idx >= ch->carved || ch->blks[idx].size == 0)
+            return false;
+        base = ch->base + idx * ch->block;
+        size = ch->blks[idx].size;
+    } else {
+        base = ch->base;
+        size = ch->size;
+    }
+    if (p - base >= size)
+        return false;
+    *pch = ch;
+    *pidx = idx;
+    *pbase = base;
+    *psize = size;
+    return true;
+}
+
+static struct CUctx_st *owner_of(struct chunk *ch, size_t idx)
+{
+    return ch->kind == CHUNK_SLAB ? ch->blks[idx].ctx : ch->ctx;
+}
+
+static void free_found_locked(struct chunk *ch, size_t idx, size_t size)
+{
+    int device = emu_context_device(owner_of(ch, idx));
+    used[device] -= round_up(size, CUDA_EMU_ALLOC_ALIGN);
+    if (ch->kind == CHUNK_SLAB) {
+        ch->blks[idx].size = 0;
+        ch->blks[idx].ctx = NULL;
+        small_free(ch, idx);
+    } else {
+        large_free(ch);
+    }
+}
+
+rzcu_result emu_mem_free(rzcu_deviceptr p)
+{
+    pthread_mutex_lock(&mem_mu);
+    struct chunk *ch;
+    size_t idx, size;
+    uintptr_t base;
+    rzcu_result r = RZCUDA_ERROR_INVALID_VALUE;
+    if (find_locked((uintptr_t)p, &ch, &idx, &base, &size) && base == (uintptr_t)p) {
+        free_found_locked(ch, idx, size);
+        r = RZCUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&mem_mu);
+    return r;
+}
+
+bool emu_mem_is_base(rzcu_deviceptr p)
+{
+    rzcu_deviceptr base;
+    return emu_mem_lookup(p, &base, NULL) && base == p;
+}
+
+bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *pbase, size_t *psize)
+{
+    pthread_mutex_lock(&mem_mu);
+    struct chunk *ch;
+    size_t idx, size;
+    uintptr_t base;
+    bool found = find_locked((uintptr_t)p, &ch, &idx, &base, &size);
+    pthread_mutex_unlock(&mem_mu);
+    if (found) {
+        if (pbase)
+            *pbase = base;
+        if (psize)
+            *psize = size;
+    }
+    return found;
+}
+
+bool emu_mem_range_ok(rzcu_deviceptr p, size_t n)
+{
+    rzcu_deviceptr base;
+    size_t size;
+    if (!emu_mem_lookup(p, &base, &size))
+        return false;
+    return n <= size - (size_t)(p - base);
+}
+
+bool emu_mem_is_device_address(uintptr_t p)
+{
+    return arena && p >= arena && p < arena + (arena_chunks << CHUNK_SHIFT);
+}
+
+void emu_mem_free_context(struct CUctx_st *ctx)
+{
+    pthread_mutex_lock(&mem_mu);
+    for (size_t i = 0; i < next_chunk;) {
+        struct chunk *ch = table[i];
+        if (!ch) {
+            i++;
+            continue;
+        }
+        if (ch->kind == CHUNK_SLAB) {
+            for (size_t b = 0; b < ch->carved; b++)
+                if (ch->blks[b].size && ch->blks[b].ctx == ctx)
+                    free_found_locked(ch, b, ch->blks[b].size);
+            i++;
+        } else {
+            size_t n = ch->nchunks;
+            if (ch->ctx == ctx)
+                free_found_locked(ch, 0, ch->size);
+            i += n;
+        }
+    }
+    pthread_mutex_unlock(&mem_mu);
+}
+
+void emu_mem_info(int device, size_t *free_bytes, size_t *total_bytes)
+{
+    pthread_mutex_lock(&mem_mu);
+    *free_bytes = emu_cfg.mem_bytes - used[device];
+    *total_bytes = emu_cfg.mem_bytes;
+    pthread_mutex_unlock(&mem_mu);
+}
+
+/* ---- pinned host memory ---- */
+
+#define HOST_BUCKETS 4096
+
+struct host_alloc {
+    struct host_alloc *next;
+    void *p;
+    struct CUctx_st *ctx;
+};
+
+static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct host_alloc *host_table[HOST_BUCKETS];
+
+static size_t host_bucket(const void *p) { return ((uintptr_t)p >> 12) % HOST_BUCKETS; }
+
+rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out)
+{
+    if (size == 0)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct host_alloc *h = malloc(sizeof *h);
+    void *p = NULL;
+    if (!h || posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), size) != 0) {
+        free(h);
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    }
+    h->p = p;
+    h->ctx = ctx;
+    pthread_mutex_lock(&host_mu);
+    size_t b = host_bucket(p);
+    h->next = host_table[b];
+    host_table[b] = h;
+    pthread_mutex_unlock(&host_mu);
+    *out = p;
+    return RZCUDA_SUCCESS;
+}
+
+rzcu_result emu_host_free(void *p)
+{
+    pthread_mutex_lock(&host_mu);
+    struct host_alloc **link = &host_table[host_bucket(p)], *h;
+    while ((h = *link) && h->p != p)
+        link = &h->next;
+    if (h)
+        *link = h->next;
+    pthread_mutex_unlock(&host_mu);
+    if (!h)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    free(h->p);
+    free(h);
+    return RZCUDA_SUCCESS;
+}
+
+void emu_host_free_context(struct CUctx_st *ctx)
+{
+    pthread_mutex_lock(&host_mu);
+    for (size_t b = 0; b < HOST_BUCKETS; b++) {
+        struct host_alloc **link = &host_table[b], *h;
+        while ((h = *link)) {
+            if (h->ctx == ctx) {
+                *link = h->next;
+                free(h->p);
+                free(h);
+            } else {
+                link = &h->next;
+            }
+        }
+    }
+    pthread_mutex_unlock(&host_mu);
+}

@@ -1,0 +1,255 @@
+/*
+ * The band engine: scan (read every band back, compare with the byte each zone is expected to hold,
+ * report and re-fill violated zones) and poison windows (re-fill bands with 0xEE inside a creation-index
+ * window and 0x00 outside). Only band bytes are ever written: never the program's own bytes.
+ *
+ * Fix over the seed: the seed compared every band with the global fill byte, so a scan after a poison
+ * flagged every zone outside the window (their bands hold 0x00). Here every zone remembers the byte its
+ * band holds now (`expected`), and scans compare against that.
+ *
+ * Scans and poisons run under the registry lock, so a zone cannot be freed (and its address reused by a
+ * new allocation) between reading its band and judging it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rz_internal.h"
+
+#define STAGING_MAX ((size_t)8 << 20) /* bytes of bands read per batch */
+#define BATCH_ZONES 16384
+
+static _Thread_local int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
+
+static uint8_t *g_staging;
+static size_t g_staging_size;
+static rz_band_io_t *g_io;
+static rz_zone_node_t **g_nodes;
+
+uint8_t rz__band_byte_for(uint64_t index) {
+    if (RZ_STATE.poison_active)
+        return (index >= RZ_STATE.poison_lo && index < RZ_STATE.poison_hi) ? RZ_POISON_IN : RZ_POISON_OUT;
+    return RZ_STATE.fill;
+}
+
+RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) {
+    /* Empty on purpose: a debugger breaks here. The asm keeps the call from being optimised away. */
+    __asm__ volatile("" : : "r"(violation) : "memory");
+}
+
+static int ensure_scratch(size_t staging) {
+    if (g_io == NULL) {
+        g_io = calloc(BATCH_ZONES, sizeof *g_io);
+        g_nodes = calloc(BATCH_ZONES, sizeof *g_nodes);
+        if (g_io == NULL || g_nodes == NULL)
+            return RZ_ENOMEM;
+    }
+    if (staging > g_staging_size) {
+        uint8_t *p = realloc(g_staging, staging);
+        if (p == NULL)
+            return RZ_ENOMEM;
+        g_staging = p;
+        g_staging_size = staging;
+    }
+    return RZ_OK;
+}
+
+/* First word that differs from the pattern, 8 bytes at a time (bands are multiples of 16 bytes). */
+static int band_clean(const uint8_t *band, size_t bytes, uint8_t expected) {
+    uint64_t pattern = UINT64_C(0x0101010101010101) * expected;
+    size_t words = bytes / 8;
+    uint64_t acc = 0;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t w;
+        memcpy(&w, band + 8 * i, 8);
+        acc |= w ^ pattern;
+    }
+    for (size_t i = words * 8; i < bytes; i++)
+        acc |= (uint64_t)(band[i] ^ expected);
+    return acc == 0;
+}
+
+static void record_violation(const rz_violation_t *v) {
+    uint32_t k = RZ_STATE.last_violation_count;
+    if (k < RZ_LAST_VIOLATIONS) {
+        RZ_STATE.last_violations[k] = *v;
+        RZ_STATE.last_violation_count = k + 1;
+    }
+}
+
+/* Judge one band already read into `band`; report it and queue its re-fill if violated. */
+static int judge(const rz_zone_node_t *z, const uint8_t *band, rz_band_io_t *refill) {
+    if (band_clean(band, z->pad_bytes, z->expected))
+        return 0;
+    rz_violation_t v = {.index = z->index, .ptr = z->ptr, .user_bytes = z->user_bytes, .pad_bytes = z->pad_bytes,
+                        .expected = z->expected};
+    uint64_t first = UINT64_MAX, last = 0, changed = 0;
+    for (uint64_t i = 0; i < z->pad_bytes; i++) {
+        if (band[i] != z->expected) {
+            if (first == UINT64_MAX)
+                first = i;
+            last = i;
+            changed++;
+        }
+    }
+    v.first = first;
+    v.last = last;
+    v.changed = changed;
+    v.first_bad = band[first];
+    rz__log("REDZONE VIOLATION alloc#%llu user_bytes=%llu pad=%llu : bytes [%llu..=%llu] past the end were "
+            "written (%llu of %llu pad bytes changed), first bad value 0x%02x",
+            (unsigned long long)v.index, (unsigned long long)v.user_bytes, (unsigned long long)v.pad_bytes,
+            (unsigned long long)v.first, (unsigned long long)v.last, (unsigned long long)v.changed,
+            (unsigned long long)v.pad_bytes, (unsigned)v.first_bad);
+    record_violation(&v);
+    __redzone_violation(&v);
+    *refill = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes, .value = z->expected};
+    return 1;
+}
+
+static int begin(void) {
+    if (t_busy)
+        return RZ_EBUSY;
+    rz__options();
+    if (rz__dev_load() != RZ_OK)
+        return RZ_ENODRIVER;
+    t_busy = 1;
+    return RZ_OK;
+}
+
+static void end(void) { t_busy = 0; }
+
+/* Read and judge a batch of n zones whose bands were laid out in g_staging. */
+static int scan_batch(size_t n, uint64_t *violated) {
+    rzcu_result r = rz__dev_read(g_io, n);
+    if (r != RZCUDA_SUCCESS) {
+        rz__warn("scan: reading %zu bands failed with %s", n, rz__cu_name(r));
+        return RZ_EDRIVER;
+    }
+    size_t nrefill = 0;
+    for (size_t i = 0; i < n; i++) {
+        rz_band_io_t refill;
+        if (judge(g_nodes[i], g_io[i].host, &refill)) {
+            g_io[nrefill++] = refill; /* i >= nrefill: the slot was already consumed */
+            (*violated)++;
+        }
+    }
+    if (nrefill > 0) {
+        r = rz__dev_write(g_io, nrefill);
+        if (r != RZCUDA_SUCCESS) {
+            rz__warn("scan: re-filling %zu violated bands failed with %s", nrefill, rz__cu_name(r));
+            return RZ_EDRIVER;
+        }
+        for (size_t i = 0; i < nrefill; i++)
+            rz__record_page_reset(g_io[i].bytes);
+    }
+    return RZ_OK;
+}
+
+RZ_EXPORT int rz_scan(void) {
+    int rc = begin();
+    if (rc != RZ_OK)
+        return rc;
+    uint64_t checked = 0, violated = 0;
+    rz__registry_lock();
+    RZ_STATE.last_violation_count = 0;
+    size_t n = 0, used = 0;
+    for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
+        if (!rz__zone_watched(z))
+            continue;
+        if (n > 0 && (n == BATCH_ZONES || used + z->pad_bytes > STAGING_MAX)) {
+            rc = scan_batch(n, &violated);
+            n = used = 0;
+            if (rc != RZ_OK)
+                break;
+        }
+        if (ensure_scratch(used + z->pad_bytes > STAGING_MAX ? used + z->pad_bytes : STAGING_MAX) != RZ_OK) {
+            rc = RZ_ENOMEM;
+            break;
+        }
+        g_nodes[n] = z;
+        g_io[n] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
+                                 .host = g_staging + used};
+        used += z->pad_bytes;
+        n++;
+        checked++;
+    }
+    if (rc == RZ_OK && n > 0)
+        rc = scan_batch(n, &violated);
+    RZ_STATE.last_scan_checked = checked;
+    RZ_STATE.last_scan_violated = violated;
+    rz__registry_unlock();
+    rz__count(RZ_C_scans, 1);
+    rz__count(RZ_C_violations, (int64_t)violated);
+    if (rc == RZ_OK)
+        rz__log("redzone scan: %llu zones checked, %llu violated", (unsigned long long)checked,
+                (unsigned long long)violated);
+    else
+        rz__log("redzone scan: failed (%s) after %llu zones checked, %llu violated", rz_strerror(rc),
+                (unsigned long long)checked, (unsigned long long)violated);
+    end();
+    return rc == RZ_OK ? (int)(violated > INT32_MAX ? INT32_MAX : violated) : rc;
+}
+
+/* Write the n queued fills in g_io and record each zone's new byte. */
+static int flush_fills(size_t n) {
+    rzcu_result r = rz__dev_write(g_io, n);
+    if (r != RZCUDA_SUCCESS) {
+        rz__warn("poison: filling %zu bands failed with %s", n, rz__cu_name(r));
+        return RZ_EDRIVER; /* those zones keep their old expected byte */
+    }
+    for (size_t i = 0; i < n; i++) {
+        g_nodes[i]->expected = g_io[i].value;
+        rz__record_page_reset(g_io[i].bytes);
+    }
+    return RZ_OK;
+}
+
+/* Re-fill every padded band whose byte changes under the current window rule. Holds the registry lock. */
+static int refill_all(void) {
+    if (ensure_scratch(0) != RZ_OK)
+        return RZ_ENOMEM;
+    int rc = RZ_OK;
+    size_t n = 0;
+    for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
+        uint8_t want = rz__band_byte_for(z->index);
+        if (!rz__zone_watched(z) || want == z->expected)
+            continue;
+        g_nodes[n] = z;
+        g_io[n] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes, .value = want};
+        if (++n == BATCH_ZONES) {
+            rc = flush_fills(n);
+            n = 0;
+        }
+    }
+    if (rc == RZ_OK && n > 0)
+        rc = flush_fills(n);
+    return rc;
+}
+
+RZ_EXPORT int rz_poison(uint64_t lo, uint64_t hi) {
+    if (lo > hi)
+        return RZ_EINVAL;
+    int rc = begin();
+    if (rc != RZ_OK)
+        return rc;
+    rz__registry_lock();
+    RZ_STATE.poison_lo = lo;
+    RZ_STATE.poison_hi = hi;
+    RZ_STATE.poison_active = 1;
+    rc = refill_all();
+    rz__registry_unlock();
+    end();
+    return rc;
+}
+
+RZ_EXPORT int rz_unpoison(void) {
+    int rc = begin();
+    if (rc != RZ_OK)
+        return rc;
+    rz__registry_lock();
+    RZ_STATE.poison_active = 0;
+    rc = refill_all();
+    rz__registry_unlock();
+    end();
+    return rc;
+}

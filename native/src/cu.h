@@ -1,0 +1,174 @@
+/*
+ * The subset of the CUDA driver API that redzone and its emulated driver use, declared here so that the
+ * project builds on machines without the CUDA toolkit. Names mirror cuda.h with an `rzcu_` prefix (types)
+ * or `RZCU_` prefix (constants); function types are `rzcu_fn_<entry point>`. Handles reuse cuda.h's
+ * struct tags, so pointers are interchangeable with the real ones. When cuda.h is present the build
+ * compiles cu_check.c, which proves every declaration here matches it (types, values, layouts).
+ */
+#ifndef REDZONE_CU_H
+#define REDZONE_CU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef unsigned int rzcu_result;          /* CUresult (an enum of non-negative values) */
+typedef unsigned long long rzcu_deviceptr; /* CUdeviceptr */
+typedef int rzcu_device;                   /* CUdevice */
+typedef unsigned int rzcu_device_attribute;
+typedef unsigned int rzcu_proc_query_result; /* CUdriverProcAddressQueryResult */
+typedef uint64_t rzcu_uint64;              /* cuuint64_t */
+typedef struct CUctx_st *rzcu_context;
+typedef struct CUstream_st *rzcu_stream;
+typedef void (*rzcu_host_fn)(void *user_data);
+
+/* Result codes used by the project (values from cuda.h). */
+#define RZCU_RESULTS(X)                                  \
+    X(CUDA_SUCCESS, 0)                                   \
+    X(CUDA_ERROR_INVALID_VALUE, 1)                       \
+    X(CUDA_ERROR_OUT_OF_MEMORY, 2)                       \
+    X(CUDA_ERROR_NOT_INITIALIZED, 3)                     \
+    X(CUDA_ERROR_DEINITIALIZED, 4)                       \
+    X(CUDA_ERROR_NO_DEVICE, 100)                         \
+    X(CUDA_ERROR_INVALID_DEVICE, 101)                    \
+    X(CUDA_ERROR_INVALID_CONTEXT, 201)                   \
+    X(CUDA_ERROR_CONTEXT_ALREADY_IN_USE, 216)            \
+    X(CUDA_ERROR_INVALID_HANDLE, 400)                    \
+    X(CUDA_ERROR_NOT_FOUND, 500)                         \
+    X(CUDA_ERROR_NOT_READY, 600)                         \
+    X(CUDA_ERROR_ILLEGAL_ADDRESS, 700)                   \
+    X(CUDA_ERROR_CONTEXT_IS_DESTROYED, 709)              \
+    X(CUDA_ERROR_NOT_PERMITTED, 800)                     \
+    X(CUDA_ERROR_NOT_SUPPORTED, 801)                     \
+    X(CUDA_ERROR_UNKNOWN, 999)
+
+enum {
+#define RZCU_RESULT_ENUM(name, value) RZ##name = value,
+    RZCU_RESULTS(RZCU_RESULT_ENUM)
+#undef RZCU_RESULT_ENUM
+};
+
+#define RZCU_STREAM_LEGACY ((rzcu_stream)0x1)
+#define RZCU_STREAM_PER_THREAD ((rzcu_stream)0x2)
+#define RZCU_STREAM_DEFAULT 0x0
+#define RZCU_STREAM_NON_BLOCKING 0x1
+#define RZCU_MEM_ATTACH_GLOBAL 0x1
+#define RZCU_MEM_ATTACH_HOST 0x2
+#define RZCU_GET_PROC_ADDRESS_DEFAULT 0
+#define RZCU_GET_PROC_ADDRESS_LEGACY_STREAM 1
+#define RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 2
+#define RZCU_GET_PROC_ADDRESS_SUCCESS 0
+#define RZCU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND 1
+#define RZCU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT 2
+#define RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM 0x1
+#define RZCU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL 0x2
+#define RZCU_MEMCPY_SRC_ACCESS_ORDER_ANY 0x3
+#define RZCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK 1
+#define RZCU_DEVICE_ATTRIBUTE_WARP_SIZE 10
+#define RZCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define RZCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING 41
+#define RZCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define RZCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+/* CUmemLocation and CUmemcpyAttributes (CUDA 12.8+), laid out as in cuda.h. */
+typedef struct rzcu_mem_location {
+    unsigned int type;
+    int id;
+} rzcu_mem_location;
+
+typedef struct rzcu_memcpy_attributes {
+    unsigned int srcAccessOrder;
+    rzcu_mem_location srcLocHint;
+    rzcu_mem_location dstLocHint;
+    unsigned int flags;
+} rzcu_memcpy_attributes;
+
+/* cu_check.c compiles this header with cuda.h's own struct names, so the function types can be compared. */
+#ifndef RZCU_MEMCPY_ATTRIBUTES
+#define RZCU_MEMCPY_ATTRIBUTES rzcu_memcpy_attributes
+#endif
+struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
+
+/*
+ * X(name, return type, parameter list): every driver entry point the project declares, by its exported
+ * (versioned) name. The list drives the function typedefs here, the symbol table in device.c, the
+ * emulator's exports, and cu_check.c.
+ */
+#define RZCU_ENTRY_POINTS(X)                                                                                 \
+    X(cuInit, rzcu_result, (unsigned int flags))                                                            \
+    X(cuDriverGetVersion, rzcu_result, (int *version))                                                      \
+    X(cuDeviceGet, rzcu_result, (rzcu_device * dev, int ordinal))                                           \
+    X(cuDeviceGetCount, rzcu_result, (int *count))                                                          \
+    X(cuDeviceGetName, rzcu_result, (char *name, int len, rzcu_device dev))                                 \
+    X(cuDeviceGetAttribute, rzcu_result, (int *pi, rzcu_device_attribute attrib, rzcu_device dev))          \
+    X(cuDeviceTotalMem_v2, rzcu_result, (size_t * bytes, rzcu_device dev))                                  \
+    X(cuDevicePrimaryCtxRetain, rzcu_result, (rzcu_context * pctx, rzcu_device dev))                        \
+    X(cuDevicePrimaryCtxRelease_v2, rzcu_result, (rzcu_device dev))                                         \
+    X(cuCtxCreate_v4, rzcu_result,                                                                          \
+      (rzcu_context * pctx, struct CUctxCreateParams_st * params, unsigned int flags, rzcu_device dev))      \
+    X(cuCtxDestroy_v2, rzcu_result, (rzcu_context ctx))                                                     \
+    X(cuCtxGetCurrent, rzcu_result, (rzcu_context * pctx))                                                  \
+    X(cuCtxSetCurrent, rzcu_result, (rzcu_context ctx))                                                     \
+    X(cuCtxPushCurrent_v2, rzcu_result, (rzcu_context ctx))                                                 \
+    X(cuCtxPopCurrent_v2, rzcu_result, (rzcu_context * pctx))                                               \
+    X(cuCtxGetDevice, rzcu_result, (rzcu_device * dev))                                                     \
+    X(cuCtxSynchronize, rzcu_result, (void))                                                                \
+    X(cuMemAlloc_v2, rzcu_result, (rzcu_deviceptr * dptr, size_t bytesize))                                 \
+    X(cuMemAllocPitch_v2, rzcu_result,                                                                      \
+      (rzcu_deviceptr * dptr, size_t * pitch, size_t width_bytes, size_t height, unsigned int element_bytes)) \
+    X(cuMemAllocManaged, rzcu_result, (rzcu_deviceptr * dptr, size_t bytesize, unsigned int flags))         \
+    X(cuMemAllocHost_v2, rzcu_result, (void **pp, size_t bytesize))                                         \
+    X(cuMemFreeHost, rzcu_result, (void *p))                                                                \
+    X(cuMemFree_v2, rzcu_result, (rzcu_deviceptr dptr))                                                     \
+    X(cuMemGetAddressRange_v2, rzcu_result, (rzcu_deviceptr * pbase, size_t * psize, rzcu_deviceptr dptr))  \
+    X(cuMemGetInfo_v2, rzcu_result, (size_t * free_bytes, size_t * total_bytes))                            \
+    X(cuMemsetD8_v2, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n))                         \
+    X(cuMemsetD8Async, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n, rzcu_stream s))        \
+    X(cuMemcpyHtoD_v2, rzcu_result, (rzcu_deviceptr dst, const void *src, size_t n))                        \
+    X(cuMemcpyDtoH_v2, rzcu_result, (void *dst, rzcu_deviceptr src, size_t n))                              \
+    X(cuMemcpyDtoD_v2, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n))                     \
+    X(cuMemcpyHtoDAsync_v2, rzcu_result, (rzcu_deviceptr dst, const void *src, size_t n, rzcu_stream s))    \
+    X(cuMemcpyDtoHAsync_v2, rzcu_result, (void *dst, rzcu_deviceptr src, size_t n, rzcu_stream s))          \
+    X(cuMemcpyDtoDAsync_v2, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s)) \
+    X(cuMemcpyBatchAsync_v2, rzcu_result,                                                                   \
+      (rzcu_deviceptr * dsts, rzcu_deviceptr * srcs, size_t * sizes, size_t count,                          \
+       RZCU_MEMCPY_ATTRIBUTES * attrs, size_t * attrs_idxs, size_t num_attrs, rzcu_stream s))               \
+    X(cuStreamCreate, rzcu_result, (rzcu_stream * ps, unsigned int flags))                                  \
+    X(cuStreamDestroy_v2, rzcu_result, (rzcu_stream s))                                                     \
+    X(cuStreamSynchronize, rzcu_result, (rzcu_stream s))                                                    \
+    X(cuLaunchHostFunc, rzcu_result, (rzcu_stream s, rzcu_host_fn fn, void *user_data))                     \
+    X(cuGetErrorName, rzcu_result, (rzcu_result error, const char **pstr))                                  \
+    X(cuGetErrorString, rzcu_result, (rzcu_result error, const char **pstr))                                \
+    X(cuGetProcAddress_v2, rzcu_result,                                                                     \
+      (const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags, rzcu_proc_query_result *status))
+
+/*
+ * Y(variant, base): per-thread-default-stream variants, exported by libcuda with their base entry point's
+ * signature (cuda.h declares them only under its own internal macros, so cu_check.c checks the base).
+ */
+#define RZCU_PER_THREAD_VARIANTS(Y)                      \
+    Y(cuMemsetD8_v2_ptds, cuMemsetD8_v2)                 \
+    Y(cuMemsetD8Async_ptsz, cuMemsetD8Async)             \
+    Y(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD_v2)             \
+    Y(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH_v2)             \
+    Y(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD_v2)             \
+    Y(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync_v2)   \
+    Y(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync_v2)   \
+    Y(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync_v2)   \
+    Y(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync_v2) \
+    Y(cuStreamSynchronize_ptsz, cuStreamSynchronize)     \
+    Y(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
+
+#define RZCU_FN_TYPEDEF(name, ret, params) typedef ret rzcu_fn_##name params;
+RZCU_ENTRY_POINTS(RZCU_FN_TYPEDEF)
+#undef RZCU_FN_TYPEDEF
+#define RZCU_VARIANT_TYPEDEF(variant, base) typedef rzcu_fn_##base rzcu_fn_##variant;
+RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF)
+#undef RZCU_VARIANT_TYPEDEF
+
+/*
+ * The CUDA 11.3 entry point cuGetProcAddress (no status out-parameter). Still exported by CUDA 13 drivers
+ * and used by older runtimes; cuda.h 13 no longer declares it, so it cannot be checked against it.
+ */
+typedef rzcu_result rzcu_fn_cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags);
+
+#endif /* REDZONE_CU_H */

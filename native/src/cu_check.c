@@ -1,0 +1,66 @@
+/*
+ * Compiled only when cuda.h is found: proves at compile time that every declaration in cu.h matches the
+ * real driver header (function types, scalar types, result codes, struct layouts). An empty object file.
+ */
+#define RZCU_MEMCPY_ATTRIBUTES CUmemcpyAttributes
+#include <cuda.h>
+#include <stddef.h>
+
+#include "cu.h"
+
+#define SAME(a, b) _Static_assert(__builtin_types_compatible_p(a, b), #a " differs from " #b)
+
+SAME(rzcu_result, CUresult);
+SAME(rzcu_deviceptr, CUdeviceptr);
+SAME(rzcu_device, CUdevice);
+SAME(rzcu_device_attribute, CUdevice_attribute);
+SAME(rzcu_proc_query_result, CUdriverProcAddressQueryResult);
+SAME(rzcu_uint64, cuuint64_t);
+SAME(rzcu_context, CUcontext);
+SAME(rzcu_stream, CUstream);
+SAME(rzcu_host_fn, CUhostFn);
+
+/* Each entry point: the name as exported by libcuda (no cuda.h macro renaming) has our function type. */
+#define CHECK_FN(name, ret, params) SAME(rzcu_fn_##name, __typeof__(name));
+RZCU_ENTRY_POINTS(CHECK_FN)
+
+#define CHECK_RESULT(name, value) _Static_assert((int)name == value && (int)RZ##name == value, #name);
+RZCU_RESULTS(CHECK_RESULT)
+
+#define CHECK_CONST(ours, theirs) _Static_assert((ours) == (theirs), #ours)
+CHECK_CONST(RZCU_STREAM_LEGACY, CU_STREAM_LEGACY);
+CHECK_CONST(RZCU_STREAM_PER_THREAD, CU_STREAM_PER_THREAD);
+CHECK_CONST(RZCU_STREAM_DEFAULT, CU_STREAM_DEFAULT);
+CHECK_CONST(RZCU_STREAM_NON_BLOCKING, CU_STREAM_NON_BLOCKING);
+CHECK_CONST(RZCU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_GLOBAL);
+CHECK_CONST(RZCU_MEM_ATTACH_HOST, CU_MEM_ATTACH_HOST);
+CHECK_CONST(RZCU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_DEFAULT);
+CHECK_CONST(RZCU_GET_PROC_ADDRESS_LEGACY_STREAM, CU_GET_PROC_ADDRESS_LEGACY_STREAM);
+CHECK_CONST(RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+CHECK_CONST(RZCU_GET_PROC_ADDRESS_SUCCESS, CU_GET_PROC_ADDRESS_SUCCESS);
+CHECK_CONST(RZCU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+CHECK_CONST(RZCU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+CHECK_CONST(RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
+CHECK_CONST(RZCU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL, CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL);
+CHECK_CONST(RZCU_MEMCPY_SRC_ACCESS_ORDER_ANY, CU_MEMCPY_SRC_ACCESS_ORDER_ANY);
+CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_WARP_SIZE, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+
+#define SAME_LAYOUT(ours, theirs, field)                                                                     \
+    _Static_assert(offsetof(ours, field) == offsetof(theirs, field) &&                                       \
+                       sizeof(((ours *)0)->field) == sizeof(((theirs *)0)->field),                           \
+                   #ours "." #field)
+_Static_assert(sizeof(rzcu_mem_location) == sizeof(CUmemLocation), "CUmemLocation size");
+SAME_LAYOUT(rzcu_mem_location, CUmemLocation, type);
+SAME_LAYOUT(rzcu_mem_location, CUmemLocation, id);
+_Static_assert(sizeof(rzcu_memcpy_attributes) == sizeof(CUmemcpyAttributes), "CUmemcpyAttributes size");
+SAME_LAYOUT(rzcu_memcpy_attributes, CUmemcpyAttributes, srcAccessOrder);
+SAME_LAYOUT(rzcu_memcpy_attributes, CUmemcpyAttributes, srcLocHint);
+SAME_LAYOUT(rzcu_memcpy_attributes, CUmemcpyAttributes, dstLocHint);
+SAME_LAYOUT(rzcu_memcpy_attributes, CUmemcpyAttributes, flags);
+
+typedef int rz_cu_check_translation_unit_is_not_empty;

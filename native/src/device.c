@@ -1,0 +1,207 @@
+/*
+ * The device seam: every device operation the library makes goes through here, over the CUDA driver API
+ * reached with dlopen("libcuda.so.1") and symbol lookup, never by linking. On a GPU machine that is the
+ * NVIDIA driver; in tests and demos it is the emulated driver (a host-memory libcuda.so.1), the same code
+ * path either way.
+ *
+ * Band traffic runs on one non-blocking stream per context, owned by the library, so it never waits on the
+ * program's legacy-stream work and the program's streams never wait on it; each batch ends with one
+ * synchronisation of that stream. Reads use cuMemcpyBatchAsync where the driver has it, and fall back to
+ * one async copy per band on older drivers (decided at run time).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rz_internal.h"
+
+rz_driver_t rz__drv;
+
+static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
+static int g_load_status = RZ_ENODRIVER;
+
+static void load(void) {
+    /* RTLD_NOLOAD first: a program that already loaded a driver (maybe from a non-default path) keeps it. */
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (h == NULL) {
+        const char *err = dlerror();
+        rz__warn("cannot load the CUDA driver libcuda.so.1 (%s)", err ? err : "unknown error");
+        return;
+    }
+#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)dlsym(h, #name);
+    RZCU_ENTRY_POINTS(RZ_RESOLVE)
+#undef RZ_RESOLVE
+    if (rz__drv.cuMemAlloc_v2 == NULL || rz__drv.cuMemFree_v2 == NULL || rz__drv.cuCtxGetCurrent == NULL ||
+        rz__drv.cuMemsetD8Async == NULL || rz__drv.cuMemcpyDtoHAsync_v2 == NULL || rz__drv.cuStreamCreate == NULL ||
+        rz__drv.cuStreamSynchronize == NULL || rz__drv.cuCtxPushCurrent_v2 == NULL || rz__drv.cuCtxPopCurrent_v2 == NULL) {
+        rz__warn("libcuda.so.1 lacks entry points redzone needs; red zones are off");
+        memset(&rz__drv, 0, sizeof rz__drv);
+        return;
+    }
+    RZ_STATE.driver_loaded = 1;
+    g_load_status = RZ_OK;
+}
+
+int rz__dev_load(void) {
+    pthread_once(&g_load_once, load);
+    return g_load_status;
+}
+
+rzcu_result rz__dev_alloc(rz_devptr_t *p, size_t bytes) { return rz__drv.cuMemAlloc_v2(p, bytes); }
+
+rzcu_result rz__dev_free(rz_devptr_t p) { return rz__drv.cuMemFree_v2(p); }
+
+void *rz__dev_current_ctx(void) {
+    rzcu_context ctx = NULL;
+    if (rz__drv.cuCtxGetCurrent(&ctx) != RZCUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}
+
+/* ---- library streams, one per context ---------------------------------------------------------------- */
+#define RZ_MAX_STREAMS 64
+static pthread_mutex_t g_stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    void *ctx;
+    rzcu_stream stream;
+} g_streams[RZ_MAX_STREAMS];
+static int g_nstreams;
+
+/* The library's stream for the current context `ctx` (created on first use). */
+static rzcu_result stream_for(void *ctx, rzcu_stream *out) {
+    rzcu_result r = RZCUDA_SUCCESS;
+    pthread_mutex_lock(&g_stream_lock);
+    for (int i = 0; i < g_nstreams; i++) {
+        if (g_streams[i].ctx == ctx) {
+            *out = g_streams[i].stream;
+            goto done;
+        }
+    }
+    rzcu_stream s = NULL;
+    r = rz__drv.cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING);
+    if (r != RZCUDA_SUCCESS)
+        goto done;
+    if (g_nstreams < RZ_MAX_STREAMS) {
+        g_streams[g_nstreams].ctx = ctx;
+        g_streams[g_nstreams].stream = s;
+        g_nstreams++;
+    } else {
+        /* More contexts than slots: recycle slot 0's entry (its stream stays valid in its own context). */
+        memmove(g_streams, g_streams + 1, sizeof g_streams[0] * (RZ_MAX_STREAMS - 1));
+        g_streams[RZ_MAX_STREAMS - 1].ctx = ctx;
+        g_streams[RZ_MAX_STREAMS - 1].stream = s;
+    }
+    *out = s;
+done:
+    pthread_mutex_unlock(&g_stream_lock);
+    return r;
+}
+
+void rz__dev_reset(void) {
+    pthread_mutex_lock(&g_stream_lock);
+    g_nstreams = 0;
+    pthread_mutex_unlock(&g_stream_lock);
+}
+
+/* Make ctx current for the duration of a band operation (pushed only when it is not already current). */
+static rzcu_result enter_ctx(void *ctx, int *pushed) {
+    *pushed = 0;
+    if (ctx == NULL || ctx == rz__dev_current_ctx())
+        return RZCUDA_SUCCESS;
+    rzcu_result r = rz__drv.cuCtxPushCurrent_v2((rzcu_context)ctx);
+    if (r == RZCUDA_SUCCESS)
+        *pushed = 1;
+    return r;
+}
+
+static void leave_ctx(int pushed) {
+    if (pushed) {
+        rzcu_context ignored;
+        rz__drv.cuCtxPopCurrent_v2(&ignored);
+    }
+}
+
+rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes) {
+    rz_band_io_t io = {.ctx = rz__dev_current_ctx(), .dev = p, .bytes = bytes, .value = value};
+    return rz__dev_write(&io, 1);
+}
+
+/* Scratch arrays for one batch copy call. */
+#define RZ_BATCH_MAX 4096
+
+/* Read the bands of one context, from index `from` on, for entries whose ctx matches. */
+static rzcu_result read_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s) {
+    static rzcu_deviceptr dsts[RZ_BATCH_MAX], srcs[RZ_BATCH_MAX]; /* callers hold the registry lock */
+    static size_t sizes[RZ_BATCH_MAX];
+    rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+    size_t attr_idx = 0;
+    size_t k = 0;
+    rzcu_result r = RZCUDA_SUCCESS;
+    int batch_ok = rz__drv.cuMemcpyBatchAsync_v2 != NULL;
+    for (size_t i = 0; i <= n && r == RZCUDA_SUCCESS; i++) {
+        if (i < n && io[i].ctx == ctx && io[i].bytes > 0) {
+            if (batch_ok) {
+                dsts[k] = (rzcu_deviceptr)(uintptr_t)io[i].host;
+                srcs[k] = io[i].dev;
+                sizes[k] = io[i].bytes;
+                k++;
+            } else {
+                r = rz__drv.cuMemcpyDtoHAsync_v2(io[i].host, io[i].dev, io[i].bytes, s);
+            }
+        }
+        if (k > 0 && (k == RZ_BATCH_MAX || i == n)) {
+            r = rz__drv.cuMemcpyBatchAsync_v2(dsts, srcs, sizes, k, &attr, &attr_idx, 1, s);
+            if (r == RZCUDA_ERROR_NOT_SUPPORTED) {
+                /* A driver that exports the entry point but cannot batch: copy band by band. */
+                r = RZCUDA_SUCCESS;
+                for (size_t j = 0; j < k && r == RZCUDA_SUCCESS; j++)
+                    r = rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dsts[j], srcs[j], sizes[j], s);
+            }
+            k = 0;
+        }
+    }
+    rzcu_result rs = rz__drv.cuStreamSynchronize(s);
+    return r != RZCUDA_SUCCESS ? r : rs;
+}
+
+static rzcu_result write_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s) {
+    rzcu_result r = RZCUDA_SUCCESS;
+    for (size_t i = 0; i < n && r == RZCUDA_SUCCESS; i++)
+        if (io[i].ctx == ctx && io[i].bytes > 0)
+            r = rz__drv.cuMemsetD8Async(io[i].dev, io[i].value, io[i].bytes, s);
+    rzcu_result rs = rz__drv.cuStreamSynchronize(s);
+    return r != RZCUDA_SUCCESS ? r : rs;
+}
+
+/* Run op once per distinct context among the entries (few contexts: quadratic in contexts only). */
+static rzcu_result per_ctx(rz_band_io_t *io, size_t n,
+                           rzcu_result (*op)(rz_band_io_t *, size_t, void *, rzcu_stream)) {
+    rzcu_result first_err = RZCUDA_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+        void *ctx = io[i].ctx;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = io[j].ctx == ctx;
+        if (seen)
+            continue;
+        int pushed;
+        rzcu_result r = enter_ctx(ctx, &pushed);
+        if (r == RZCUDA_SUCCESS) {
+            rzcu_stream s;
+            r = stream_for(ctx ? ctx : rz__dev_current_ctx(), &s);
+            if (r == RZCUDA_SUCCESS)
+                r = op(io, n, ctx, s);
+            leave_ctx(pushed);
+        }
+        if (r != RZCUDA_SUCCESS && first_err == RZCUDA_SUCCESS)
+            first_err = r;
+    }
+    return first_err;
+}
+
+rzcu_result rz__dev_read(rz_band_io_t *io, size_t n) { return per_ctx(io, n, read_ctx); }
+
+rzcu_result rz__dev_write(rz_band_io_t *io, size_t n) { return per_ctx(io, n, write_ctx); }

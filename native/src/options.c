@@ -1,0 +1,207 @@
+/*
+ * Options: one table (options.inc) expanded into parsing, the help text and the docs table. Parsing is a
+ * pure function of a getenv-like callback so tests can drive it; the process's options are parsed lazily,
+ * once, on the first call that needs them (never from a constructor), and each rejected value leaves one
+ * warning line naming the variable and the value kept.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rz_internal.h"
+
+/* Rust's usize::from_str, which the seed uses: optional '+', then decimal digits only, no overflow. */
+static int parse_u64(const char *s, uint64_t *out) {
+    if (*s == '+')
+        s++;
+    if (*s == '\0')
+        return -1;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -2; /* out of range */
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+static void warn_line(rz_options_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_line(rz_options_t *o, const char *fmt, ...) {
+    size_t used = strlen(o->warnings);
+    if (used + 2 >= sizeof o->warnings)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->warnings + used, sizeof o->warnings - used - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    used = strlen(o->warnings);
+    o->warnings[used] = '\n';
+    o->warnings[used + 1] = '\0';
+}
+
+/* Each parse_<TYPE> sets the field from a set variable (value != NULL) or leaves the default. */
+static void parse_BAND(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
+    uint64_t v;
+    int rc = parse_u64(value, &v);
+    if (rc == -1) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is not a number of bytes; using 0 (red zones off)", name, value);
+        return;
+    }
+    if (rc == -2 || v > RZ_PAD_MAX) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is larger than %llu; using 0 (red zones off)", name, value,
+                  (unsigned long long)RZ_PAD_MAX);
+        return;
+    }
+    *field = (v + 15) & ~(uint64_t)15;
+}
+
+static void parse_INDEX(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
+    uint64_t v;
+    if (parse_u64(value, &v) != 0) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is not a creation index; using 0", name, value);
+        return;
+    }
+    *field = v;
+}
+
+static void parse_OPTINDEX(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
+    uint64_t v;
+    if (parse_u64(value, &v) != 0 || v == RZ_INDEX_NONE) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is not a creation index; using unset (off)", name, value);
+        return;
+    }
+    *field = v;
+}
+
+static void parse_BYTE(rz_options_t *o, const char *name, const char *value, uint8_t *field) {
+    uint64_t v;
+    if (parse_u64(value, &v) != 0 || v > 255) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is not a byte (decimal 0-255); using %u", name, value,
+                  (unsigned)*field);
+        return;
+    }
+    *field = (uint8_t)v;
+}
+
+static void parse_PATH(rz_options_t *o, const char *name, const char *value, char (*field)[sizeof o->log_path]) {
+    char out[sizeof o->log_path];
+    size_t n = 0;
+    for (const char *s = value; *s; s++) {
+        char piece[32];
+        const char *add = piece;
+        if (s[0] == '%' && s[1] == 'p') {
+            snprintf(piece, sizeof piece, "%ld", (long)getpid());
+            s++;
+        } else {
+            piece[0] = *s;
+            piece[1] = '\0';
+        }
+        size_t len = strlen(add);
+        if (n + len >= sizeof out) {
+            warn_line(o, "redzone: warning: %s is longer than %zu bytes; using stderr", name, sizeof out - 1);
+            return;
+        }
+        memcpy(out + n, add, len);
+        n += len;
+    }
+    if (n == 0) {
+        warn_line(o, "redzone: warning: %s is empty; using stderr", name);
+        return;
+    }
+    out[n] = '\0';
+    memcpy(*field, out, n + 1);
+}
+
+static void parse_BOOL(rz_options_t *o, const char *name, const char *value, bool *field) {
+    if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0) {
+        *field = value[0] == '1';
+        return;
+    }
+    warn_line(o, "redzone: warning: %s=\"%s\" is not 0 or 1; using %d", name, value, (int)*field);
+}
+
+void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) {
+    memset(out, 0, sizeof *out);
+    out->pad_bytes = 0;
+    out->min_idx = 0;
+    out->trace_idx = RZ_INDEX_NONE;
+    out->fill = RZ_FILL_DEFAULT;
+    out->help = false;
+#define RZ_OPTION(field, var, type, shown, desc)                                                             \
+    {                                                                                                        \
+        const char *value = getenv_fn(var);                                                                  \
+        if (value != NULL)                                                                                   \
+            parse_##type(out, var, value, &out->field);                                                      \
+    }
+#include "options.inc"
+#undef RZ_OPTION
+}
+
+static rz_options_t g_options;
+static pthread_once_t g_options_once = PTHREAD_ONCE_INIT;
+
+static const char *process_getenv(const char *name) { return getenv(name); }
+
+static void options_load(void) {
+    rz__options_parse(process_getenv, &g_options);
+    rz__log_open(g_options.log_path[0] ? g_options.log_path : NULL);
+    if (g_options.warnings[0])
+        rz__write_all(rz__log_fd(), g_options.warnings, strlen(g_options.warnings));
+    RZ_STATE.pad_bytes = g_options.pad_bytes;
+    RZ_STATE.min_idx = g_options.min_idx;
+    RZ_STATE.trace_idx = g_options.trace_idx;
+    RZ_STATE.fill = g_options.fill;
+    __atomic_store_n(&RZ_STATE.options_loaded, 1, __ATOMIC_RELEASE);
+    if (g_options.help)
+        rz_options_help(rz__log_fd());
+}
+
+const rz_options_t *rz__options(void) {
+    pthread_once(&g_options_once, options_load);
+    return &g_options;
+}
+
+static const char *type_name(const char *t) {
+    if (strcmp(t, "BAND") == 0)
+        return "bytes";
+    if (strcmp(t, "INDEX") == 0 || strcmp(t, "OPTINDEX") == 0)
+        return "index";
+    if (strcmp(t, "BYTE") == 0)
+        return "byte";
+    if (strcmp(t, "PATH") == 0)
+        return "path";
+    return "0|1";
+}
+
+RZ_EXPORT void rz_options_help(int fd) {
+    char line[1024];
+    int n = snprintf(line, sizeof line, "redzone options (environment variables):\n");
+    rz__write_all(fd, line, (size_t)n);
+#define RZ_OPTION(field, var, type, shown, desc)                                                             \
+    n = snprintf(line, sizeof line, "  %-26s %-6s default %s\n      %s\n", var, type_name(#type), shown, desc); \
+    if (n > 0)                                                                                               \
+        rz__write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+#include "options.inc"
+#undef RZ_OPTION
+}
+
+void rz__options_markdown(int fd) {
+    char line[1024];
+    int n = snprintf(line, sizeof line, "| Variable | Type | Default | Description |\n|---|---|---|---|\n");
+    rz__write_all(fd, line, (size_t)n);
+#define RZ_OPTION(field, var, type, shown, desc)                                                             \
+    n = snprintf(line, sizeof line, "| `%s` | %s | %s | %s |\n", var, type_name(#type), shown, desc);        \
+    if (n > 0)                                                                                               \
+        rz__write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+#include "options.inc"
+#undef RZ_OPTION
+}

@@ -1,0 +1,139 @@
+/*
+ * The one output path: every report, warning and summary line is formatted into a fixed stack buffer and
+ * written with write(2), so it never allocates and is safe to use with locks held. A thread-local guard
+ * drops output produced while output is already being produced (a hook that logs from inside a log call),
+ * and warnings are capped so a misbehaving program cannot flood the log.
+ */
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rz_internal.h"
+
+#define RZ_WARNINGS_MAX 100
+
+static int g_log_fd = 2;
+static _Atomic unsigned g_warnings;
+static _Thread_local int t_in_log;
+
+void rz__log_open(const char *path) {
+    if (path == NULL)
+        return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        char buf[768];
+        int n = snprintf(buf, sizeof buf, "redzone: warning: cannot open METRALE_REDZONE_LOG=\"%s\" (%s); using stderr\n",
+                         path, strerror(errno));
+        rz__write_all(2, buf, n > 0 ? (size_t)n : 0);
+        return;
+    }
+    g_log_fd = fd;
+}
+
+int rz__log_fd(void) { return g_log_fd; }
+
+void rz__write_all(int fd, const char *buf, size_t len) {
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        buf += w;
+        len -= (size_t)w;
+    }
+}
+
+static void vlog(const char *prefix, const char *fmt, va_list ap) {
+    if (t_in_log)
+        return;
+    t_in_log = 1;
+    char buf[1024];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "%s", prefix);
+    int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+    if (m > 0)
+        n += (size_t)m < sizeof buf - n - 1 ? (size_t)m : sizeof buf - n - 2;
+    buf[n++] = '\n';
+    rz__write_all(g_log_fd, buf, n);
+    t_in_log = 0;
+}
+
+void rz__log(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("", fmt, ap);
+    va_end(ap);
+}
+
+void rz__warn(const char *fmt, ...) {
+    unsigned k = atomic_fetch_add_explicit(&g_warnings, 1, memory_order_relaxed);
+    if (k > RZ_WARNINGS_MAX)
+        return;
+    if (k == RZ_WARNINGS_MAX) {
+        rz__log("redzone: warning: more than %d warnings; further warnings suppressed", RZ_WARNINGS_MAX);
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vlog("redzone: warning: ", fmt, ap);
+    va_end(ap);
+}
+
+const char *rz__cu_name(rzcu_result r) {
+    const char *name = NULL;
+    if (rz__drv.cuGetErrorName != NULL && rz__drv.cuGetErrorName(r, &name) == RZCUDA_SUCCESS && name != NULL)
+        return name;
+    switch (r) {
+#define RZ_CU_NAME_CASE(n, value)                                                                            \
+    case value:                                                                                              \
+        return #n;
+        RZCU_RESULTS(RZ_CU_NAME_CASE)
+#undef RZ_CU_NAME_CASE
+    default:
+        return "CUDA_ERROR_(unknown)";
+    }
+}
+
+void rz__backtrace(uint64_t index) {
+    void *frames[64];
+    int n = backtrace(frames, 64);
+    rz__log("redzone: METRALE_REDZONE_TRACE_IDX=%llu: allocation #%llu made here (%d frames):",
+            (unsigned long long)index, (unsigned long long)index, n);
+    /* Frame 0 is this function; the rest is symbolized by glibc from the dynamic symbol tables. */
+    backtrace_symbols_fd(frames + 1, n - 1, g_log_fd);
+}
+
+_Noreturn void rz__check_failed(const char *file, int line, const char *what) {
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "redzone: internal check failed at %s:%d: %s\n", file, line, what);
+    rz__write_all(2, buf, n > 0 ? (size_t)n : 0);
+    abort();
+}
+
+RZ_EXPORT const char *rz_status_name(int status) {
+    switch (status) {
+#define RZ_STATUS_NAME(name, value, msg)                                                                     \
+    case value:                                                                                              \
+        return #name;
+        RZ_STATUS_MAP(RZ_STATUS_NAME)
+#undef RZ_STATUS_NAME
+    default:
+        return "RZ_UNKNOWN";
+    }
+}
+
+RZ_EXPORT const char *rz_strerror(int status) {
+    switch (status) {
+#define RZ_STATUS_MSG(name, value, msg)                                                                      \
+    case value:                                                                                              \
+        return msg;
+        RZ_STATUS_MAP(RZ_STATUS_MSG)
+#undef RZ_STATUS_MSG
+    default:
+        return "unknown status";
+    }
+}

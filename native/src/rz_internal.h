@@ -1,0 +1,208 @@
+/*
+ * Declarations shared between the library's source files (functions `rz__*`), the exported state block
+ * a debugger reads, and the registry node layout. Nothing here is public API.
+ */
+#ifndef REDZONE_INTERNAL_H
+#define REDZONE_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cu.h"
+#include "redzone.h"
+
+#define RZ_EXPORT __attribute__((visibility("default")))
+#define RZ_NOINLINE __attribute__((noinline, noclone))
+#define RZ_LIKELY(x) __builtin_expect(!!(x), 1)
+#define RZ_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Always-on check for invariants whose failure would corrupt the registry: report and abort. */
+#define RZ_CHECK(cond)                                                                                       \
+    do {                                                                                                     \
+        if (RZ_UNLIKELY(!(cond)))                                                                            \
+            rz__check_failed(__FILE__, __LINE__, #cond);                                                     \
+    } while (0)
+/* Debug-only assertion. */
+#ifdef NDEBUG
+#define RZ_ASSERT(cond) ((void)0)
+#else
+#define RZ_ASSERT(cond) RZ_CHECK(cond)
+#endif
+_Noreturn void rz__check_failed(const char *file, int line, const char *what);
+
+/* ---- options (options.c) ---------------------------------------------------------------------------- */
+#define RZ_PAD_MAX ((uint64_t)64 << 20)
+#define RZ_FILL_DEFAULT 0xEE
+#define RZ_POISON_IN 0xEE
+#define RZ_POISON_OUT 0x00
+#define RZ_INDEX_NONE UINT64_MAX
+
+typedef struct rz_options {
+    uint64_t pad_bytes;  /* 0: bands off */
+    uint64_t min_idx;
+    uint64_t trace_idx;  /* RZ_INDEX_NONE: off */
+    uint8_t fill;
+    bool help;
+    char log_path[512];  /* empty: stderr */
+    char warnings[2048]; /* one line per rejected value, '\n'-separated */
+} rz_options_t;
+
+typedef const char *(*rz_getenv_fn)(const char *name);
+/* Parse every option from getenv_fn into out (pure: no output, no global state). */
+void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out);
+/* The process's options, parsed once on first use (thread-safe); also opens the log. */
+const rz_options_t *rz__options(void);
+/* Option table as a markdown table (docs/options.md body). */
+void rz__options_markdown(int fd);
+
+/* ---- output (report.c) ------------------------------------------------------------------------------ */
+/* Every line goes through here: fixed buffer, no allocation, recursion guard. */
+void rz__log_open(const char *path);
+int rz__log_fd(void);
+void rz__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rz__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void rz__write_all(int fd, const char *buf, size_t len);
+/* Name of a driver result, from the driver when loaded, else from cu.h's table. */
+const char *rz__cu_name(rzcu_result r);
+void rz__backtrace(uint64_t index);
+
+/* ---- counters (stats.c) ----------------------------------------------------------------------------- */
+enum {
+#define RZ_COUNTER_ENUM(name, kind, desc) RZ_C_##name,
+    RZ_COUNTERS(RZ_COUNTER_ENUM)
+#undef RZ_COUNTER_ENUM
+    RZ_NCOUNTERS
+};
+void rz__record_map(uint64_t bytes);
+void rz__record_unmap(uint64_t bytes);
+void rz__record_unmap_failure(void);
+void rz__record_page_reset(uint64_t bytes);
+void rz__record_guard_install(uint64_t bytes);
+void rz__record_decommit(uint64_t bytes);
+void rz__count(int counter, int64_t delta);
+
+/* ---- registry (registry.c) -------------------------------------------------------------------------- */
+enum { RZ_ZONE_UNUSED = 0, RZ_ZONE_LIVE = 1 };
+
+/* One allocation. Layout is read by the debugger through the offsets in rz_state_t. */
+typedef struct rz_zone_node {
+    uint64_t ptr;
+    uint64_t user_bytes;
+    uint64_t index;
+    void *ctx;
+    uint32_t pad_bytes;
+    uint32_t next;  /* node id + 1 of the next zone in creation-index order; 0 = none */
+    uint32_t prev;
+    uint32_t hnext; /* hash chain, or free list when unused */
+    uint8_t expected;
+    uint8_t state;
+    uint8_t flags; /* RZ_ZONE_UNWATCHED: pad bytes were allocated but hold no known band */
+    uint8_t reserved[5];
+} rz_zone_node_t;
+
+#define RZ_ZONE_UNWATCHED 0x1
+/* A zone whose band scans and poisons cover. */
+static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED); }
+
+#define RZ_CHUNK_SHIFT 16
+#define RZ_CHUNK_NODES (1u << RZ_CHUNK_SHIFT)
+#define RZ_MAX_CHUNKS 1024 /* 64M zones */
+
+void rz__registry_lock(void);
+void rz__registry_unlock(void);
+/* Record a live allocation. Returns RZ_OK or RZ_ENOMEM (then nothing is recorded). Takes the lock. */
+int rz__registry_add(const rz_zone_node_t *zone);
+/* Remove the zone whose user pointer is ptr, copying it to *out. RZ_ENOTFOUND if unknown. Takes the lock. */
+int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out);
+/* Under the lock: first zone in index order and the one after `node` (NULL at the end). */
+rz_zone_node_t *rz__registry_first(void);
+rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node);
+/* Under the lock: the zone for ptr, or NULL. */
+rz_zone_node_t *rz__registry_find(uint64_t ptr);
+uint64_t rz__registry_count(void);
+/* Drop every zone (tests and fork children only; does not free device memory). */
+void rz__registry_reset(void);
+
+/* ---- exported state (state.c) ----------------------------------------------------------------------- */
+#define RZ_STATE_MAGIC UINT64_C(0x3145544154535a52) /* the bytes "RZSTATE1" in memory order */
+#define RZ_STATE_VERSION 1
+#define RZ_LAST_VIOLATIONS 16
+
+typedef struct rz_state {
+    uint64_t magic;                  /* RZ_STATE_MAGIC */
+    uint32_t version;                /* RZ_STATE_VERSION */
+    uint32_t size;                   /* sizeof(rz_state_t) */
+    _Atomic uint64_t seq;            /* odd while the registry is being changed */
+    _Atomic uint64_t next_index;     /* creation index of the next allocation call */
+    uint64_t pad_bytes;              /* options, valid once options_loaded */
+    uint64_t min_idx;
+    uint64_t trace_idx;
+    uint8_t fill;
+    uint8_t options_loaded;
+    uint8_t poison_active;
+    uint8_t driver_loaded;
+    uint32_t reserved0;
+    uint64_t poison_lo;
+    uint64_t poison_hi;
+    _Atomic uint64_t counters[RZ_NCOUNTERS];
+    /* registry */
+    rz_zone_node_t *chunks[RZ_MAX_CHUNKS];
+    uint32_t chunk_shift;
+    uint32_t node_size;
+    uint32_t head; /* node id + 1 of the lowest index, 0 if empty */
+    uint32_t tail;
+    uint64_t zone_count;
+    /* node layout for readers without debug info */
+    uint16_t off_ptr, off_user_bytes, off_index, off_ctx, off_pad_bytes, off_next, off_expected, off_state, off_flags;
+    /* last scan */
+    uint64_t last_scan_checked;
+    uint64_t last_scan_violated;
+    uint32_t last_violation_count; /* entries used in last_violations (at most RZ_LAST_VIOLATIONS) */
+    uint32_t reserved1;
+    rz_violation_t last_violations[RZ_LAST_VIOLATIONS];
+} rz_state_t;
+
+extern rz_state_t __redzone_state;
+#define RZ_STATE (__redzone_state)
+
+/* ---- device seam (device.c) ------------------------------------------------------------------------- */
+/* The driver's entry points, resolved once from libcuda.so.1. NULL where the driver lacks one. */
+typedef struct rz_driver {
+#define RZ_DRIVER_FIELD(name, ret, params) rzcu_fn_##name *name;
+    RZCU_ENTRY_POINTS(RZ_DRIVER_FIELD)
+#undef RZ_DRIVER_FIELD
+} rz_driver_t;
+extern rz_driver_t rz__drv;
+
+/* Load the driver once. RZ_OK or RZ_ENODRIVER (warned once). */
+int rz__dev_load(void);
+rzcu_result rz__dev_alloc(rz_devptr_t *p, size_t bytes);
+rzcu_result rz__dev_free(rz_devptr_t p);
+void *rz__dev_current_ctx(void);
+/* Fill one band synchronously on the library's stream for the current context. */
+rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
+
+/* One band transfer: device range [dev, dev+bytes) of context ctx; host buffer or fill value. */
+typedef struct rz_band_io {
+    void *ctx;
+    rz_devptr_t dev;
+    size_t bytes;
+    uint8_t *host;  /* read: destination */
+    uint8_t value;  /* fill: byte to write */
+} rz_band_io_t;
+/* Read n bands into their host buffers (batched per context, one sync each). */
+rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
+/* Fill n bands with their values (per context, one sync each). */
+rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
+/* Forget cached streams (fork child). */
+void rz__dev_reset(void);
+
+/* ---- bands (band.c) --------------------------------------------------------------------------------- */
+/* The byte a zone with this index gets when its band is (re)filled now. Caller holds the registry lock or
+ * accepts a racing poison (see docs/design.md). */
+uint8_t rz__band_byte_for(uint64_t index);
+
+#endif /* REDZONE_INTERNAL_H */

@@ -1,0 +1,68 @@
+/*
+ * The exported state block `__redzone_state`: one symbol from which a debugger reads options, counters,
+ * the zone registry and the last scan's violations straight out of memory (live process or core file),
+ * without running code in the program. Its layout is part of the interface with the gdb plugin, pinned
+ * here; any change bumps RZ_STATE_VERSION.
+ */
+#include "rz_internal.h"
+
+RZ_EXPORT rz_state_t __redzone_state = {
+    .magic = RZ_STATE_MAGIC,
+    .version = RZ_STATE_VERSION,
+    .size = sizeof(rz_state_t),
+    .trace_idx = RZ_INDEX_NONE,
+    .fill = RZ_FILL_DEFAULT,
+    .chunk_shift = RZ_CHUNK_SHIFT,
+    .node_size = sizeof(rz_zone_node_t),
+    .off_ptr = offsetof(rz_zone_node_t, ptr),
+    .off_user_bytes = offsetof(rz_zone_node_t, user_bytes),
+    .off_index = offsetof(rz_zone_node_t, index),
+    .off_ctx = offsetof(rz_zone_node_t, ctx),
+    .off_pad_bytes = offsetof(rz_zone_node_t, pad_bytes),
+    .off_next = offsetof(rz_zone_node_t, next),
+    .off_expected = offsetof(rz_zone_node_t, expected),
+    .off_state = offsetof(rz_zone_node_t, state),
+    .off_flags = offsetof(rz_zone_node_t, flags),
+};
+
+#define PIN(type, field, off) _Static_assert(offsetof(type, field) == (off), #type "." #field " moved")
+PIN(rz_state_t, magic, 0);
+PIN(rz_state_t, version, 8);
+PIN(rz_state_t, size, 12);
+PIN(rz_state_t, seq, 16);
+PIN(rz_state_t, next_index, 24);
+PIN(rz_state_t, pad_bytes, 32);
+PIN(rz_state_t, min_idx, 40);
+PIN(rz_state_t, trace_idx, 48);
+PIN(rz_state_t, fill, 56);
+PIN(rz_state_t, options_loaded, 57);
+PIN(rz_state_t, poison_active, 58);
+PIN(rz_state_t, driver_loaded, 59);
+PIN(rz_state_t, poison_lo, 64);
+PIN(rz_state_t, poison_hi, 72);
+PIN(rz_state_t, counters, 80);
+PIN(rz_state_t, chunks, 80 + 8 * RZ_NCOUNTERS);
+PIN(rz_state_t, chunk_shift, 80 + 8 * RZ_NCOUNTERS + 8 * RZ_MAX_CHUNKS);
+_Static_assert(RZ_NCOUNTERS == 14, "counter list changed: bump RZ_STATE_VERSION and the gdb plugin");
+PIN(rz_zone_node_t, ptr, 0);
+PIN(rz_zone_node_t, user_bytes, 8);
+PIN(rz_zone_node_t, index, 16);
+PIN(rz_zone_node_t, ctx, 24);
+PIN(rz_zone_node_t, pad_bytes, 32);
+PIN(rz_zone_node_t, next, 36);
+PIN(rz_zone_node_t, prev, 40);
+PIN(rz_zone_node_t, hnext, 44);
+PIN(rz_zone_node_t, expected, 48);
+PIN(rz_zone_node_t, state, 49);
+PIN(rz_zone_node_t, flags, 50);
+_Static_assert(sizeof(rz_zone_node_t) == 56, "zone node size");
+PIN(rz_violation_t, index, 0);
+PIN(rz_violation_t, ptr, 8);
+PIN(rz_violation_t, user_bytes, 16);
+PIN(rz_violation_t, pad_bytes, 24);
+PIN(rz_violation_t, first, 32);
+PIN(rz_violation_t, last, 40);
+PIN(rz_violation_t, changed, 48);
+PIN(rz_violation_t, first_bad, 56);
+PIN(rz_violation_t, expected, 57);
+_Static_assert(sizeof(rz_violation_t) == 64, "violation record size");

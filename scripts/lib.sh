@@ -1,0 +1,37 @@
+# Shared by scripts/test and scripts/demo: install what is missing, configure and build.
+# shellcheck shell=bash
+
+REDZONE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REDZONE_BUILD=${REDZONE_BUILD_DIR:-$REDZONE_ROOT/build}
+
+# Debian packages the build and the tests need.
+REDZONE_PACKAGES=(gcc cmake ninja-build pkg-config libcriterion-dev python3)
+
+rz_ensure_packages() {
+    local missing=() p
+    for p in "${REDZONE_PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "redzone: missing Debian packages; as root run:" >&2
+        echo "  apt-get update && apt-get install -y ${missing[*]}" >&2
+        exit 1
+    fi
+    echo "redzone: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+rz_build() {
+    if [ ! -f "$REDZONE_BUILD/build.ninja" ]; then
+        cmake -S "$REDZONE_ROOT" -B "$REDZONE_BUILD" -G Ninja -DREDZONE_WERROR=ON "$@"
+    fi
+    cmake --build "$REDZONE_BUILD"
+}
+
+# True when a real NVIDIA driver and GPU are usable here.
+rz_have_gpu() {
+    [ -e /dev/nvidiactl ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1
+}

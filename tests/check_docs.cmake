@@ -1,0 +1,16 @@
+# Fails when a generated block in docs/ differs from what rz-gendoc prints now.
+# Regenerate with: scripts/gendocs
+foreach(pair "options;options.md" "counters;counters.md")
+  list(GET pair 0 what)
+  list(GET pair 1 file)
+  execute_process(COMMAND ${GENDOC} ${what} OUTPUT_VARIABLE generated RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "rz-gendoc ${what} failed")
+  endif()
+  file(READ ${DOCS}/${file} text)
+  string(FIND "${text}" "<!-- BEGIN GENERATED: rz-gendoc ${what} -->\n${generated}<!-- END GENERATED -->" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "docs/${file} is out of date with the ${what} table: run scripts/gendocs")
+  endif()
+  message(STATUS "docs/${file}: generated ${what} block is current")
+endforeach()

@@ -1,0 +1,68 @@
+/*
+ * Shared test helpers: a current context on the emulated driver, a per-test log file, and reading it back.
+ * Criterion runs every test in its own process, so each test sets the environment it needs before the
+ * library's first call reads it.
+ */
+#ifndef RZ_TEST_H
+#define RZ_TEST_H
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuda_emu.h"
+#include "rz_internal.h"
+
+/* cuInit + primary context of device `dev` made current. */
+static inline rzcu_context rzt_context(int dev) {
+    rzcu_context ctx = NULL;
+    cr_assert_eq(cuInit(0), RZCUDA_SUCCESS);
+    cr_assert_eq(cuDevicePrimaryCtxRetain(&ctx, dev), RZCUDA_SUCCESS);
+    cr_assert_eq(cuCtxSetCurrent(ctx), RZCUDA_SUCCESS);
+    return ctx;
+}
+
+/* Send the library's log to a fresh file for this test; returns its path (static storage). */
+static inline const char *rzt_log_to_file(void) {
+    static char path[128];
+    snprintf(path, sizeof path, "/tmp/rz-test-%ld.log", (long)getpid());
+    unlink(path);
+    setenv("METRALE_REDZONE_LOG", path, 1);
+    return path;
+}
+
+/* The whole log file as a string (caller frees). */
+static inline char *rzt_read_log(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return strdup("");
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
+/* Number of occurrences of needle in hay. */
+static inline int rzt_count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Simple checksum of a device range read back through the driver. */
+static inline uint64_t rzt_device_checksum(rz_devptr_t p, size_t n) {
+    uint8_t *buf = malloc(n);
+    cr_assert_not_null(buf);
+    cr_assert_eq(cuMemcpyDtoH_v2(buf, p, n), RZCUDA_SUCCESS);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ buf[i]) * 1099511628211ull;
+    free(buf);
+    return h;
+}
+
+#endif

@@ -1,0 +1,248 @@
+/* Allocation and free through the public API on the emulated driver: creation indices, MIN_IDX, padding
+ * decisions, result codes passed through, counters, and the fallbacks that keep the program running. */
+#include "rz_test.h"
+
+static int collect(const rz_zone_info_t *z, void *arg) {
+    rz_zone_info_t *out = arg;
+    for (int i = 0; i < 64; i++) {
+        if (out[i].ptr == 0) {
+            out[i] = *z;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+Test(api, creation_index_counts_failed_calls_and_nothing_registers_on_failure) {
+    setenv("METRALE_REDZONE", "64", 1);
+    rzt_context(0);
+    rz_devptr_t a = 0, b = 0, c = 0;
+    cr_assert_eq(rz_mem_alloc(&a, 100), RZCUDA_SUCCESS);
+    cr_assert_eq(cuEmuInjectFailure("cuMemAlloc_v2", 1, RZCUDA_ERROR_INVALID_VALUE), 0);
+    cr_assert_eq(rz_mem_alloc(&b, 100), RZCUDA_ERROR_INVALID_VALUE, "the driver's code comes back unchanged");
+    cr_assert_eq(b, 0);
+    cr_assert_eq(rz_mem_alloc(&c, 100), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_next_index(), 3);
+    rz_zone_info_t zones[64] = {0};
+    cr_assert_eq(rz_zone_foreach(collect, zones), 0);
+    cr_assert_eq(zones[0].index, 0);
+    cr_assert_eq(zones[0].ptr, a);
+    cr_assert_eq(zones[1].index, 2, "index 1 was consumed by the failed call");
+    cr_assert_eq(zones[1].ptr, c);
+    cr_assert_eq(zones[2].ptr, 0);
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.map_calls, 2);
+    cr_assert_eq(s.live_zones, 2);
+}
+
+Test(api, min_idx_pads_only_later_allocations) {
+    setenv("METRALE_REDZONE", "20", 1); /* rounds up to 32 */
+    setenv("METRALE_REDZONE_MIN_IDX", "2", 1);
+    rzt_context(0);
+    rz_devptr_t p[4];
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(rz_mem_alloc(&p[i], 48), RZCUDA_SUCCESS);
+    rz_zone_info_t zones[64] = {0};
+    rz_zone_foreach(collect, zones);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(zones[i].index, (uint64_t)i);
+        cr_assert_eq(zones[i].pad_bytes, i < 2 ? 0 : 32, "zone %d pad %llu", i, (unsigned long long)zones[i].pad_bytes);
+    }
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.live_zones, 2);
+    cr_assert_eq(s.unpadded_allocs, 0, "below MIN_IDX is not a failure to pad");
+    cr_assert_eq(s.current_mapped_bytes, 4 * 48 + 2 * 32);
+    cr_assert_eq(s.guard_install_calls, 2);
+    cr_assert_eq(s.guard_install_bytes, 64);
+}
+
+Test(api, min_idx_with_injected_failures_counts_failed_calls) {
+    setenv("METRALE_REDZONE", "16", 1);
+    setenv("METRALE_REDZONE_MIN_IDX", "2", 1);
+    rzt_context(0);
+    cuEmuInjectFailure("cuMemAlloc_v2", 1, RZCUDA_ERROR_INVALID_VALUE);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_ERROR_INVALID_VALUE); /* index 0, failed */
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);             /* index 1: below MIN_IDX */
+    rz_devptr_t q;
+    cr_assert_eq(rz_mem_alloc(&q, 64), RZCUDA_SUCCESS); /* index 2: padded */
+    rz_zone_info_t zones[64] = {0};
+    rz_zone_foreach(collect, zones);
+    cr_assert_eq(zones[0].index, 1);
+    cr_assert_eq(zones[0].pad_bytes, 0);
+    cr_assert_eq(zones[1].index, 2);
+    cr_assert_eq(zones[1].pad_bytes, 16);
+}
+
+Test(api, disabled_means_no_bands_but_indices_and_counters) {
+    unsetenv("METRALE_REDZONE");
+    const char *log = rzt_log_to_file();
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 1000), RZCUDA_SUCCESS);
+    size_t size = 0;
+    rz_devptr_t base = 0;
+    cr_assert_eq(cuMemGetAddressRange_v2(&base, &size, p), RZCUDA_SUCCESS);
+    cr_assert_eq(size, 1000, "no pad requested from the driver");
+    cr_assert_eq(rz_scan(), 0);
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.map_calls, 1);
+    cr_assert_eq(s.live_zones, 0);
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+    rz_stats_get(&s);
+    cr_assert_eq(s.current_mapped_bytes, 0);
+    char *text = rzt_read_log(log);
+    cr_assert(strstr(text, "redzone scan: 0 zones checked, 0 violated"), "%s", text);
+    free(text);
+}
+
+Test(api, padded_allocation_asks_the_driver_for_user_plus_pad) {
+    setenv("METRALE_REDZONE", "64", 1);
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 1000), RZCUDA_SUCCESS);
+    size_t size = 0;
+    rz_devptr_t base = 0;
+    cr_assert_eq(cuMemGetAddressRange_v2(&base, &size, p), RZCUDA_SUCCESS);
+    cr_assert_eq(base, p);
+    cr_assert_eq(size, 1064);
+    uint8_t band[64];
+    cr_assert_eq(cuMemcpyDtoH_v2(band, p + 1000, 64), RZCUDA_SUCCESS);
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(band[i], 0xEE);
+}
+
+Test(api, out_of_memory_with_pad_retries_unpadded) {
+    setenv("METRALE_REDZONE", "64", 1);
+    const char *log = rzt_log_to_file();
+    rzt_context(0);
+    cuEmuInjectFailure("cuMemAlloc_v2", 1, RZCUDA_ERROR_OUT_OF_MEMORY);
+    rz_devptr_t p = 0;
+    cr_assert_eq(rz_mem_alloc(&p, 4096), RZCUDA_SUCCESS, "the program still gets its memory");
+    cr_assert_neq(p, 0);
+    cr_assert_eq(cuEmuCallCount("cuMemAlloc_v2"), 2);
+    size_t size = 0;
+    cr_assert_eq(cuMemGetAddressRange_v2(NULL, &size, p), RZCUDA_SUCCESS);
+    cr_assert_eq(size, 4096);
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.unpadded_allocs, 1);
+    cr_assert_eq(s.live_zones, 0);
+    cr_assert_eq(s.current_mapped_bytes, 4096);
+    char *text = rzt_read_log(log);
+    cr_assert_eq(rzt_count(text, "redzone: warning: allocation #0 of 4096 bytes: out of memory with 64 pad bytes; "
+                                 "retrying without a band"), 1, "%s", text);
+    free(text);
+}
+
+Test(api, out_of_memory_without_pad_is_returned) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("CUDA_EMU_MEM", "1048576", 1);
+    rzt_context(0);
+    rz_devptr_t p = 0;
+    cr_assert_eq(rz_mem_alloc(&p, 2 << 20), RZCUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(p, 0);
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.map_calls, 0);
+    cr_assert_eq(rz_next_index(), 1);
+}
+
+Test(api, size_overflow_is_never_wrapped) {
+    setenv("METRALE_REDZONE", "64", 1);
+    const char *log = rzt_log_to_file();
+    rzt_context(0);
+    rz_devptr_t p = 0;
+    size_t huge = SIZE_MAX - 8;
+    int r = rz_mem_alloc(&p, huge);
+    cr_assert_eq(r, RZCUDA_ERROR_OUT_OF_MEMORY, "the driver's answer for the unpadded size, got %d", r);
+    char *text = rzt_read_log(log);
+    cr_assert(strstr(text, "size + 64 pad bytes overflows; passed to the driver unpadded"), "%s", text);
+    free(text);
+}
+
+Test(api, zero_bytes_and_null_pointer_get_the_drivers_answer) {
+    setenv("METRALE_REDZONE", "64", 1);
+    rzt_context(0);
+    rz_devptr_t p = 0;
+    cr_assert_eq(rz_mem_alloc(&p, 0), RZCUDA_ERROR_INVALID_VALUE, "no pad turns a 0-byte request into a valid one");
+    cr_assert_eq(rz_mem_alloc(NULL, 16), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(rz_next_index(), 2);
+}
+
+Test(api, free_of_unknown_pointer_passes_through) {
+    setenv("METRALE_REDZONE", "64", 1);
+    rzt_context(0);
+    rz_devptr_t raw;
+    cr_assert_eq(cuMemAlloc_v2(&raw, 256), RZCUDA_SUCCESS); /* not through redzone */
+    rz_stats_t before, after;
+    rz_stats_get(&before);
+    cr_assert_eq(rz_mem_free(raw), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_mem_free(raw), RZCUDA_ERROR_INVALID_VALUE, "double free: the driver's code");
+    rz_stats_get(&after);
+    cr_assert_eq(after.unmap_calls, before.unmap_calls);
+    cr_assert_eq(after.current_mapped_bytes, before.current_mapped_bytes);
+}
+
+Test(api, failed_free_counts_the_call_and_keeps_the_zone) {
+    setenv("METRALE_REDZONE", "32", 1);
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    cuEmuInjectFailure("cuMemFree_v2", 1, RZCUDA_ERROR_INVALID_CONTEXT);
+    cr_assert_eq(rz_mem_free(p), RZCUDA_ERROR_INVALID_CONTEXT);
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.unmap_calls, 1);
+    cr_assert_eq(s.current_mapped_bytes, 132);
+    cr_assert_eq(s.live_zones, 1);
+    cr_assert_eq(rz__registry_count(), 1);
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+    rz_stats_get(&s);
+    cr_assert_eq(s.unmap_calls, 2);
+    cr_assert_eq(s.current_mapped_bytes, 0);
+    cr_assert_eq(s.peak_mapped_bytes, 132);
+    cr_assert_eq(s.live_zones, 0);
+}
+
+Test(api, failed_band_fill_leaves_working_unwatched_memory) {
+    setenv("METRALE_REDZONE", "32", 1);
+    const char *log = rzt_log_to_file();
+    rzt_context(0);
+    cuEmuInjectFailure("cuMemsetD8Async", 1, RZCUDA_ERROR_UNKNOWN);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    uint8_t data[64];
+    memset(data, 0x5A, sizeof data);
+    cr_assert_eq(cuMemcpyHtoD_v2(p, data, sizeof data), RZCUDA_SUCCESS, "the memory works");
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.unpadded_allocs, 1);
+    cr_assert_eq(s.live_zones, 0);
+    cr_assert_eq(s.current_mapped_bytes, 96, "the pad bytes are still allocated");
+    cr_assert_eq(rz_scan(), 0, "an unwatched zone is not scanned");
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+    rz_stats_get(&s);
+    cr_assert_eq(s.current_mapped_bytes, 0, "free balances the pad too");
+    char *text = rzt_read_log(log);
+    cr_assert_eq(rzt_count(text, "filling its band failed with CUDA_ERROR_UNKNOWN; the zone is unpadded"), 1, "%s", text);
+    free(text);
+}
+
+Test(api, trace_idx_logs_a_backtrace_for_that_allocation_only) {
+    setenv("METRALE_REDZONE", "16", 1);
+    setenv("METRALE_REDZONE_TRACE_IDX", "1", 1);
+    const char *log = rzt_log_to_file();
+    rzt_context(0);
+    rz_devptr_t p;
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(rz_mem_alloc(&p, 16), RZCUDA_SUCCESS);
+    char *text = rzt_read_log(log);
+    cr_assert_eq(rzt_count(text, "METRALE_REDZONE_TRACE_IDX=1: allocation #1 made here"), 1, "%s", text);
+    cr_assert_eq(rzt_count(text, "allocation #0 made here"), 0);
+    cr_assert(strstr(text, "rz_mem_alloc"), "the backtrace names the allocating function: %s", text);
+    free(text);
+}

@@ -1,0 +1,268 @@
+/* The band engine on the emulated driver: scan report fields, re-fill, poison windows, the seed's
+ * poison/scan flaw fixed, the program's bytes untouched, several contexts, and driver failures. */
+#include <pthread.h>
+
+#include "rz_test.h"
+
+static const char *g_log;
+
+static void setup(void) {
+    setenv("METRALE_REDZONE", "64", 1);
+    g_log = rzt_log_to_file();
+    rzt_context(0);
+}
+
+static void poke(rz_devptr_t p, uint8_t value) { cr_assert_eq(cuMemcpyHtoD_v2(p, &value, 1), RZCUDA_SUCCESS); }
+
+static void expect_line(const char *line) {
+    char *text = rzt_read_log(g_log);
+    cr_assert_eq(rzt_count(text, line), 1, "want once: %s\nlog:\n%s", line, text);
+    free(text);
+}
+
+TestSuite(band, .init = setup);
+
+Test(band, write_at_pad_offset_zero) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    poke(p + 100, 0x41);
+    cr_assert_eq(rz_scan(), 1);
+    expect_line("REDZONE VIOLATION alloc#0 user_bytes=100 pad=64 : bytes [0..=0] past the end were written "
+                "(1 of 64 pad bytes changed), first bad value 0x41\n");
+    expect_line("redzone scan: 1 zones checked, 1 violated\n");
+    const rz_violation_t *v = &RZ_STATE.last_violations[0];
+    cr_assert_eq(RZ_STATE.last_violation_count, 1);
+    cr_assert_eq(v->index, 0);
+    cr_assert_eq(v->ptr, p);
+    cr_assert_eq(v->first, 0);
+    cr_assert_eq(v->last, 0);
+    cr_assert_eq(v->changed, 1);
+    cr_assert_eq(v->first_bad, 0x41);
+    cr_assert_eq(v->expected, 0xEE);
+}
+
+Test(band, write_at_last_pad_byte) {
+    rz_devptr_t a, b;
+    cr_assert_eq(rz_mem_alloc(&a, 256), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_mem_alloc(&b, 256), RZCUDA_SUCCESS);
+    poke(b + 256 + 63, 0x00);
+    cr_assert_eq(rz_scan(), 1);
+    expect_line("REDZONE VIOLATION alloc#1 user_bytes=256 pad=64 : bytes [63..=63] past the end were written "
+                "(1 of 64 pad bytes changed), first bad value 0x00\n");
+    expect_line("redzone scan: 2 zones checked, 1 violated\n");
+}
+
+Test(band, non_contiguous_writes) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 32), RZCUDA_SUCCESS);
+    poke(p + 32 + 3, 0x13);
+    poke(p + 32 + 10, 0x99);
+    poke(p + 32 + 11, 0xEE); /* the fill byte itself: invisible */
+    cr_assert_eq(rz_scan(), 1);
+    expect_line("REDZONE VIOLATION alloc#0 user_bytes=32 pad=64 : bytes [3..=10] past the end were written "
+                "(2 of 64 pad bytes changed), first bad value 0x13\n");
+}
+
+Test(band, writing_the_fill_byte_is_not_a_violation) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 32), RZCUDA_SUCCESS);
+    uint8_t same[64];
+    memset(same, 0xEE, sizeof same);
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 32, same, sizeof same), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 0);
+    expect_line("redzone scan: 1 zones checked, 0 violated\n");
+}
+
+Test(band, refill_then_clean_rescan_then_new_write_only) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 48), RZCUDA_SUCCESS);
+    poke(p + 48 + 5, 1);
+    cr_assert_eq(rz_scan(), 1);
+    uint8_t band[64];
+    cr_assert_eq(cuMemcpyDtoH_v2(band, p + 48, 64), RZCUDA_SUCCESS);
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(band[i], 0xEE, "re-filled");
+    cr_assert_eq(rz_scan(), 0, "a later scan reports only new writes");
+    poke(p + 48 + 7, 2);
+    cr_assert_eq(rz_scan(), 1);
+    expect_line("bytes [7..=7] past the end were written (1 of 64 pad bytes changed), first bad value 0x02\n");
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.scans, 3);
+    cr_assert_eq(s.violations, 2);
+    cr_assert_eq(s.page_reset_calls, 2);
+    cr_assert_eq(s.page_reset_bytes, 128);
+}
+
+static void read_band(rz_devptr_t p, size_t user, uint8_t *out) {
+    cr_assert_eq(cuMemcpyDtoH_v2(out, p + user, 64), RZCUDA_SUCCESS);
+}
+
+static void assert_band(rz_devptr_t p, size_t user, uint8_t want) {
+    uint8_t band[64];
+    read_band(p, user, band);
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(band[i], want, "band byte %d is 0x%02x, want 0x%02x", i, band[i], want);
+}
+
+Test(band, poison_window_then_clean_scan_then_exactly_one_violation) {
+    rz_devptr_t z[4];
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(rz_mem_alloc(&z[i], 128), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_poison(1, 3), RZ_OK);
+    assert_band(z[0], 128, 0x00);
+    assert_band(z[1], 128, 0xEE);
+    assert_band(z[2], 128, 0xEE);
+    assert_band(z[3], 128, 0x00);
+    /* The seed compared with the global fill here and flagged zones 0 and 3. */
+    cr_assert_eq(rz_scan(), 0);
+    expect_line("redzone scan: 4 zones checked, 0 violated\n");
+    poke(z[3] + 128 + 2, 0xEE); /* in a 0x00 band, the fill byte is a change */
+    cr_assert_eq(rz_scan(), 1);
+    expect_line("REDZONE VIOLATION alloc#3 user_bytes=128 pad=64 : bytes [2..=2] past the end were written "
+                "(1 of 64 pad bytes changed), first bad value 0xee\n");
+    assert_band(z[3], 128, 0x00); /* re-filled with its own byte, not the global fill */
+}
+
+Test(band, zones_allocated_during_a_window_follow_it_until_unpoison) {
+    rz_devptr_t a, b, c;
+    cr_assert_eq(rz_mem_alloc(&a, 64), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_poison(1, 2), RZ_OK);
+    cr_assert_eq(rz_mem_alloc(&b, 64), RZCUDA_SUCCESS); /* index 1: inside */
+    cr_assert_eq(rz_mem_alloc(&c, 64), RZCUDA_SUCCESS); /* index 2: outside */
+    assert_band(a, 64, 0x00);
+    assert_band(b, 64, 0xEE);
+    assert_band(c, 64, 0x00);
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(rz_unpoison(), RZ_OK);
+    assert_band(a, 64, 0xEE);
+    assert_band(c, 64, 0xEE);
+    cr_assert_eq(rz_scan(), 0);
+}
+
+Test(band, poison_rejects_an_inverted_window) {
+    cr_assert_eq(rz_poison(5, 4), RZ_EINVAL);
+    cr_assert_eq(rz_poison(4, 4), RZ_OK, "an empty window is valid: every band 0x00");
+}
+
+Test(band, program_bytes_never_touched) {
+    enum { N = 8, BYTES = 1000 };
+    rz_devptr_t z[N];
+    uint8_t data[BYTES];
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(rz_mem_alloc(&z[i], BYTES), RZCUDA_SUCCESS);
+        for (int j = 0; j < BYTES; j++)
+            data[j] = (uint8_t)(i * 31 + j * 7);
+        cr_assert_eq(cuMemcpyHtoD_v2(z[i], data, BYTES), RZCUDA_SUCCESS);
+    }
+    uint64_t sums[N];
+    for (int i = 0; i < N; i++)
+        sums[i] = rzt_device_checksum(z[i], BYTES);
+    poke(z[2] + BYTES, 1);
+    cr_assert_eq(rz_scan(), 1);
+    cr_assert_eq(rz_poison(3, 6), RZ_OK);
+    poke(z[4] + BYTES + 63, 2);
+    cr_assert_eq(rz_scan(), 1);
+    cr_assert_eq(rz_unpoison(), RZ_OK);
+    cr_assert_eq(rz_scan(), 0);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(rzt_device_checksum(z[i], BYTES), sums[i], "zone %d's own bytes changed", i);
+}
+
+Test(band, batches_beyond_one_staging_round) {
+    enum { N = 20000 };
+    rz_devptr_t *z = malloc(N * sizeof *z);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(rz_mem_alloc(&z[i], 16), RZCUDA_SUCCESS);
+    poke(z[N - 1] + 16 + 1, 7);
+    poke(z[3] + 16 + 0, 8);
+    cr_assert_eq(rz_scan(), 2);
+    expect_line("redzone scan: 20000 zones checked, 2 violated\n");
+    expect_line("REDZONE VIOLATION alloc#19999 user_bytes=16 pad=64 : bytes [1..=1]");
+    cr_assert_eq(rz_poison(100, 200), RZ_OK);
+    cr_assert_eq(rz_scan(), 0);
+    free(z);
+}
+
+Test(band, failed_band_read_reports_an_error_and_the_next_scan_works) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    poke(p + 64, 3);
+    cuEmuInjectFailure("cuMemcpyBatchAsync_v2", 1, RZCUDA_ERROR_UNKNOWN);
+    cr_assert_eq(rz_scan(), RZ_EDRIVER);
+    expect_line("redzone: warning: scan: reading 1 bands failed with CUDA_ERROR_UNKNOWN\n");
+    cr_assert_eq(rz__registry_count(), 1, "registry intact");
+    cr_assert_eq(rz_scan(), 1, "the violation is still found by the next scan");
+}
+
+Test(band, scan_uses_batched_reads) {
+    enum { N = 1000 };
+    rz_devptr_t p;
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(rz_mem_alloc(&p, 32), RZCUDA_SUCCESS);
+    cuEmuResetCallCounts();
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(cuEmuCallCount("cuMemcpyBatchAsync_v2"), 1);
+    cr_assert_eq(cuEmuCallCount("cuMemcpyDtoH_v2") + cuEmuCallCount("cuMemcpyDtoHAsync_v2"), 0);
+}
+
+/* Tests with their own environment (no suite fixture). */
+Test(band_env, custom_fill_byte) {
+    setenv("METRALE_REDZONE", "16", 1);
+    setenv("METRALE_REDZONE_FILL", "7", 1);
+    g_log = rzt_log_to_file();
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 16), RZCUDA_SUCCESS);
+    uint8_t band[16];
+    cr_assert_eq(cuMemcpyDtoH_v2(band, p + 16, 16), RZCUDA_SUCCESS);
+    for (int i = 0; i < 16; i++)
+        cr_assert_eq(band[i], 7);
+    poke(p + 16 + 4, 0xEE);
+    cr_assert_eq(rz_scan(), 1);
+    expect_line("REDZONE VIOLATION alloc#0 user_bytes=16 pad=16 : bytes [4..=4] past the end were written "
+                "(1 of 16 pad bytes changed), first bad value 0xee\n");
+}
+
+struct ctx_arg {
+    rzcu_context ctx;
+    rz_devptr_t p;
+};
+
+static void *alloc_in(void *arg) {
+    struct ctx_arg *a = arg;
+    if (cuCtxSetCurrent(a->ctx) != RZCUDA_SUCCESS || rz_mem_alloc(&a->p, 200) != RZCUDA_SUCCESS)
+        return (void *)1;
+    return NULL;
+}
+
+Test(band_env, zones_remember_their_context_and_scans_use_it) {
+    setenv("METRALE_REDZONE", "32", 1);
+    setenv("CUDA_EMU_DEVICES", "2", 1);
+    g_log = rzt_log_to_file();
+    rzcu_context c0 = rzt_context(0);
+    rzcu_context c1 = NULL;
+    cr_assert_eq(cuDevicePrimaryCtxRetain(&c1, 1), RZCUDA_SUCCESS);
+    cr_assert_neq(c0, c1);
+    struct ctx_arg a0 = {.ctx = c0}, a1 = {.ctx = c1};
+    pthread_t t;
+    pthread_create(&t, NULL, alloc_in, &a1);
+    void *ret;
+    pthread_join(t, &ret);
+    cr_assert_null(ret);
+    cr_assert_null(alloc_in(&a0));
+    rz__registry_lock();
+    rz_zone_node_t *z = rz__registry_first();
+    cr_assert_eq(z->ctx, (void *)c1, "zone 0 was allocated with device 1's context current");
+    cr_assert_eq(rz__registry_next(z)->ctx, (void *)c0);
+    rz__registry_unlock();
+    poke(a0.p + 200 + 1, 1);
+    poke(a1.p + 200 + 2, 2);
+    /* Scan from a thread with no current context at all. */
+    cr_assert_eq(cuCtxSetCurrent(NULL), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 2);
+    expect_line("redzone scan: 2 zones checked, 2 violated\n");
+    rzcu_context cur = (rzcu_context)1;
+    cr_assert_eq(cuCtxGetCurrent(&cur), RZCUDA_SUCCESS);
+    cr_assert_null(cur, "the caller's context stack is restored");
+}

@@ -1,0 +1,173 @@
+/* Option parsing: seed semantics for every variable, one warning per rejected value, help and docs. */
+#include <criterion/parameterized.h>
+
+#include "rz_test.h"
+
+/* A fake environment: name=value pairs. */
+static const char *fake_names[8];
+static const char *fake_values[8];
+static int fake_n;
+static const char *fake_getenv(const char *name) {
+    for (int i = 0; i < fake_n; i++)
+        if (strcmp(fake_names[i], name) == 0)
+            return fake_values[i];
+    return NULL;
+}
+static void fake_set(const char *name, const char *value) {
+    fake_names[fake_n] = name;
+    fake_values[fake_n] = value;
+    fake_n++;
+}
+
+struct band_case {
+    const char *value; /* NULL: unset */
+    uint64_t pad;
+    int warns;
+};
+
+ParameterizedTestParameters(options, band_size) {
+    static struct band_case cases[] = {
+        {NULL, 0, 0},   {"", 0, 1},     {"0", 0, 0},   {"1", 16, 0},   {"15", 16, 0},
+        {"16", 16, 0},  {"17", 32, 0},  {"-5", 0, 1},  {"abc", 0, 1},  {"0x10", 0, 1},
+        {" 16", 0, 1},  {"16 ", 0, 1},  {"+16", 16, 0}, {"99999999999999999999999", 0, 1},
+        {"18446744073709551615", 0, 1}, {"67108864", 67108864, 0}, {"67108865", 0, 1},
+    };
+    return cr_make_param_array(struct band_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct band_case *c, options, band_size) {
+    fake_n = 0;
+    if (c->value)
+        fake_set("METRALE_REDZONE", c->value);
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    cr_assert_eq(o.pad_bytes, c->pad, "METRALE_REDZONE=%s: pad %llu, want %llu", c->value ? c->value : "(unset)",
+                 (unsigned long long)o.pad_bytes, (unsigned long long)c->pad);
+    cr_assert_eq(rzt_count(o.warnings, "\n"), c->warns, "warnings: [%s]", o.warnings);
+    if (c->warns)
+        cr_assert(strstr(o.warnings, "METRALE_REDZONE=") && strstr(o.warnings, "using 0"), "%s", o.warnings);
+}
+
+struct idx_case {
+    const char *value;
+    uint64_t min_idx;   /* METRALE_REDZONE_MIN_IDX */
+    uint64_t trace_idx; /* METRALE_REDZONE_TRACE_IDX */
+    int warns;
+};
+
+ParameterizedTestParameters(options, indices) {
+    static struct idx_case cases[] = {
+        {NULL, 0, RZ_INDEX_NONE, 0}, {"", 0, RZ_INDEX_NONE, 2},     {"0", 0, 0, 0},
+        {"7", 7, 7, 0},              {"-1", 0, RZ_INDEX_NONE, 2},   {"abc", 0, RZ_INDEX_NONE, 2},
+        {"0x10", 0, RZ_INDEX_NONE, 2}, {" 3", 0, RZ_INDEX_NONE, 2}, {"99999999999999999999999", 0, RZ_INDEX_NONE, 2},
+        {"18446744073709551614", 18446744073709551614ull, 18446744073709551614ull, 0},
+    };
+    return cr_make_param_array(struct idx_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct idx_case *c, options, indices) {
+    fake_n = 0;
+    if (c->value) {
+        fake_set("METRALE_REDZONE_MIN_IDX", c->value);
+        fake_set("METRALE_REDZONE_TRACE_IDX", c->value);
+    }
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    cr_assert_eq(o.min_idx, c->min_idx);
+    cr_assert_eq(o.trace_idx, c->trace_idx);
+    cr_assert_eq(rzt_count(o.warnings, "\n"), c->warns, "[%s]", o.warnings);
+    if (c->warns) {
+        cr_assert(strstr(o.warnings, "METRALE_REDZONE_MIN_IDX=") && strstr(o.warnings, "using 0"));
+        cr_assert(strstr(o.warnings, "METRALE_REDZONE_TRACE_IDX=") && strstr(o.warnings, "using unset"));
+    }
+}
+
+struct fill_case {
+    const char *value;
+    unsigned fill;
+    int warns;
+};
+
+ParameterizedTestParameters(options, fill) {
+    static struct fill_case cases[] = {
+        {NULL, 238, 0}, {"0", 0, 0},    {"1", 1, 0},     {"255", 255, 0}, {"256", 238, 1},  {"-1", 238, 1},
+        {"abc", 238, 1}, {"0xEE", 238, 1}, {"", 238, 1}, {" 7", 238, 1},  {"+7", 7, 0},
+    };
+    return cr_make_param_array(struct fill_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct fill_case *c, options, fill) {
+    fake_n = 0;
+    if (c->value)
+        fake_set("METRALE_REDZONE_FILL", c->value);
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    cr_assert_eq(o.fill, c->fill);
+    cr_assert_eq(rzt_count(o.warnings, "\n"), c->warns, "[%s]", o.warnings);
+    if (c->warns)
+        cr_assert(strstr(o.warnings, "METRALE_REDZONE_FILL=") && strstr(o.warnings, "using 238"));
+}
+
+Test(options, log_path_expands_pid) {
+    fake_n = 0;
+    fake_set("METRALE_REDZONE_LOG", "/tmp/rz-%p.log");
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    char want[64];
+    snprintf(want, sizeof want, "/tmp/rz-%ld.log", (long)getpid());
+    cr_assert_str_eq(o.log_path, want);
+    cr_assert_str_empty(o.warnings);
+}
+
+Test(options, empty_log_path_warns_and_keeps_stderr) {
+    fake_n = 0;
+    fake_set("METRALE_REDZONE_LOG", "");
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    cr_assert_str_empty(o.log_path);
+    cr_assert(strstr(o.warnings, "METRALE_REDZONE_LOG is empty; using stderr"));
+}
+
+Test(options, help_flag) {
+    fake_n = 0;
+    fake_set("METRALE_REDZONE_HELP", "1");
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    cr_assert(o.help);
+    fake_n = 0;
+    fake_set("METRALE_REDZONE_HELP", "yes");
+    rz__options_parse(fake_getenv, &o);
+    cr_assert(!o.help);
+    cr_assert(strstr(o.warnings, "METRALE_REDZONE_HELP=\"yes\" is not 0 or 1; using 0"));
+}
+
+/* The process path: read once, warnings go to the log once, help prints every variable. */
+Test(options, process_options_read_once_with_one_warning_line) {
+    const char *log = rzt_log_to_file();
+    setenv("METRALE_REDZONE", "abc", 1);
+    setenv("METRALE_REDZONE_FILL", "300", 1);
+    setenv("METRALE_REDZONE_HELP", "1", 1);
+    const rz_options_t *o = rz__options();
+    setenv("METRALE_REDZONE", "64", 1); /* too late: options are read once per process */
+    cr_assert_eq(rz__options(), o);
+    cr_assert_eq(o->pad_bytes, 0);
+    cr_assert_eq(o->fill, 238);
+    char *text = rzt_read_log(log);
+    cr_assert_eq(rzt_count(text, "redzone: warning: METRALE_REDZONE=\"abc\""), 1, "%s", text);
+    cr_assert_eq(rzt_count(text, "redzone: warning: METRALE_REDZONE_FILL=\"300\" is not a byte (decimal 0-255); using 238"), 1);
+#define RZ_OPTION(field, var, type, shown, desc) cr_assert(strstr(text, var " "), "help lacks " var);
+#include "options.inc"
+#undef RZ_OPTION
+    free(text);
+    unlink(log);
+}
+
+Test(options, status_table) {
+    cr_assert_str_eq(rz_status_name(RZ_OK), "RZ_OK");
+    cr_assert_str_eq(rz_status_name(RZ_EINVAL), "RZ_EINVAL");
+    cr_assert_str_eq(rz_status_name(12345), "RZ_UNKNOWN");
+    cr_assert_str_eq(rz_strerror(RZ_EBUSY), "another scan or poison is running on this thread");
+#define RZ_CHECK_NEGATIVE(name, value, msg) cr_assert(value <= 0 && strcmp(rz_status_name(value), #name) == 0);
+    RZ_STATUS_MAP(RZ_CHECK_NEGATIVE)
+#undef RZ_CHECK_NEGATIVE
+}
