@@ -1,7 +1,7 @@
 /* Option parsing: seed semantics for every variable, one warning per rejected value, help and docs. */
-#include <criterion/parameterized.h>
-
 #include "rz_test.h"
+
+#include <criterion/parameterized.h> /* after criterion.h, which rz_test.h includes */
 
 /* A fake environment: name=value pairs. */
 static const char *fake_names[8];
@@ -14,20 +14,23 @@ static const char *fake_getenv(const char *name) {
     return NULL;
 }
 static void fake_set(const char *name, const char *value) {
+    if (strcmp(value, "-") == 0)
+        return; /* unset */
     fake_names[fake_n] = name;
     fake_values[fake_n] = value;
     fake_n++;
 }
 
+/* Parameters are copied into each test's own process, where addresses differ: strings live inline. */
 struct band_case {
-    const char *value; /* NULL: unset */
+    char value[32]; /* "-" means unset */
     uint64_t pad;
     int warns;
 };
 
 ParameterizedTestParameters(options, band_size) {
     static struct band_case cases[] = {
-        {NULL, 0, 0},   {"", 0, 1},     {"0", 0, 0},   {"1", 16, 0},   {"15", 16, 0},
+        {"-", 0, 0},   {"", 0, 1},     {"0", 0, 0},   {"1", 16, 0},   {"15", 16, 0},
         {"16", 16, 0},  {"17", 32, 0},  {"-5", 0, 1},  {"abc", 0, 1},  {"0x10", 0, 1},
         {" 16", 0, 1},  {"16 ", 0, 1},  {"+16", 16, 0}, {"99999999999999999999999", 0, 1},
         {"18446744073709551615", 0, 1}, {"67108864", 67108864, 0}, {"67108865", 0, 1},
@@ -37,11 +40,10 @@ ParameterizedTestParameters(options, band_size) {
 
 ParameterizedTest(struct band_case *c, options, band_size) {
     fake_n = 0;
-    if (c->value)
-        fake_set("METRALE_REDZONE", c->value);
+    fake_set("METRALE_REDZONE", c->value);
     rz_options_t o;
     rz__options_parse(fake_getenv, &o);
-    cr_assert_eq(o.pad_bytes, c->pad, "METRALE_REDZONE=%s: pad %llu, want %llu", c->value ? c->value : "(unset)",
+    cr_assert_eq(o.pad_bytes, c->pad, "METRALE_REDZONE=%s: pad %llu, want %llu", c->value,
                  (unsigned long long)o.pad_bytes, (unsigned long long)c->pad);
     cr_assert_eq(rzt_count(o.warnings, "\n"), c->warns, "warnings: [%s]", o.warnings);
     if (c->warns)
@@ -49,7 +51,7 @@ ParameterizedTest(struct band_case *c, options, band_size) {
 }
 
 struct idx_case {
-    const char *value;
+    char value[32];
     uint64_t min_idx;   /* METRALE_REDZONE_MIN_IDX */
     uint64_t trace_idx; /* METRALE_REDZONE_TRACE_IDX */
     int warns;
@@ -57,7 +59,7 @@ struct idx_case {
 
 ParameterizedTestParameters(options, indices) {
     static struct idx_case cases[] = {
-        {NULL, 0, RZ_INDEX_NONE, 0}, {"", 0, RZ_INDEX_NONE, 2},     {"0", 0, 0, 0},
+        {"-", 0, RZ_INDEX_NONE, 0}, {"", 0, RZ_INDEX_NONE, 2},     {"0", 0, 0, 0},
         {"7", 7, 7, 0},              {"-1", 0, RZ_INDEX_NONE, 2},   {"abc", 0, RZ_INDEX_NONE, 2},
         {"0x10", 0, RZ_INDEX_NONE, 2}, {" 3", 0, RZ_INDEX_NONE, 2}, {"99999999999999999999999", 0, RZ_INDEX_NONE, 2},
         {"18446744073709551614", 18446744073709551614ull, 18446744073709551614ull, 0},
@@ -67,10 +69,8 @@ ParameterizedTestParameters(options, indices) {
 
 ParameterizedTest(struct idx_case *c, options, indices) {
     fake_n = 0;
-    if (c->value) {
-        fake_set("METRALE_REDZONE_MIN_IDX", c->value);
-        fake_set("METRALE_REDZONE_TRACE_IDX", c->value);
-    }
+    fake_set("METRALE_REDZONE_MIN_IDX", c->value);
+    fake_set("METRALE_REDZONE_TRACE_IDX", c->value);
     rz_options_t o;
     rz__options_parse(fake_getenv, &o);
     cr_assert_eq(o.min_idx, c->min_idx);
@@ -83,14 +83,14 @@ ParameterizedTest(struct idx_case *c, options, indices) {
 }
 
 struct fill_case {
-    const char *value;
+    char value[32];
     unsigned fill;
     int warns;
 };
 
 ParameterizedTestParameters(options, fill) {
     static struct fill_case cases[] = {
-        {NULL, 238, 0}, {"0", 0, 0},    {"1", 1, 0},     {"255", 255, 0}, {"256", 238, 1},  {"-1", 238, 1},
+        {"-", 238, 0}, {"0", 0, 0},    {"1", 1, 0},     {"255", 255, 0}, {"256", 238, 1},  {"-1", 238, 1},
         {"abc", 238, 1}, {"0xEE", 238, 1}, {"", 238, 1}, {" 7", 238, 1},  {"+7", 7, 0},
     };
     return cr_make_param_array(struct fill_case, cases, sizeof cases / sizeof cases[0]);
@@ -98,8 +98,7 @@ ParameterizedTestParameters(options, fill) {
 
 ParameterizedTest(struct fill_case *c, options, fill) {
     fake_n = 0;
-    if (c->value)
-        fake_set("METRALE_REDZONE_FILL", c->value);
+    fake_set("METRALE_REDZONE_FILL", c->value);
     rz_options_t o;
     rz__options_parse(fake_getenv, &o);
     cr_assert_eq(o.fill, c->fill);

@@ -1,0 +1,107 @@
+/*
+ * cuGetProcAddress: base symbol name + CUDA version + stream flags -> exported entry point. Each row gives
+ * the CUDA version that introduced a versioned variant (cudaTypedefs.h's PFN_<name>_v<version>); the newest
+ * row not newer than the requested version wins. Versions of entry points the emulator does not implement
+ * (e.g. cuMemAlloc before 3.2) are absent, so asking for them reports VERSION_NOT_SUFFICIENT.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "emu_internal.h"
+
+struct proc_row {
+    const char *symbol;
+    int version;    /* introduced in */
+    void *legacy;   /* the variant for the legacy default stream */
+    void *per_thread; /* the _ptds/_ptsz variant, NULL when there is none */
+    int per_thread_version;
+};
+
+#define FN(f) ((void *)(uintptr_t)&(f))
+
+static const struct proc_row rows[] = {
+    {"cuInit", 2000, FN(cuInit), NULL, 0},
+    {"cuDriverGetVersion", 2020, FN(cuDriverGetVersion), NULL, 0},
+    {"cuDeviceGet", 2000, FN(cuDeviceGet), NULL, 0},
+    {"cuDeviceGetCount", 2000, FN(cuDeviceGetCount), NULL, 0},
+    {"cuDeviceGetName", 2000, FN(cuDeviceGetName), NULL, 0},
+    {"cuDeviceGetAttribute", 2000, FN(cuDeviceGetAttribute), NULL, 0},
+    {"cuDeviceTotalMem", 3020, FN(cuDeviceTotalMem_v2), NULL, 0},
+    {"cuDevicePrimaryCtxRetain", 7000, FN(cuDevicePrimaryCtxRetain), NULL, 0},
+    {"cuDevicePrimaryCtxRelease", 11000, FN(cuDevicePrimaryCtxRelease_v2), NULL, 0},
+    {"cuCtxCreate", 12050, FN(cuCtxCreate_v4), NULL, 0},
+    {"cuCtxDestroy", 4000, FN(cuCtxDestroy_v2), NULL, 0},
+    {"cuCtxGetCurrent", 4000, FN(cuCtxGetCurrent), NULL, 0},
+    {"cuCtxSetCurrent", 4000, FN(cuCtxSetCurrent), NULL, 0},
+    {"cuCtxPushCurrent", 4000, FN(cuCtxPushCurrent_v2), NULL, 0},
+    {"cuCtxPopCurrent", 4000, FN(cuCtxPopCurrent_v2), NULL, 0},
+    {"cuCtxGetDevice", 2000, FN(cuCtxGetDevice), NULL, 0},
+    {"cuCtxGetDevice", 13000, FN(cuCtxGetDevice_v2), NULL, 0},
+    {"cuCtxSynchronize", 2000, FN(cuCtxSynchronize), NULL, 0},
+    {"cuCtxSynchronize", 13000, FN(cuCtxSynchronize_v2), NULL, 0},
+    {"cuMemAlloc", 3020, FN(cuMemAlloc_v2), NULL, 0},
+    {"cuMemAllocPitch", 3020, FN(cuMemAllocPitch_v2), NULL, 0},
+    {"cuMemAllocManaged", 6000, FN(cuMemAllocManaged), NULL, 0},
+    {"cuMemAllocHost", 3020, FN(cuMemAllocHost_v2), NULL, 0},
+    {"cuMemFreeHost", 2000, FN(cuMemFreeHost), NULL, 0},
+    {"cuMemFree", 3020, FN(cuMemFree_v2), NULL, 0},
+    {"cuMemGetAddressRange", 3020, FN(cuMemGetAddressRange_v2), NULL, 0},
+    {"cuMemGetInfo", 3020, FN(cuMemGetInfo_v2), NULL, 0},
+    {"cuMemsetD8", 3020, FN(cuMemsetD8_v2), FN(cuMemsetD8_v2_ptds), 7000},
+    {"cuMemsetD8Async", 3020, FN(cuMemsetD8Async), FN(cuMemsetD8Async_ptsz), 7000},
+    {"cuMemcpyHtoD", 3020, FN(cuMemcpyHtoD_v2), FN(cuMemcpyHtoD_v2_ptds), 7000},
+    {"cuMemcpyDtoH", 3020, FN(cuMemcpyDtoH_v2), FN(cuMemcpyDtoH_v2_ptds), 7000},
+    {"cuMemcpyDtoD", 3020, FN(cuMemcpyDtoD_v2), FN(cuMemcpyDtoD_v2_ptds), 7000},
+    {"cuMemcpyHtoDAsync", 3020, FN(cuMemcpyHtoDAsync_v2), FN(cuMemcpyHtoDAsync_v2_ptsz), 7000},
+    {"cuMemcpyDtoHAsync", 3020, FN(cuMemcpyDtoHAsync_v2), FN(cuMemcpyDtoHAsync_v2_ptsz), 7000},
+    {"cuMemcpyDtoDAsync", 3020, FN(cuMemcpyDtoDAsync_v2), FN(cuMemcpyDtoDAsync_v2_ptsz), 7000},
+    {"cuMemcpyBatchAsync", 12080, FN(cuMemcpyBatchAsync), FN(cuMemcpyBatchAsync_ptsz), 12080},
+    {"cuMemcpyBatchAsync", 13000, FN(cuMemcpyBatchAsync_v2), FN(cuMemcpyBatchAsync_v2_ptsz), 13000},
+    {"cuStreamCreate", 2000, FN(cuStreamCreate), NULL, 0},
+    {"cuStreamDestroy", 4000, FN(cuStreamDestroy_v2), NULL, 0},
+    {"cuStreamSynchronize", 2000, FN(cuStreamSynchronize), FN(cuStreamSynchronize_ptsz), 7000},
+    {"cuLaunchHostFunc", 10000, FN(cuLaunchHostFunc), FN(cuLaunchHostFunc_ptsz), 10000},
+    {"cuGetErrorName", 6000, FN(cuGetErrorName), NULL, 0},
+    {"cuGetErrorString", 6000, FN(cuGetErrorString), NULL, 0},
+    {"cuGetProcAddress", 11030, FN(cuGetProcAddress), NULL, 0},
+    {"cuGetProcAddress", 12000, FN(cuGetProcAddress_v2), NULL, 0},
+};
+
+/*
+ * Returns CUDA_SUCCESS with the function; CUDA_ERROR_NOT_FOUND with *pfn = NULL and status SYMBOL_NOT_FOUND
+ * (unknown symbol) or VERSION_NOT_SUFFICIENT (known, but introduced after cuda_version);
+ * CUDA_ERROR_INVALID_VALUE for NULL arguments, unknown flags, or a cuda_version above the driver's (as
+ * documented), with status SYMBOL_NOT_FOUND.
+ */
+rzcu_result emu_get_proc_address(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,
+                                 rzcu_proc_query_result *status)
+{
+    if (pfn)
+        *pfn = NULL;
+    if (status)
+        *status = RZCU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (!symbol || !pfn || cuda_version <= 0 || cuda_version > CUDA_EMU_DRIVER_VERSION ||
+        (flags & ~(rzcu_uint64)(RZCU_GET_PROC_ADDRESS_LEGACY_STREAM | RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    /* DEFAULT follows CUDA_API_PER_THREAD_DEFAULT_STREAM of the caller's build; for a driver that is legacy */
+    bool per_thread = (flags & RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const struct proc_row *best = NULL;
+    bool known = false;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (strcmp(rows[i].symbol, symbol) != 0)
+            continue;
+        known = true;
+        if (rows[i].version <= cuda_version && (!best || rows[i].version > best->version))
+            best = &rows[i];
+    }
+    if (!best) {
+        if (known && status)
+            *status = RZCU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+        return RZCUDA_ERROR_NOT_FOUND;
+    }
+    *pfn = per_thread && best->per_thread && cuda_version >= best->per_thread_version ? best->per_thread
+                                                                                        : best->legacy;
+    if (status)
+        *status = RZCU_GET_PROC_ADDRESS_SUCCESS;
+    return RZCUDA_SUCCESS;
+}
