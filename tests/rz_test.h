@@ -25,10 +25,13 @@ static inline rzcu_context rzt_context(int dev) {
 }
 
 /* Send the library's log to a fresh file for this test; returns its path (static storage). */
+static char rzt_log_path[128];
+static inline void rzt_remove_log(void) { unlink(rzt_log_path); }
 static inline const char *rzt_log_to_file(void) {
-    static char path[128];
-    snprintf(path, sizeof path, "/tmp/rz-test-%ld.log", (long)getpid());
+    char *path = rzt_log_path;
+    snprintf(path, sizeof rzt_log_path, "/tmp/rz-test-%ld.log", (long)getpid());
     unlink(path);
+    atexit(rzt_remove_log);
     setenv("METRALE_REDZONE_LOG", path, 1);
     return path;
 }

@@ -246,3 +246,88 @@ Test(api, trace_idx_logs_a_backtrace_for_that_allocation_only) {
     cr_assert(strstr(text, "rz_mem_alloc"), "the backtrace names the allocating function: %s", text);
     free(text);
 }
+
+Test(api, library_work_never_takes_a_creation_index) {
+    setenv("METRALE_REDZONE", "64", 1);
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    uint64_t before_allocs = cuEmuCallCount("cuMemAlloc_v2");
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(rz_poison(0, 1), RZ_OK);
+    cr_assert_eq(rz_unpoison(), RZ_OK);
+    cr_assert_eq(rz_next_index(), 1, "scans and poisons take no index");
+    cr_assert_eq(cuEmuCallCount("cuMemAlloc_v2"), before_allocs, "and allocate no device memory");
+}
+
+/* Many threads allocating and freeing while another scans and poisons: counters balance, no zone lost or
+ * duplicated, and no false violation (nobody writes past an end here). */
+#include <pthread.h>
+static rzcu_context g_ctx;
+static _Atomic int g_stop;
+
+static void *alloc_free_loop(void *arg) {
+    unsigned seed = (unsigned)(uintptr_t)arg;
+    rz_devptr_t keep[16] = {0};
+    if (cuCtxSetCurrent(g_ctx) != RZCUDA_SUCCESS)
+        return (void *)1;
+    for (int i = 0; i < 3000; i++) {
+        seed = seed * 1103515245u + 12345u;
+        int slot = (int)((seed >> 8) % 16);
+        if (keep[slot]) {
+            if (rz_mem_free(keep[slot]) != RZCUDA_SUCCESS)
+                return (void *)2;
+            keep[slot] = 0;
+        } else if (rz_mem_alloc(&keep[slot], 1 + (seed >> 12) % 3000) != RZCUDA_SUCCESS) {
+            return (void *)3;
+        }
+    }
+    for (int s = 0; s < 16; s++)
+        if (keep[s] && rz_mem_free(keep[s]) != RZCUDA_SUCCESS)
+            return (void *)4;
+    return NULL;
+}
+
+static void *scan_loop(void *arg) {
+    (void)arg;
+    int scans = 0;
+    while (!atomic_load(&g_stop) || scans < 3) {
+        if (rz_scan() != 0)
+            return (void *)1; /* a false violation, or an error */
+        if (rz_poison((uint64_t)scans, (uint64_t)scans + 100) != RZ_OK || rz_scan() != 0)
+            return (void *)2;
+        if (rz_unpoison() != RZ_OK)
+            return (void *)3;
+        scans++;
+    }
+    return NULL;
+}
+
+Test(api, concurrent_alloc_free_with_scans_and_poisons, .timeout = 300) {
+    setenv("METRALE_REDZONE", "32", 1);
+    rzt_log_to_file();
+    g_ctx = rzt_context(0);
+    pthread_t workers[4], scanner;
+    pthread_create(&scanner, NULL, scan_loop, NULL);
+    for (uintptr_t i = 0; i < 4; i++)
+        pthread_create(&workers[i], NULL, alloc_free_loop, (void *)(i + 1));
+    void *ret;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(workers[i], &ret);
+        cr_assert_null(ret, "worker %d failed at step %p", i, ret);
+    }
+    atomic_store(&g_stop, 1);
+    pthread_join(scanner, &ret);
+    cr_assert_null(ret, "scanner failed: %p", ret);
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.map_calls, s.unmap_calls, "every allocation freed");
+    cr_assert_eq(s.current_mapped_bytes, 0);
+    cr_assert_eq(s.live_zones, 0);
+    cr_assert_eq(rz__registry_count(), 0);
+    cr_assert_eq(s.violations, 0);
+    cr_assert_eq(s.map_calls, rz_next_index());
+    size_t free_bytes = 0, total = 0;
+    cr_assert_eq(cuMemGetInfo_v2(&free_bytes, &total), RZCUDA_SUCCESS);
+    cr_assert_eq(free_bytes, total, "the driver got every byte back");
+}

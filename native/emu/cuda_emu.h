@@ -47,7 +47,8 @@ int cuEmuIsEmulated(void);
 /* Calls of an exported driver entry point (exact exported name) since process start or the last reset;
  * 0 for an unknown name. */
 unsigned long long cuEmuCallCount(const char *entry_point);
-/* Sets every call count to 0 (pending CUDA_EMU_FAIL failures then count from here). */
+/* Sets every call count to 0. Pending CUDA_EMU_FAIL failures then count from here; pending
+ * cuEmuInjectFailure ones keep their distance (nth = 1 still means the next call). */
 void cuEmuResetCallCounts(void);
 /* Makes the nth next call (nth = 1: the next one) of entry_point return `error` (nonzero) without doing
  * anything; fires once. Returns 0, or -1 for an unknown entry point, nth == 0 or error == CUDA_SUCCESS. */

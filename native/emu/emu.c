@@ -97,16 +97,57 @@ static struct CUctx_st *primary[CUDA_EMU_MAX_DEVICES];
 static pthread_mutex_t primary_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_ullong pending_ops; /* queued, not yet completed */
 
-static _Thread_local struct CUctx_st **ctx_stack;
-static _Thread_local size_t ctx_depth, ctx_cap;
-
+/* Per-thread state: the context stack and the per-thread default streams, freed when the thread exits. */
 struct per_thread_entry {
     struct CUctx_st *ctx;
     unsigned gen;
     struct CUstream_st *s;
 };
-static _Thread_local struct per_thread_entry *pt_map;
-static _Thread_local size_t pt_n, pt_cap;
+
+struct thread_state {
+    struct CUctx_st **stack;
+    size_t depth, cap;
+    struct per_thread_entry *pt;
+    size_t pt_n, pt_cap;
+};
+
+static _Thread_local struct thread_state *tstate;
+static pthread_key_t tstate_key;
+static pthread_once_t tstate_once = PTHREAD_ONCE_INIT;
+
+static void tstate_free(void *p)
+{
+    struct thread_state *t = p;
+    free(t->stack);
+    free(t->pt);
+    free(t);
+    tstate = NULL;
+}
+
+static void tstate_key_create(void) { pthread_key_create(&tstate_key, tstate_free); }
+
+/* NULL only when out of memory. */
+static struct thread_state *thread_state(void)
+{
+    if (!tstate) {
+        pthread_once(&tstate_once, tstate_key_create);
+        struct thread_state *t = calloc(1, sizeof *t);
+        if (!t)
+            return NULL;
+        pthread_setspecific(tstate_key, t);
+        tstate = t;
+    }
+    return tstate;
+}
+
+/* The top of the calling thread's context stack, or NULL. */
+static struct CUctx_st *stack_top(void)
+{
+    return tstate && tstate->depth ? tstate->stack[tstate->depth - 1] : NULL;
+}
+
+/* LeakSanitizer does not scan anonymous mappings: declare the handle tables as roots when it is present. */
+extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
 
 /* ------------------------------------------------------------------------------------------------------ */
 /* prologues */
@@ -132,6 +173,26 @@ static _Thread_local size_t pt_n, pt_cap;
             return check_r_;                                                                                 \
     } while (0)
 
+/*
+ * The handle tables are large reservations that fill from the start: only the part in use is dumped to core
+ * files (the rest is MADV_DONTDUMP), so a core of an emulated process stays small.
+ */
+static pthread_mutex_t dump_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void make_dumpable(void *table, size_t *mark, size_t used_bytes)
+{
+    const size_t step = (size_t)64 << 10;
+    pthread_mutex_lock(&dump_mu);
+    if (used_bytes > *mark) {
+        size_t next = (used_bytes + step - 1) / step * step;
+        madvise((char *)table + *mark, next - *mark, MADV_DODUMP);
+        *mark = next;
+    }
+    pthread_mutex_unlock(&dump_mu);
+}
+
+static size_t ctx_dump_mark, stream_dump_mark;
+
 static void init_tables(void)
 {
     ctx_pool = mmap(NULL, MAX_CONTEXTS * sizeof *ctx_pool, PROT_READ | PROT_WRITE,
@@ -142,6 +203,12 @@ static void init_tables(void)
         fprintf(stderr, "cuda-emu: warning: cannot reserve handle tables\n");
         init_result = RZCUDA_ERROR_OUT_OF_MEMORY;
         return;
+    }
+    madvise(ctx_pool, MAX_CONTEXTS * sizeof *ctx_pool, MADV_DONTDUMP);
+    madvise(stream_pool, MAX_STREAMS * sizeof *stream_pool, MADV_DONTDUMP);
+    if (__lsan_register_root_region) {
+        __lsan_register_root_region(ctx_pool, MAX_CONTEXTS * sizeof *ctx_pool);
+        __lsan_register_root_region(stream_pool, MAX_STREAMS * sizeof *stream_pool);
     }
     init_result = emu_mem_init();
 }
@@ -163,9 +230,9 @@ static struct CUctx_st *ctx_from_handle(rzcu_context h)
 
 static rzcu_result current_ctx(struct CUctx_st **out)
 {
-    if (ctx_depth == 0)
+    struct CUctx_st *c = stack_top();
+    if (!c)
         return RZCUDA_ERROR_INVALID_CONTEXT;
-    struct CUctx_st *c = ctx_stack[ctx_depth - 1];
     if (!atomic_load(&c->alive))
         return RZCUDA_ERROR_CONTEXT_IS_DESTROYED;
     *out = c;
@@ -174,16 +241,24 @@ static rzcu_result current_ctx(struct CUctx_st **out)
 
 static bool stack_push(struct CUctx_st *c)
 {
-    if (ctx_depth == ctx_cap) {
-        size_t cap = ctx_cap ? ctx_cap * 2 : 8;
-        struct CUctx_st **s = realloc(ctx_stack, cap * sizeof *s);
-        if (!s)
+    struct thread_state *t = thread_state();
+    if (!t)
+        return false;
+    if (t->depth == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 8;
+        struct CUctx_st **v = realloc(t->stack, cap * sizeof *v);
+        if (!v)
             return false;
-        ctx_stack = s;
-        ctx_cap = cap;
+        t->stack = v;
+        t->cap = cap;
     }
-    ctx_stack[ctx_depth++] = c;
+    t->stack[t->depth++] = c;
     return true;
+}
+
+static struct CUctx_st *stack_pop(void)
+{
+    return tstate && tstate->depth ? tstate->stack[--tstate->depth] : NULL;
 }
 
 /* ------------------------------------------------------------------------------------------------------ */
@@ -194,6 +269,7 @@ static struct CUstream_st *stream_new(struct CUctx_st *ctx, unsigned flags, enum
     size_t idx = atomic_fetch_add(&nstreams_total, 1);
     if (idx >= MAX_STREAMS)
         return NULL;
+    make_dumpable(stream_pool, &stream_dump_mark, (idx + 1) * sizeof *stream_pool);
     struct CUstream_st *s = &stream_pool[idx];
     s->ctx = ctx;
     s->flags = flags;
@@ -481,27 +557,30 @@ static void sync_all_contexts(void)
 
 static struct CUstream_st *per_thread_stream(struct CUctx_st *ctx)
 {
+    struct thread_state *t = thread_state();
+    if (!t)
+        return NULL;
     unsigned gen = atomic_load(&ctx->gen);
-    for (size_t i = 0; i < pt_n; i++)
-        if (pt_map[i].ctx == ctx) {
-            if (pt_map[i].gen == gen && !atomic_load(&pt_map[i].s->destroyed))
-                return pt_map[i].s;
+    for (size_t i = 0; i < t->pt_n; i++)
+        if (t->pt[i].ctx == ctx) {
+            if (t->pt[i].gen == gen && !atomic_load(&t->pt[i].s->destroyed))
+                return t->pt[i].s;
             struct CUstream_st *s = stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
             if (s)
-                pt_map[i] = (struct per_thread_entry){ctx, gen, s};
+                t->pt[i] = (struct per_thread_entry){ctx, gen, s};
             return s;
         }
-    if (pt_n == pt_cap) {
-        size_t cap = pt_cap ? pt_cap * 2 : 4;
-        struct per_thread_entry *m = realloc(pt_map, cap * sizeof *m);
+    if (t->pt_n == t->pt_cap) {
+        size_t cap = t->pt_cap ? t->pt_cap * 2 : 4;
+        struct per_thread_entry *m = realloc(t->pt, cap * sizeof *m);
         if (!m)
             return NULL;
-        pt_map = m;
-        pt_cap = cap;
+        t->pt = m;
+        t->pt_cap = cap;
     }
     struct CUstream_st *s = stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
     if (s)
-        pt_map[pt_n++] = (struct per_thread_entry){ctx, gen, s};
+        t->pt[t->pt_n++] = (struct per_thread_entry){ctx, gen, s};
     return s;
 }
 
@@ -547,6 +626,7 @@ static struct CUctx_st *ctx_new(int device, bool is_primary)
     size_t idx = atomic_fetch_add(&nctx, 1);
     if (idx >= MAX_CONTEXTS)
         return NULL;
+    make_dumpable(ctx_pool, &ctx_dump_mark, (idx + 1) * sizeof *ctx_pool);
     struct CUctx_st *c = &ctx_pool[idx];
     c->device = device;
     c->primary = is_primary;
@@ -798,8 +878,8 @@ EMU_API rzcu_result cuCtxDestroy_v2(rzcu_context ctx)
     if (!c || c->primary || !atomic_load(&c->alive))
         return RZCUDA_ERROR_INVALID_CONTEXT;
     ctx_teardown(c);
-    if (ctx_depth && ctx_stack[ctx_depth - 1] == c)
-        ctx_depth--;
+    if (stack_top() == c)
+        stack_pop();
     return RZCUDA_SUCCESS;
 }
 
@@ -808,7 +888,7 @@ EMU_API rzcu_result cuCtxGetCurrent(rzcu_context *pctx)
     ENTER(cuCtxGetCurrent);
     if (!pctx)
         return RZCUDA_ERROR_INVALID_VALUE;
-    *pctx = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+    *pctx = stack_top();
     return RZCUDA_SUCCESS;
 }
 
@@ -825,15 +905,14 @@ EMU_API rzcu_result cuCtxSetCurrent(rzcu_context ctx)
 {
     ENTER(cuCtxSetCurrent);
     if (!ctx) {
-        if (ctx_depth)
-            ctx_depth--;
+        stack_pop();
         return RZCUDA_SUCCESS;
     }
     struct CUctx_st *c = settable_ctx(ctx);
     if (!c)
         return RZCUDA_ERROR_INVALID_CONTEXT;
-    if (ctx_depth)
-        ctx_stack[ctx_depth - 1] = c;
+    if (stack_top())
+        tstate->stack[tstate->depth - 1] = c;
     else if (!stack_push(c))
         return RZCUDA_ERROR_OUT_OF_MEMORY;
     return RZCUDA_SUCCESS;
@@ -851,9 +930,9 @@ EMU_API rzcu_result cuCtxPushCurrent_v2(rzcu_context ctx)
 EMU_API rzcu_result cuCtxPopCurrent_v2(rzcu_context *pctx)
 {
     ENTER(cuCtxPopCurrent_v2);
-    if (ctx_depth == 0)
+    struct CUctx_st *c = stack_pop();
+    if (!c)
         return RZCUDA_ERROR_INVALID_CONTEXT;
-    struct CUctx_st *c = ctx_stack[--ctx_depth];
     if (pctx)
         *pctx = c;
     return RZCUDA_SUCCESS;
@@ -969,13 +1048,15 @@ EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
     return emu_host_alloc(c, bytesize, pp);
 }
 
+/* cuMemFreeHost(NULL) is CUDA_SUCCESS, as on real drivers (see cuMemFree_v2); an unknown pointer is
+ * CUDA_ERROR_INVALID_VALUE. */
 EMU_API rzcu_result cuMemFreeHost(void *p)
 {
     ENTER(cuMemFreeHost);
     struct CUctx_st *c;
     CHECK(current_ctx(&c));
     if (!p)
-        return RZCUDA_ERROR_INVALID_VALUE;
+        return RZCUDA_SUCCESS;
     /* like cuMemFree, complete outstanding work that may still read or write it */
     if (atomic_load(&pending_ops))
         sync_all_contexts();
@@ -983,17 +1064,21 @@ EMU_API rzcu_result cuMemFreeHost(void *p)
 }
 
 /*
- * cuMemFree(0) is CUDA_ERROR_INVALID_VALUE: the driver API documents no special case for 0 (unlike the
- * runtime's cudaFree(NULL)), and 0 is not the base of an allocation. A pointer inside an allocation, or
- * already freed, is CUDA_ERROR_INVALID_VALUE too. Freeing synchronises with outstanding work (the driver
- * "may perform implicit synchronization"), so queued operations never touch released memory.
+ * cuMemFree(0) is CUDA_SUCCESS and does nothing, like free(NULL): the documentation names no special case,
+ * but that is what real drivers return (observed side by side with the real driver, e.g. driver 590; see
+ * lupinemachines/lupine PR #858 and StanfordLegion/legion issue #1001). Any other pointer must be the base
+ * of a live allocation, else CUDA_ERROR_INVALID_VALUE (inside an allocation, already freed, unknown).
+ * Freeing synchronises with outstanding work (the driver "may perform implicit synchronization"), so
+ * queued operations never touch released memory.
  */
 EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
 {
     ENTER(cuMemFree_v2);
     struct CUctx_st *c;
     CHECK(current_ctx(&c));
-    if (!dptr || !emu_mem_is_base(dptr))
+    if (!dptr)
+        return RZCUDA_SUCCESS;
+    if (!emu_mem_is_base(dptr))
         return RZCUDA_ERROR_INVALID_VALUE;
     if (atomic_load(&pending_ops))
         sync_all_contexts();

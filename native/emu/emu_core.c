@@ -41,6 +41,7 @@ struct failure {
     int ep;
     unsigned long long at;
     rzcu_result error;
+    bool relative; /* from cuEmuInjectFailure: keeps its distance across cuEmuResetCallCounts */
 };
 static pthread_mutex_t failures_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct failure *failures;
@@ -54,7 +55,7 @@ static void warn(const char *fmt, const char *value)
     fputc('\n', stderr);
 }
 
-static bool add_failure_locked(int ep, unsigned long long at, rzcu_result error)
+static bool add_failure_locked(int ep, unsigned long long at, rzcu_result error, bool relative)
 {
     if (nfailures == failures_cap) {
         size_t cap = failures_cap ? failures_cap * 2 : 8;
@@ -64,7 +65,7 @@ static bool add_failure_locked(int ep, unsigned long long at, rzcu_result error)
         failures = f;
         failures_cap = cap;
     }
-    failures[nfailures++] = (struct failure){ep, at, error};
+    failures[nfailures++] = (struct failure){ep, at, error, relative};
     atomic_fetch_add(&failures_pending[ep], 1);
     return true;
 }
@@ -137,7 +138,7 @@ static void parse_failures(const char *value)
                 break;
             }
         }
-        parsed[n++] = (struct failure){ep, nth, error};
+        parsed[n++] = (struct failure){ep, nth, error, false};
     }
     if (!ok || n == 0) {
         warn("malformed CUDA_EMU_FAIL=\"%s\" (want <entry point>:<nth>[:<error>][,...]); no failures injected",
@@ -145,7 +146,7 @@ static void parse_failures(const char *value)
     } else {
         pthread_mutex_lock(&failures_mu);
         for (size_t i = 0; i < n; i++)
-            add_failure_locked(parsed[i].ep, parsed[i].at, parsed[i].error);
+            add_failure_locked(parsed[i].ep, parsed[i].at, parsed[i].error, false);
         pthread_mutex_unlock(&failures_mu);
     }
     free(copy);
@@ -248,8 +249,14 @@ unsigned long long cuEmuCallCount(const char *entry_point)
 void cuEmuResetCallCounts(void)
 {
     pthread_once(&config_once, read_config);
+    pthread_mutex_lock(&failures_mu);
+    unsigned long long old[EP_COUNT];
     for (int i = 0; i < EP_COUNT; i++)
-        atomic_store(&call_counts[i], 0);
+        old[i] = atomic_exchange(&call_counts[i], 0);
+    for (size_t i = 0; i < nfailures; i++)
+        if (failures[i].relative)
+            failures[i].at = failures[i].at > old[failures[i].ep] ? failures[i].at - old[failures[i].ep] : 1;
+    pthread_mutex_unlock(&failures_mu);
 }
 
 int cuEmuInjectFailure(const char *entry_point, unsigned long long nth, unsigned int error)
@@ -259,7 +266,7 @@ int cuEmuInjectFailure(const char *entry_point, unsigned long long nth, unsigned
         return -1;
     pthread_once(&config_once, read_config);
     pthread_mutex_lock(&failures_mu);
-    bool ok = add_failure_locked(ep, atomic_load(&call_counts[ep]) + nth, error);
+    bool ok = add_failure_locked(ep, atomic_load(&call_counts[ep]) + nth, error, true);
     pthread_mutex_unlock(&failures_mu);
     return ok ? 0 : -1;
 }

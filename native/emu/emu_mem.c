@@ -85,6 +85,9 @@ rzcu_result emu_mem_init(void)
                 munmap((void *)start, bytes);
                 break;
             }
+            /* keep the reservation out of core files (gcore and the kernel honour this); committed memory
+             * is marked dumpable again, so device memory contents are in cores */
+            madvise((void *)start, bytes, MADV_DONTDUMP);
             arena = start;
             arena_chunks = bytes >> CHUNK_SHIFT;
             break;
@@ -171,7 +174,10 @@ static uintptr_t chunk_addr(size_t idx) { return arena + (idx << CHUNK_SHIFT); }
 
 static bool commit(uintptr_t addr, size_t len)
 {
-    return mprotect((void *)addr, len, PROT_READ | PROT_WRITE) == 0;
+    if (mprotect((void *)addr, len, PROT_READ | PROT_WRITE) != 0)
+        return false;
+    madvise((void *)addr, len, MADV_DODUMP);
+    return true;
 }
 
 static void decommit(uintptr_t addr, size_t len)
@@ -182,6 +188,7 @@ static void decommit(uintptr_t addr, size_t len)
         madvise((void *)addr, len, MADV_DONTNEED);
         mprotect((void *)addr, len, PROT_NONE);
     }
+    madvise((void *)addr, len, MADV_DONTDUMP);
 }
 
 /* ---- size classes ---- */

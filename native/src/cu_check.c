@@ -2,7 +2,9 @@
  * Compiled only when cuda.h is found: proves at compile time that every declaration in cu.h matches the
  * real driver header (function types, scalar types, result codes, struct layouts). An empty object file.
  */
+#ifndef RZCU_MEMCPY_ATTRIBUTES /* the cu_check_detects_mismatch test passes a wrong one */
 #define RZCU_MEMCPY_ATTRIBUTES CUmemcpyAttributes
+#endif
 #include <cuda.h>
 #include <stddef.h>
 

@@ -1,0 +1,18 @@
+# Installs the build into a scratch prefix and checks the promised layout.
+file(REMOVE_RECURSE ${PREFIX})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD} --prefix ${PREFIX} RESULT_VARIABLE rc OUTPUT_QUIET)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed")
+endif()
+include(GNUInstallDirs)
+foreach(f ${CMAKE_INSTALL_LIBDIR}/libredzone.so include/redzone.h ${CMAKE_INSTALL_LIBDIR}/redzone/emu/libcuda.so.1
+          share/doc/redzone/README.md share/doc/redzone/options.md share/doc/redzone/report-format.md
+          share/doc/redzone/counters.md share/doc/redzone/design.md share/doc/redzone/emulated-driver.md)
+  if(NOT EXISTS ${PREFIX}/${f})
+    message(FATAL_ERROR "install lacks ${f}")
+  endif()
+  message(STATUS "installed: ${f}")
+endforeach()
+if(EXISTS ${PREFIX}/${CMAKE_INSTALL_LIBDIR}/libcuda.so.1)
+  message(FATAL_ERROR "the emulated driver must not land next to libredzone.so")
+endif()

@@ -1,0 +1,1225 @@
+/* Tests of the emulated CUDA driver (native/emu). Criterion runs every test in its own process. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <criterion/redirect.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cuda_emu.h"
+
+#define OK(call) cr_assert_eq((call), RZCUDA_SUCCESS, "%s", #call)
+#define FAILS(call, err) cr_assert_eq((call), (rzcu_result)(err), "%s", #call)
+
+static rzcu_context primary_current(void)
+{
+    OK(cuInit(0));
+    rzcu_context ctx = NULL;
+    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    OK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+static size_t free_bytes(void)
+{
+    size_t f = 0, t = 0;
+    OK(cuMemGetInfo_v2(&f, &t));
+    return f;
+}
+
+/* A gate a host function blocks on until the test opens it. */
+struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int open, entered;
+};
+#define GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0}
+
+static void gate_wait_fn(void *arg)
+{
+    struct gate *g = arg;
+    pthread_mutex_lock(&g->mu);
+    g->entered = 1;
+    pthread_cond_broadcast(&g->cond);
+    while (!g->open)
+        pthread_cond_wait(&g->cond, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_open(struct gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->open = 1;
+    pthread_cond_broadcast(&g->cond);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void gate_await_entered(struct gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    while (!g->entered)
+        pthread_cond_wait(&g->cond, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void set_flag_fn(void *arg) { __atomic_store_n((int *)arg, 1, __ATOMIC_SEQ_CST); }
+static int get_flag(int *f) { return __atomic_load_n(f, __ATOMIC_SEQ_CST); }
+
+/* ---- initialisation and devices ---- */
+
+Test(emu, init_and_version)
+{
+    int v = 0;
+    OK(cuDriverGetVersion(&v));
+    cr_assert_eq(v, 13000);
+    int n = -1;
+    FAILS(cuDeviceGetCount(&n), RZCUDA_ERROR_NOT_INITIALIZED);
+    FAILS(cuInit(1), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuDeviceGetCount(&n), RZCUDA_ERROR_NOT_INITIALIZED);
+    OK(cuInit(0));
+    OK(cuDeviceGetCount(&n));
+    cr_assert_eq(n, 1);
+    cr_assert_eq(cuEmuIsEmulated(), 1);
+    FAILS(cuDriverGetVersion(NULL), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+Test(emu, not_initialized_errors)
+{
+    rzcu_deviceptr p;
+    rzcu_context ctx;
+    rzcu_device dev;
+    FAILS(cuMemAlloc_v2(&p, 16), RZCUDA_ERROR_NOT_INITIALIZED);
+    FAILS(cuDeviceGet(&dev, 0), RZCUDA_ERROR_NOT_INITIALIZED);
+    FAILS(cuCtxGetCurrent(&ctx), RZCUDA_ERROR_NOT_INITIALIZED);
+    FAILS(cuDevicePrimaryCtxRetain(&ctx, 0), RZCUDA_ERROR_NOT_INITIALIZED);
+    FAILS(cuStreamSynchronize(NULL), RZCUDA_ERROR_NOT_INITIALIZED);
+    const char *s = NULL;
+    OK(cuGetErrorName(RZCUDA_ERROR_NOT_INITIALIZED, &s));
+    cr_assert_str_eq(s, "CUDA_ERROR_NOT_INITIALIZED");
+    void *fn = NULL;
+    OK(cuGetProcAddress_v2("cuInit", &fn, 13000, 0, NULL));
+    cr_assert_eq(fn, (void *)&cuInit);
+}
+
+Test(emu, devices_and_attributes)
+{
+    setenv("CUDA_EMU_DEVICES", "3", 1);
+    setenv("CUDA_EMU_MEM", "1G", 1);
+    OK(cuInit(0));
+    int n;
+    OK(cuDeviceGetCount(&n));
+    cr_assert_eq(n, 3);
+    rzcu_device dev = -1;
+    OK(cuDeviceGet(&dev, 2));
+    cr_assert_eq(dev, 2);
+    FAILS(cuDeviceGet(&dev, 3), RZCUDA_ERROR_INVALID_DEVICE);
+    FAILS(cuDeviceGet(&dev, -1), RZCUDA_ERROR_INVALID_DEVICE);
+    char name[64];
+    OK(cuDeviceGetName(name, sizeof name, 1));
+    cr_assert_str_eq(name, "redzone emulated device 1");
+    char small[9];
+    OK(cuDeviceGetName(small, sizeof small, 1));
+    cr_assert_str_eq(small, "redzone ");
+    FAILS(cuDeviceGetName(name, sizeof name, 7), RZCUDA_ERROR_INVALID_DEVICE);
+    int v;
+    OK(cuDeviceGetAttribute(&v, RZCU_DEVICE_ATTRIBUTE_WARP_SIZE, 0));
+    cr_assert_eq(v, 32);
+    OK(cuDeviceGetAttribute(&v, RZCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1));
+    cr_assert_eq(v, 1);
+    OK(cuDeviceGetAttribute(&v, RZCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 2));
+    cr_assert_eq(v, 9);
+    OK(cuDeviceGetAttribute(&v, RZCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 2));
+    cr_assert_eq(v, 0);
+    OK(cuDeviceGetAttribute(&v, RZCU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 0));
+    cr_assert_eq(v, 1024);
+    OK(cuDeviceGetAttribute(&v, RZCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+    cr_assert_gt(v, 0);
+    FAILS(cuDeviceGetAttribute(&v, 100000, 0), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuDeviceGetAttribute(&v, RZCU_DEVICE_ATTRIBUTE_WARP_SIZE, 3), RZCUDA_ERROR_INVALID_DEVICE);
+    size_t total = 0;
+    OK(cuDeviceTotalMem_v2(&total, 2));
+    cr_assert_eq(total, (size_t)1 << 30);
+}
+
+Test(emu, default_total_memory)
+{
+    OK(cuInit(0));
+    size_t total = 0;
+    OK(cuDeviceTotalMem_v2(&total, 0));
+    cr_assert_eq(total, (size_t)16 << 30);
+}
+
+Test(emu, malformed_devices_env_warns, .init = cr_redirect_stderr)
+{
+    setenv("CUDA_EMU_DEVICES", "9", 1);
+    OK(cuInit(0));
+    int n;
+    OK(cuDeviceGetCount(&n));
+    cr_assert_eq(n, 1);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("cuda-emu: warning: malformed CUDA_EMU_DEVICES=\"9\" (want 1..8); using 1\n");
+}
+
+Test(emu, malformed_mem_env_warns, .init = cr_redirect_stderr)
+{
+    setenv("CUDA_EMU_MEM", "12x", 1);
+    OK(cuInit(0));
+    size_t total;
+    OK(cuDeviceTotalMem_v2(&total, 0));
+    cr_assert_eq(total, (size_t)16 << 30);
+    fflush(stderr);
+    cr_assert_stderr_eq_str(
+        "cuda-emu: warning: malformed CUDA_EMU_MEM=\"12x\" (want bytes, optional K/M/G/T suffix); using 16 GiB\n");
+}
+
+/* ---- contexts ---- */
+
+Test(emu, context_stack)
+{
+    OK(cuInit(0));
+    rzcu_context cur = (rzcu_context)0x1;
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_null(cur);
+    rzcu_deviceptr p;
+    FAILS(cuMemAlloc_v2(&p, 64), RZCUDA_ERROR_INVALID_CONTEXT);
+    rzcu_stream s;
+    FAILS(cuStreamCreate(&s, 0), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuCtxSynchronize(), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuMemsetD8_v2(0x1000, 0, 1), RZCUDA_ERROR_INVALID_CONTEXT);
+    rzcu_context popped;
+    FAILS(cuCtxPopCurrent_v2(&popped), RZCUDA_ERROR_INVALID_CONTEXT);
+    OK(cuCtxSetCurrent(NULL)); /* no-op on an empty stack */
+
+    rzcu_context a, b, prim;
+    OK(cuCtxCreate_v4(&a, NULL, 0, 0));
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_eq(cur, a);
+    OK(cuCtxCreate_v4(&b, NULL, 0, 0));
+    cr_assert_neq(a, b);
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_eq(cur, b);
+    OK(cuCtxPopCurrent_v2(&popped));
+    cr_assert_eq(popped, b);
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_eq(cur, a);
+    OK(cuCtxPushCurrent_v2(b));
+    OK(cuDevicePrimaryCtxRetain(&prim, 0));
+    OK(cuCtxSetCurrent(prim)); /* replaces b on top */
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_eq(cur, prim);
+    OK(cuCtxPopCurrent_v2(&popped));
+    cr_assert_eq(popped, prim);
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_eq(cur, a);
+    rzcu_device dev = -1;
+    OK(cuCtxGetDevice(&dev));
+    cr_assert_eq(dev, 0);
+    OK(cuCtxSetCurrent(NULL)); /* pops a */
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_null(cur);
+    FAILS(cuCtxPushCurrent_v2(NULL), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuCtxPushCurrent_v2((rzcu_context)&dev), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuCtxCreate_v4(&a, NULL, 0, 5), RZCUDA_ERROR_INVALID_DEVICE);
+    FAILS(cuCtxCreate_v4(NULL, NULL, 0, 0), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+struct thread_ctx_arg {
+    rzcu_context seen;
+    rzcu_result r;
+};
+
+static void *other_thread_ctx(void *p)
+{
+    struct thread_ctx_arg *a = p;
+    a->r = cuCtxGetCurrent(&a->seen);
+    return NULL;
+}
+
+Test(emu, context_stack_is_per_thread)
+{
+    rzcu_context prim = primary_current();
+    cr_assert_not_null(prim);
+    struct thread_ctx_arg a = {(rzcu_context)0x1, 99};
+    pthread_t th;
+    pthread_create(&th, NULL, other_thread_ctx, &a);
+    pthread_join(th, NULL);
+    cr_assert_eq(a.r, RZCUDA_SUCCESS);
+    cr_assert_null(a.seen);
+}
+
+Test(emu, primary_context_retain_release)
+{
+    OK(cuInit(0));
+    FAILS(cuDevicePrimaryCtxRelease_v2(0), RZCUDA_ERROR_INVALID_CONTEXT);
+    rzcu_context p1, p2;
+    OK(cuDevicePrimaryCtxRetain(&p1, 0));
+    OK(cuDevicePrimaryCtxRetain(&p2, 0));
+    cr_assert_eq(p1, p2);
+    OK(cuCtxSetCurrent(p1));
+    size_t before = free_bytes();
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 4096));
+    cr_assert_eq(free_bytes(), before - 4096);
+    OK(cuDevicePrimaryCtxRelease_v2(0));
+    OK(cuMemsetD8_v2(d, 1, 16)); /* still active: one reference left */
+    OK(cuDevicePrimaryCtxRelease_v2(0));
+    /* reset: still current (release never pops), but destroyed until retained again */
+    FAILS(cuMemAlloc_v2(&d, 16), RZCUDA_ERROR_CONTEXT_IS_DESTROYED);
+    FAILS(cuDevicePrimaryCtxRelease_v2(0), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuDevicePrimaryCtxRelease_v2(4), RZCUDA_ERROR_INVALID_DEVICE);
+    OK(cuDevicePrimaryCtxRetain(&p2, 0));
+    cr_assert_eq(p1, p2, "the primary context handle is stable");
+    cr_assert_eq(free_bytes(), before, "the reset freed the allocation");
+    FAILS(cuMemGetAddressRange_v2(NULL, NULL, d), RZCUDA_ERROR_NOT_FOUND);
+    FAILS(cuCtxDestroy_v2(p1), RZCUDA_ERROR_INVALID_CONTEXT); /* primary contexts are not destroyed this way */
+}
+
+Test(emu, create_and_destroy_context)
+{
+    OK(cuInit(0));
+    rzcu_context a, cur;
+    OK(cuCtxCreate_v4(&a, NULL, 0, 0));
+    OK(cuCtxPushCurrent_v2(a)); /* stack: a, a */
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 1000));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    OK(cuCtxDestroy_v2(a)); /* pops one */
+    OK(cuCtxGetCurrent(&cur));
+    cr_assert_eq(cur, a);
+    FAILS(cuMemAlloc_v2(&d, 16), RZCUDA_ERROR_CONTEXT_IS_DESTROYED);
+    FAILS(cuCtxSynchronize(), RZCUDA_ERROR_CONTEXT_IS_DESTROYED);
+    FAILS(cuCtxDestroy_v2(a), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuCtxPushCurrent_v2(a), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuCtxSetCurrent(a), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuStreamSynchronize(s), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuCtxDestroy_v2(NULL), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuCtxPopCurrent_v2(NULL));
+    primary_current();
+    FAILS(cuMemGetAddressRange_v2(NULL, NULL, d), RZCUDA_ERROR_NOT_FOUND); /* freed with its context */
+    FAILS(cuMemFree_v2(d), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---- memory ---- */
+
+Test(emu, alloc_free_range_and_info)
+{
+    primary_current();
+    size_t total0, free0;
+    OK(cuMemGetInfo_v2(&free0, &total0));
+    cr_assert_eq(free0, total0);
+    rzcu_deviceptr p, q;
+    OK(cuMemAlloc_v2(&p, 1000));
+    cr_assert_eq(p % CUDA_EMU_ALLOC_ALIGN, 0);
+    cr_assert_eq(free_bytes(), free0 - 1024);
+    OK(cuMemAlloc_v2(&q, (size_t)10 << 20));
+    cr_assert_eq(q % CUDA_EMU_ALLOC_ALIGN, 0);
+    cr_assert_eq(free_bytes(), free0 - 1024 - ((size_t)10 << 20));
+    cr_assert(p + 1000 <= q || q + ((size_t)10 << 20) <= p);
+    rzcu_deviceptr base = 0;
+    size_t size = 0;
+    OK(cuMemGetAddressRange_v2(&base, &size, p + 500));
+    cr_assert_eq(base, p);
+    cr_assert_eq(size, 1000);
+    OK(cuMemGetAddressRange_v2(&base, NULL, p));
+    OK(cuMemGetAddressRange_v2(NULL, &size, q + (10 << 20) - 1));
+    cr_assert_eq(size, (size_t)10 << 20);
+    FAILS(cuMemGetAddressRange_v2(&base, &size, p + 1000), RZCUDA_ERROR_NOT_FOUND);
+    FAILS(cuMemGetAddressRange_v2(&base, &size, q + (10 << 20)), RZCUDA_ERROR_NOT_FOUND);
+    int host_var;
+    FAILS(cuMemGetAddressRange_v2(&base, &size, (rzcu_deviceptr)(uintptr_t)&host_var), RZCUDA_ERROR_NOT_FOUND);
+    FAILS(cuMemGetAddressRange_v2(&base, &size, 0), RZCUDA_ERROR_NOT_FOUND);
+    /* the whole large allocation is usable */
+    OK(cuMemsetD8_v2(q, 0xab, (size_t)10 << 20));
+    unsigned char last = 0;
+    OK(cuMemcpyDtoH_v2(&last, q + (10 << 20) - 1, 1));
+    cr_assert_eq(last, 0xab);
+    OK(cuMemFree_v2(p));
+    OK(cuMemFree_v2(q));
+    cr_assert_eq(free_bytes(), free0);
+    FAILS(cuMemGetAddressRange_v2(&base, &size, p), RZCUDA_ERROR_NOT_FOUND);
+    FAILS(cuMemGetInfo_v2(NULL, &size), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+Test(emu, freed_large_allocation_faults, .signal = SIGSEGV)
+{
+    primary_current();
+    rzcu_deviceptr q;
+    OK(cuMemAlloc_v2(&q, (size_t)4 << 20));
+    OK(cuMemFree_v2(q));
+    *(volatile char *)(uintptr_t)q = 1; /* use after free of decommitted memory */
+}
+
+/* The VmFlags line of the mapping of /proc/self/smaps containing addr (empty when not found). */
+static void vm_flags_of(uintptr_t addr, char *out, size_t len)
+{
+    out[0] = '\0';
+    FILE *f = fopen("/proc/self/smaps", "r");
+    cr_assert_not_null(f);
+    char line[512];
+    bool inside = false;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            inside = addr >= lo && addr < hi;
+        else if (inside && strncmp(line, "VmFlags:", 8) == 0) {
+            snprintf(out, len, "%s", line);
+            break;
+        }
+    }
+    fclose(f);
+}
+
+Test(emu, reserved_range_is_left_out_of_core_files)
+{
+    primary_current();
+    rzcu_deviceptr p;
+    OK(cuMemAlloc_v2(&p, 64));
+    char flags[512];
+    vm_flags_of((uintptr_t)p, flags, sizeof flags);
+    cr_assert(strstr(flags, " rd") && !strstr(flags, " dd"), "committed memory is dumped: %s", flags);
+    vm_flags_of((uintptr_t)p + ((uintptr_t)256 << 20), flags, sizeof flags);
+    cr_assert(strstr(flags, " dd"), "the reservation is not dumped: %s", flags);
+}
+
+Test(emu, zero_size_and_null_alloc)
+{
+    primary_current();
+    rzcu_deviceptr p = 0;
+    FAILS(cuMemAlloc_v2(&p, 0), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAlloc_v2(NULL, 64), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocManaged(&p, 0, RZCU_MEM_ATTACH_GLOBAL), RZCUDA_ERROR_INVALID_VALUE);
+    void *h;
+    FAILS(cuMemAllocHost_v2(&h, 0), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(p, 0);
+}
+
+Test(emu, invalid_frees)
+{
+    primary_current();
+    size_t free0 = free_bytes();
+    rzcu_deviceptr p, big;
+    OK(cuMemAlloc_v2(&p, 512));
+    OK(cuMemAlloc_v2(&big, (size_t)3 << 20));
+    FAILS(cuMemFree_v2(p + 256), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemFree_v2(p + 1), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemFree_v2(big + 4096), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFree_v2(0)); /* like free(NULL), as real drivers do */
+    int host_var;
+    FAILS(cuMemFree_v2((rzcu_deviceptr)(uintptr_t)&host_var), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFree_v2(p));
+    FAILS(cuMemFree_v2(p), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFree_v2(big));
+    FAILS(cuMemFree_v2(big), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(free_bytes(), free0);
+}
+
+Test(emu, copies_and_memsets_move_the_right_bytes)
+{
+    primary_current();
+    rzcu_deviceptr a, b;
+    OK(cuMemAlloc_v2(&a, 300));
+    OK(cuMemAlloc_v2(&b, 300));
+    unsigned char src[300], dst[300];
+    for (int i = 0; i < 300; i++)
+        src[i] = (unsigned char)i;
+    OK(cuMemcpyHtoD_v2(a, src, 300));
+    OK(cuMemsetD8_v2(b, 0x5a, 300));
+    OK(cuMemcpyDtoD_v2(b + 10, a + 20, 100));
+    OK(cuMemcpyDtoH_v2(dst, b, 300));
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(dst[i], i >= 10 && i < 110 ? (unsigned char)(i + 10) : 0x5a, "byte %d", i);
+    /* per-thread default stream variants */
+    OK(cuMemsetD8_v2_ptds(a + 299, 7, 1));
+    OK(cuMemcpyDtoD_v2_ptds(b, a + 299, 1));
+    OK(cuMemcpyHtoD_v2_ptds(b + 1, src + 5, 2));
+    OK(cuMemcpyDtoH_v2_ptds(dst, b, 3));
+    cr_assert_eq(dst[0], 7);
+    cr_assert_eq(dst[1], 5);
+    cr_assert_eq(dst[2], 6);
+    /* async variants on the legacy, per-thread and a created stream */
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    OK(cuMemsetD8Async(a, 1, 4, NULL));
+    OK(cuMemsetD8Async_ptsz(a + 4, 2, 4, NULL));
+    OK(cuStreamSynchronize(NULL));
+    OK(cuStreamSynchronize_ptsz(NULL));
+    OK(cuMemcpyDtoDAsync_v2(b, a, 8, s));
+    OK(cuMemcpyDtoHAsync_v2(dst, b, 8, s));
+    OK(cuStreamSynchronize(s));
+    cr_assert_eq(memcmp(dst, "\1\1\1\1\2\2\2\2", 8), 0);
+    OK(cuMemcpyHtoDAsync_v2_ptsz(a, "xyz", 3, RZCU_STREAM_PER_THREAD));
+    OK(cuMemcpyDtoDAsync_v2_ptsz(b, a, 3, NULL));
+    OK(cuMemcpyDtoHAsync_v2_ptsz(dst, b, 3, NULL));
+    OK(cuStreamSynchronize(RZCU_STREAM_PER_THREAD));
+    cr_assert_eq(memcmp(dst, "xyz", 3), 0);
+    OK(cuMemcpyHtoDAsync_v2(a, "Q", 1, RZCU_STREAM_LEGACY));
+    OK(cuCtxSynchronize());
+    OK(cuMemcpyDtoH_v2(dst, a, 1));
+    cr_assert_eq(dst[0], 'Q');
+    /* zero-length operations succeed and do nothing, whatever the pointers */
+    OK(cuMemcpyHtoD_v2(0, NULL, 0));
+    OK(cuMemsetD8_v2(12345, 1, 0));
+    OK(cuMemcpyDtoDAsync_v2(0, 0, 0, s));
+    OK(cuStreamDestroy_v2(s));
+}
+
+Test(emu, out_of_range_by_one_byte_fails_and_changes_nothing)
+{
+    primary_current();
+    rzcu_deviceptr a, b;
+    OK(cuMemAlloc_v2(&a, 100));
+    OK(cuMemAlloc_v2(&b, 100));
+    unsigned char ones[101], got[100];
+    memset(ones, 1, sizeof ones);
+    OK(cuMemsetD8_v2(a, 0, 100));
+    OK(cuMemsetD8_v2(b, 0, 100));
+    FAILS(cuMemcpyHtoD_v2(a, ones, 101), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyHtoD_v2(a + 50, ones, 51), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyHtoD_v2_ptds(a + 50, ones, 51), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyHtoDAsync_v2(a + 1, ones, 100, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemsetD8_v2(a, 1, 101), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemsetD8_v2_ptds(a + 99, 1, 2), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemsetD8Async(a + 99, 1, 2, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyDtoD_v2(b, a, 101), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyDtoD_v2(b + 1, a, 100), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyDtoDAsync_v2(b, a + 1, 100, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyDtoH_v2(ones, a + 1, 100), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyDtoHAsync_v2(ones, a, 101, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    /* a range starting outside any allocation, or crossing into the next one */
+    FAILS(cuMemsetD8_v2(a + 100, 1, 1), RZCUDA_ERROR_INVALID_VALUE);
+    rzcu_deviceptr lo = a < b ? a : b;
+    FAILS(cuMemsetD8_v2(lo + 90, 1, 300), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyHtoD_v2(a, NULL, 1), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuCtxSynchronize());
+    OK(cuMemcpyDtoH_v2(got, a, 100));
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(got[i], 0, "a[%d] changed", i);
+    OK(cuMemcpyDtoH_v2(got, b, 100));
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(got[i], 0, "b[%d] changed", i);
+    /* exactly up to the end is fine */
+    OK(cuMemsetD8_v2(a + 99, 9, 1));
+    OK(cuMemcpyHtoD_v2(a, ones, 100));
+}
+
+Test(emu, pitch_allocation)
+{
+    primary_current();
+    size_t free0 = free_bytes();
+    rzcu_deviceptr p;
+    size_t pitch = 0;
+    OK(cuMemAllocPitch_v2(&p, &pitch, 100, 10, 4));
+    cr_assert_eq(pitch, 512);
+    size_t size;
+    OK(cuMemGetAddressRange_v2(NULL, &size, p));
+    cr_assert_eq(size, 5120);
+    cr_assert_eq(free_bytes(), free0 - 5120);
+    OK(cuMemsetD8_v2(p + 5119, 1, 1));
+    OK(cuMemAllocPitch_v2(&p, &pitch, 513, 2, 16));
+    cr_assert_eq(pitch, 1024);
+    FAILS(cuMemAllocPitch_v2(&p, &pitch, 100, 10, 3), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocPitch_v2(&p, &pitch, 100, 10, 2), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocPitch_v2(&p, &pitch, 0, 10, 4), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocPitch_v2(&p, &pitch, 100, 0, 4), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocPitch_v2(&p, NULL, 100, 1, 4), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocPitch_v2(&p, &pitch, 1024, SIZE_MAX / 512, 4), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+Test(emu, managed_allocation)
+{
+    primary_current();
+    rzcu_deviceptr p;
+    FAILS(cuMemAllocManaged(&p, 64, 0), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocManaged(&p, 64, 3), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemAllocManaged(&p, 64, RZCU_MEM_ATTACH_HOST));
+    OK(cuMemFree_v2(p));
+    size_t free0 = free_bytes();
+    OK(cuMemAllocManaged(&p, 64, RZCU_MEM_ATTACH_GLOBAL));
+    cr_assert_eq(free_bytes(), free0 - 256);
+    OK(cuMemcpyHtoD_v2(p, "managed", 8));
+    char got[8];
+    OK(cuMemcpyDtoH_v2(got, p, 8));
+    cr_assert_str_eq(got, "managed");
+    FAILS(cuMemsetD8_v2(p, 0, 65), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFree_v2(p));
+}
+
+Test(emu, host_allocation)
+{
+    primary_current();
+    void *h = NULL;
+    OK(cuMemAllocHost_v2(&h, 10000));
+    cr_assert_not_null(h);
+    cr_assert_eq((uintptr_t)h % 4096, 0);
+    memset(h, 3, 10000);
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 10000));
+    OK(cuMemcpyHtoD_v2(d, h, 10000));
+    unsigned char byte;
+    OK(cuMemcpyDtoH_v2(&byte, d + 9999, 1));
+    cr_assert_eq(byte, 3);
+    FAILS(cuMemAllocHost_v2(NULL, 10), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFreeHost(h));
+    FAILS(cuMemFreeHost(h), RZCUDA_ERROR_INVALID_VALUE);
+    void *m = malloc(16);
+    FAILS(cuMemFreeHost(m), RZCUDA_ERROR_INVALID_VALUE);
+    free(m);
+    OK(cuMemFreeHost(NULL));
+}
+
+Test(emu, out_of_memory)
+{
+    setenv("CUDA_EMU_MEM", "1048576", 1);
+    primary_current();
+    size_t f, t;
+    OK(cuMemGetInfo_v2(&f, &t));
+    cr_assert_eq(t, 1048576);
+    cr_assert_eq(f, 1048576);
+    rzcu_deviceptr a, b = 0;
+    OK(cuMemAlloc_v2(&a, 1048576 - 512));
+    FAILS(cuMemAlloc_v2(&b, 513), RZCUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(b, 0);
+    OK(cuMemGetInfo_v2(&f, &t));
+    cr_assert_eq(f, 512, "a failed allocation takes nothing");
+    OK(cuMemAlloc_v2(&b, 512));
+    FAILS(cuMemAlloc_v2(&b, 1), RZCUDA_ERROR_OUT_OF_MEMORY);
+    OK(cuMemFree_v2(a));
+    OK(cuMemAlloc_v2(&a, 2000));
+    FAILS(cuMemAlloc_v2(&b, (size_t)1 << 40), RZCUDA_ERROR_OUT_OF_MEMORY);
+}
+
+Test(emu, unified_addressing_across_devices)
+{
+    setenv("CUDA_EMU_DEVICES", "2", 1);
+    OK(cuInit(0));
+    rzcu_context c0, c1;
+    OK(cuCtxCreate_v4(&c0, NULL, 0, 0));
+    rzcu_deviceptr d0;
+    OK(cuMemAlloc_v2(&d0, 64));
+    OK(cuMemcpyHtoD_v2(d0, "dev0", 5));
+    size_t f0 = free_bytes();
+    OK(cuCtxCreate_v4(&c1, NULL, 0, 1));
+    rzcu_device dev;
+    OK(cuCtxGetDevice(&dev));
+    cr_assert_eq(dev, 1);
+    cr_assert_eq(free_bytes(), (size_t)16 << 30, "accounting is per device");
+    rzcu_deviceptr d1;
+    OK(cuMemAlloc_v2(&d1, 64));
+    OK(cuMemcpyDtoD_v2(d1, d0, 5));
+    char got[5];
+    OK(cuMemcpyDtoH_v2(got, d1, 5));
+    cr_assert_str_eq(got, "dev0");
+    OK(cuCtxGetDevice_v2(&dev, c0));
+    cr_assert_eq(dev, 0);
+    OK(cuCtxSynchronize_v2(NULL));
+    OK(cuCtxPopCurrent_v2(NULL));
+    cr_assert_eq(free_bytes(), f0);
+}
+
+/* ---- streams ---- */
+
+Test(emu, stream_runs_asynchronously_in_order)
+{
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 16));
+    OK(cuMemcpyHtoD_v2(d, "after-the-gate!", 16));
+    char host[16] = "untouched";
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    OK(cuMemcpyDtoHAsync_v2(host, d, 16, s));
+    int done = 0;
+    OK(cuLaunchHostFunc(s, set_flag_fn, &done));
+    gate_await_entered(&g); /* the host function runs on another thread */
+    cr_assert_str_eq(host, "untouched", "the copy ran before the work ahead of it");
+    cr_assert_eq(get_flag(&done), 0);
+    gate_open(&g);
+    OK(cuStreamSynchronize(s));
+    cr_assert_str_eq(host, "after-the-gate!");
+    cr_assert_eq(get_flag(&done), 1);
+    OK(cuStreamDestroy_v2(s));
+}
+
+Test(emu, legacy_stream_waits_for_blocking_streams)
+{
+    primary_current();
+    rzcu_stream blocking, nonblocking;
+    OK(cuStreamCreate(&blocking, RZCU_STREAM_DEFAULT));
+    OK(cuStreamCreate(&nonblocking, RZCU_STREAM_NON_BLOCKING));
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(blocking, gate_wait_fn, &g));
+    int legacy_done = 0, nb_done = 0;
+    OK(cuLaunchHostFunc(NULL, set_flag_fn, &legacy_done));
+    OK(cuLaunchHostFunc(nonblocking, set_flag_fn, &nb_done));
+    OK(cuStreamSynchronize(nonblocking)); /* a non-blocking stream does not wait */
+    cr_assert_eq(get_flag(&nb_done), 1);
+    gate_await_entered(&g);
+    cr_assert_eq(get_flag(&legacy_done), 0, "legacy stream work ran before the blocking stream's");
+    gate_open(&g);
+    OK(cuStreamSynchronize(NULL));
+    cr_assert_eq(get_flag(&legacy_done), 1);
+}
+
+Test(emu, blocking_stream_waits_for_legacy_stream)
+{
+    primary_current();
+    rzcu_stream blocking, nonblocking;
+    OK(cuStreamCreate(&blocking, 0));
+    OK(cuStreamCreate(&nonblocking, RZCU_STREAM_NON_BLOCKING));
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(RZCU_STREAM_LEGACY, gate_wait_fn, &g));
+    int s_done = 0, nb_done = 0, pt_done = 0;
+    OK(cuLaunchHostFunc(blocking, set_flag_fn, &s_done));
+    OK(cuLaunchHostFunc_ptsz(NULL, set_flag_fn, &pt_done)); /* per-thread stream: blocking too */
+    OK(cuLaunchHostFunc(nonblocking, set_flag_fn, &nb_done));
+    OK(cuStreamSynchronize(nonblocking));
+    cr_assert_eq(get_flag(&nb_done), 1);
+    gate_await_entered(&g);
+    cr_assert_eq(get_flag(&s_done), 0);
+    cr_assert_eq(get_flag(&pt_done), 0);
+    gate_open(&g);
+    OK(cuStreamSynchronize(blocking));
+    cr_assert_eq(get_flag(&s_done), 1);
+    OK(cuStreamSynchronize_ptsz(NULL));
+    cr_assert_eq(get_flag(&pt_done), 1);
+}
+
+Test(emu, stream_errors_and_destroy_with_pending_work)
+{
+    primary_current();
+    rzcu_stream s;
+    FAILS(cuStreamCreate(&s, 2), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuStreamCreate(NULL, 0), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuStreamCreate(&s, 0));
+    struct gate g = GATE_INIT;
+    int done = 0;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    OK(cuLaunchHostFunc(s, set_flag_fn, &done));
+    OK(cuStreamDestroy_v2(s)); /* returns at once */
+    FAILS(cuStreamSynchronize(s), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuStreamDestroy_v2(s), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuLaunchHostFunc(s, set_flag_fn, &done), RZCUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(get_flag(&done), 0);
+    gate_open(&g);
+    OK(cuCtxSynchronize()); /* the destroyed stream's work still completes */
+    cr_assert_eq(get_flag(&done), 1);
+    int x;
+    FAILS(cuStreamSynchronize((rzcu_stream)&x), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuMemsetD8Async(0, 0, 0, (rzcu_stream)&x), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuStreamDestroy_v2(NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuLaunchHostFunc(NULL, NULL, NULL), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+Test(emu, ctx_synchronize_waits_for_all_streams)
+{
+    primary_current();
+    rzcu_stream s[3];
+    int done[3] = {0, 0, 0};
+    struct gate g = GATE_INIT;
+    for (int i = 0; i < 3; i++) {
+        OK(cuStreamCreate(&s[i], i == 2 ? RZCU_STREAM_NON_BLOCKING : 0));
+        if (i == 2)
+            OK(cuLaunchHostFunc(s[i], gate_wait_fn, &g));
+        OK(cuLaunchHostFunc(s[i], set_flag_fn, &done[i]));
+    }
+    gate_await_entered(&g);
+    gate_open(&g);
+    OK(cuCtxSynchronize());
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(get_flag(&done[i]), 1);
+}
+
+/* ---- batched copies ---- */
+
+static rzcu_memcpy_attributes attr_order(unsigned order)
+{
+    rzcu_memcpy_attributes a;
+    memset(&a, 0, sizeof a);
+    a.srcAccessOrder = order;
+    return a;
+}
+
+Test(emu, batch_copies_mixed_directions)
+{
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr d1, d2;
+    OK(cuMemAlloc_v2(&d1, 64));
+    OK(cuMemAlloc_v2(&d2, 64));
+    OK(cuMemcpyHtoD_v2(d2, "from-device", 12));
+    char in[12] = "from-host!!", out[12] = {0};
+    rzcu_deviceptr dsts[2] = {d1, (rzcu_deviceptr)(uintptr_t)out};
+    rzcu_deviceptr srcs[2] = {(rzcu_deviceptr)(uintptr_t)in, d2};
+    size_t sizes[2] = {12, 12};
+    rzcu_memcpy_attributes attrs[2] = {attr_order(RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM),
+                                       attr_order(RZCU_MEMCPY_SRC_ACCESS_ORDER_ANY)};
+    size_t idxs[2] = {0, 1};
+    OK(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, attrs, idxs, 2, s));
+    OK(cuStreamSynchronize(s));
+    cr_assert_str_eq(out, "from-device");
+    char back[12];
+    OK(cuMemcpyDtoH_v2(back, d1, 12));
+    cr_assert_str_eq(back, "from-host!!");
+    /* one attribute for both; the per-thread variant accepts the NULL (per-thread) stream */
+    memset(out, 0, sizeof out);
+    OK(cuMemcpyBatchAsync_v2_ptsz(dsts, srcs, sizes, 2, attrs, idxs, 1, NULL));
+    OK(cuStreamSynchronize_ptsz(NULL));
+    cr_assert_str_eq(out, "from-device");
+    size_t fail = 7;
+    memset(out, 0, sizeof out);
+    OK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, attrs, idxs, 2, &fail, s));
+    OK(cuStreamSynchronize(s));
+    cr_assert_str_eq(out, "from-device");
+    memset(out, 0, sizeof out);
+    OK(cuMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 2, attrs, idxs, 2, &fail, RZCU_STREAM_PER_THREAD));
+    OK(cuStreamSynchronize(RZCU_STREAM_PER_THREAD));
+    cr_assert_str_eq(out, "from-device");
+}
+
+Test(emu, batch_source_read_during_api_call)
+{
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 8));
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    char src[8] = "before", src2[8] = "stream";
+    rzcu_deviceptr dsts[2] = {d, d + 4}, srcs[2] = {(uintptr_t)src, (uintptr_t)src2};
+    size_t sizes[2] = {4, 4};
+    rzcu_memcpy_attributes attrs[2] = {attr_order(RZCU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL),
+                                       attr_order(RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM)};
+    size_t idxs[2] = {0, 1};
+    OK(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, attrs, idxs, 2, s));
+    memcpy(src, "AFTR", 4);  /* DURING_API_CALL: already read */
+    memcpy(src2, "LATE", 4); /* STREAM: read in stream order */
+    gate_open(&g);
+    OK(cuStreamSynchronize(s));
+    char got[9] = {0};
+    OK(cuMemcpyDtoH_v2(got, d, 8));
+    cr_assert_str_eq(got, "befoLATE");
+}
+
+Test(emu, batch_validation)
+{
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 100));
+    OK(cuMemsetD8_v2(d, 0, 100));
+    char host[200];
+    memset(host, 'h', sizeof host);
+    rzcu_deviceptr dsts[3] = {d, d + 50, d}, srcs[3] = {(uintptr_t)host, (uintptr_t)host, (uintptr_t)host};
+    size_t sizes[3] = {10, 50, 10};
+    rzcu_memcpy_attributes attrs[3] = {attr_order(1), attr_order(1), attr_order(1)};
+    size_t idxs[3] = {0, 1, 2};
+    /* the legacy NULL stream is not supported */
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, idxs, 1, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, idxs, 1, RZCU_STREAM_LEGACY),
+          RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2_ptsz(dsts, srcs, sizes, 3, attrs, idxs, 1, RZCU_STREAM_LEGACY),
+          RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 0, attrs, idxs, 1, s), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, idxs, 0, s), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, attrs, idxs, 3, s), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, NULL, 1, s), RZCUDA_ERROR_INVALID_VALUE);
+    size_t bad_first[2] = {1, 2}, not_increasing[2] = {0, 0}, too_big[2] = {0, 3};
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, bad_first, 2, s), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, not_increasing, 2, s), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, too_big, 2, s), RZCUDA_ERROR_INVALID_VALUE);
+    rzcu_memcpy_attributes bad_order[1] = {attr_order(0)}, bad_order2[1] = {attr_order(4)};
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, bad_order, idxs, 1, s), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, bad_order2, idxs, 1, s), RZCUDA_ERROR_INVALID_VALUE);
+    int x;
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, idxs, 1, (rzcu_stream)&x), RZCUDA_ERROR_INVALID_HANDLE);
+    /* copy 1 crosses the allocation's end by one byte: nothing at all is copied */
+    sizes[1] = 51;
+    FAILS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, idxs, 3, s), RZCUDA_ERROR_INVALID_VALUE);
+    size_t fail = 0;
+    FAILS(cuMemcpyBatchAsync(dsts, srcs, sizes, 3, attrs, idxs, 3, &fail, s), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(fail, 1);
+    /* device to host crossing the end, at index 2 */
+    sizes[1] = 50;
+    rzcu_deviceptr dsts2[3] = {d, d + 50, (uintptr_t)host}, srcs2[3] = {(uintptr_t)host, (uintptr_t)host, d + 1};
+    size_t sizes2[3] = {10, 50, 100};
+    FAILS(cuMemcpyBatchAsync(dsts2, srcs2, sizes2, 3, attrs, idxs, 1, &fail, s), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(fail, 2);
+    FAILS(cuMemcpyBatchAsync(dsts, srcs, sizes, 0, attrs, idxs, 1, &fail, s), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(fail, SIZE_MAX);
+    FAILS(cuMemcpyBatchAsync(dsts, srcs, sizes, 3, attrs, idxs, 1, &fail, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(fail, SIZE_MAX);
+    OK(cuStreamSynchronize(s));
+    unsigned char got[100];
+    OK(cuMemcpyDtoH_v2(got, d, 100));
+    for (int i = 0; i < 100; i++)
+        cr_assert_eq(got[i], 0, "byte %d was copied by a rejected batch", i);
+    cr_assert_eq(host[0], 'h');
+}
+
+/* ---- cuGetProcAddress ---- */
+
+Test(emu, get_proc_address)
+{
+    void *fn = NULL;
+    rzcu_proc_query_result st = 99;
+    OK(cuGetProcAddress_v2("cuMemAlloc", &fn, 13000, RZCU_GET_PROC_ADDRESS_DEFAULT, &st));
+    cr_assert_eq(fn, (void *)&cuMemAlloc_v2);
+    cr_assert_eq(st, RZCU_GET_PROC_ADDRESS_SUCCESS);
+    OK(cuGetProcAddress_v2("cuMemcpyHtoD", &fn, 12000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    cr_assert_eq(fn, (void *)&cuMemcpyHtoD_v2_ptds);
+    OK(cuGetProcAddress_v2("cuMemcpyHtoD", &fn, 12000, RZCU_GET_PROC_ADDRESS_LEGACY_STREAM, &st));
+    cr_assert_eq(fn, (void *)&cuMemcpyHtoD_v2);
+    OK(cuGetProcAddress_v2("cuMemcpyHtoD", &fn, 12000, RZCU_GET_PROC_ADDRESS_DEFAULT, &st));
+    cr_assert_eq(fn, (void *)&cuMemcpyHtoD_v2);
+    OK(cuGetProcAddress_v2("cuMemsetD8Async", &fn, 13000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    cr_assert_eq(fn, (void *)&cuMemsetD8Async_ptsz);
+    OK(cuGetProcAddress_v2("cuCtxCreate", &fn, 12050, 0, &st));
+    cr_assert_eq(fn, (void *)&cuCtxCreate_v4);
+    OK(cuGetProcAddress_v2("cuInit", &fn, 12000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    cr_assert_eq(fn, (void *)&cuInit, "no per-thread variant: the legacy one");
+    OK(cuGetProcAddress_v2("cuCtxSynchronize", &fn, 12090, 0, &st));
+    cr_assert_eq(fn, (void *)&cuCtxSynchronize);
+    OK(cuGetProcAddress_v2("cuCtxSynchronize", &fn, 13000, 0, &st));
+    cr_assert_eq(fn, (void *)&cuCtxSynchronize_v2);
+    /* batch: the 12.8 signature below 13.0 */
+    OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &fn, 12080, 0, &st));
+    cr_assert_eq(fn, (void *)&cuMemcpyBatchAsync);
+    OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &fn, 12090, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    cr_assert_eq(fn, (void *)&cuMemcpyBatchAsync_ptsz);
+    OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &fn, 13000, 0, &st));
+    cr_assert_eq(fn, (void *)&cuMemcpyBatchAsync_v2);
+    OK(cuGetProcAddress_v2("cuMemcpyBatchAsync", &fn, 13000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
+    cr_assert_eq(fn, (void *)&cuMemcpyBatchAsync_v2_ptsz);
+    /* version too low */
+    fn = (void *)1;
+    FAILS(cuGetProcAddress_v2("cuMemcpyBatchAsync", &fn, 12060, 0, &st), RZCUDA_ERROR_NOT_FOUND);
+    cr_assert_null(fn);
+    cr_assert_eq(st, RZCU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    FAILS(cuGetProcAddress_v2("cuCtxCreate", &fn, 12000, 0, &st), RZCUDA_ERROR_NOT_FOUND);
+    cr_assert_eq(st, RZCU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    /* unknown symbol; a versioned name is not a base name */
+    fn = (void *)1;
+    FAILS(cuGetProcAddress_v2("cuNoSuchThing", &fn, 13000, 0, &st), RZCUDA_ERROR_NOT_FOUND);
+    cr_assert_null(fn);
+    cr_assert_eq(st, RZCU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    FAILS(cuGetProcAddress_v2("cuMemAlloc_v2", &fn, 13000, 0, &st), RZCUDA_ERROR_NOT_FOUND);
+    cr_assert_eq(st, RZCU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+    /* cuGetProcAddress itself */
+    OK(cuGetProcAddress_v2("cuGetProcAddress", &fn, 12000, 0, &st));
+    cr_assert_eq(fn, (void *)&cuGetProcAddress_v2);
+    OK(cuGetProcAddress_v2("cuGetProcAddress", &fn, 11030, 0, &st));
+    cr_assert_eq(fn, (void *)&cuGetProcAddress);
+    /* invalid arguments; a version above the driver's is invalid, as documented */
+    FAILS(cuGetProcAddress_v2(NULL, &fn, 13000, 0, &st), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuGetProcAddress_v2("cuInit", NULL, 13000, 0, &st), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuGetProcAddress_v2("cuInit", &fn, 13010, 0, &st), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuGetProcAddress_v2("cuInit", &fn, 13000, 8, &st), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuGetProcAddress_v2("cuInit", &fn, 13000, 0, NULL));
+    /* the CUDA 11.3 entry point */
+    OK(cuGetProcAddress("cuMemcpyDtoHAsync", &fn, 11030, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM));
+    cr_assert_eq(fn, (void *)&cuMemcpyDtoHAsync_v2_ptsz);
+    OK(cuGetProcAddress("cuGetProcAddress", &fn, 12000, 0));
+    cr_assert_eq(fn, (void *)&cuGetProcAddress_v2);
+    FAILS(cuGetProcAddress("cuBogus", &fn, 12000, 0), RZCUDA_ERROR_NOT_FOUND);
+    FAILS(cuGetProcAddress("cuMemAlloc", &fn, 3000, 0), RZCUDA_ERROR_NOT_FOUND);
+    cr_assert_null(fn);
+    /* the returned pointer works */
+    rzcu_fn_cuDriverGetVersion *get_version;
+    OK(cuGetProcAddress_v2("cuDriverGetVersion", &fn, 13000, 0, &st));
+    get_version = (rzcu_fn_cuDriverGetVersion *)(uintptr_t)fn;
+    int v = 0;
+    OK(get_version(&v));
+    cr_assert_eq(v, 13000);
+}
+
+/* ---- errors ---- */
+
+Test(emu, error_names_and_strings)
+{
+    const char *s = NULL;
+#define CHECK_NAME(name, value)                                                                              \
+    OK(cuGetErrorName(value, &s));                                                                           \
+    cr_assert_str_eq(s, #name);                                                                              \
+    OK(cuGetErrorString(value, &s));                                                                         \
+    cr_assert(s && *s, #name " has a description");
+    RZCU_RESULTS(CHECK_NAME)
+#undef CHECK_NAME
+    OK(cuGetErrorString(RZCUDA_ERROR_INVALID_VALUE, &s));
+    cr_assert_str_eq(s, "invalid argument");
+    OK(cuGetErrorString(RZCUDA_ERROR_OUT_OF_MEMORY, &s));
+    cr_assert_str_eq(s, "out of memory");
+    OK(cuGetErrorName(719, &s));
+    cr_assert_str_eq(s, "CUDA_ERROR_LAUNCH_FAILED");
+    s = "x";
+    FAILS(cuGetErrorName(12345, &s), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_null(s);
+    s = "x";
+    FAILS(cuGetErrorString(12345, &s), RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_null(s);
+    FAILS(cuGetErrorName(0, NULL), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+/* ---- call counts and fault injection ---- */
+
+Test(emu, call_counts)
+{
+    primary_current();
+    cr_assert_eq(cuEmuCallCount("cuInit"), 1);
+    cuEmuResetCallCounts();
+    cr_assert_eq(cuEmuCallCount("cuInit"), 0);
+    rzcu_deviceptr p;
+    OK(cuMemAlloc_v2(&p, 64));
+    FAILS(cuMemAlloc_v2(&p, 0), RZCUDA_ERROR_INVALID_VALUE); /* failed calls count too */
+    OK(cuMemAlloc_v2(&p, 64));
+    OK(cuMemsetD8_v2_ptds(p, 0, 1));
+    cr_assert_eq(cuEmuCallCount("cuMemAlloc_v2"), 3);
+    cr_assert_eq(cuEmuCallCount("cuMemsetD8_v2_ptds"), 1);
+    cr_assert_eq(cuEmuCallCount("cuMemsetD8_v2"), 0);
+    cr_assert_eq(cuEmuCallCount("cuMemFree_v2"), 0);
+    cr_assert_eq(cuEmuCallCount("cuNope"), 0);
+    cr_assert_eq(cuEmuCallCount(NULL), 0);
+}
+
+Test(emu, stats_printed_at_exit)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        close(fds[0]);
+        setenv("CUDA_EMU_STATS", "1", 1);
+        int v;
+        cuDriverGetVersion(&v);
+        cuDriverGetVersion(&v);
+        cuInit(0);
+        exit(0);
+    }
+    close(fds[1]);
+    char buf[4096];
+    size_t n = 0;
+    ssize_t r;
+    while ((r = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)r;
+    buf[n] = '\0';
+    int status;
+    waitpid(pid, &status, 0);
+    /* (a sanitizer may append its own report) */
+    const char *want = "cuda-emu: cuInit 1\ncuda-emu: cuDriverGetVersion 2\n";
+    cr_assert_eq(strncmp(buf, want, strlen(want)), 0, "stderr was: %s", buf);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+Test(emu, fault_injection_by_api)
+{
+    primary_current();
+    cr_assert_eq(cuEmuInjectFailure("cuNope", 1, RZCUDA_ERROR_UNKNOWN), -1);
+    cr_assert_eq(cuEmuInjectFailure("cuMemAlloc_v2", 0, RZCUDA_ERROR_UNKNOWN), -1);
+    cr_assert_eq(cuEmuInjectFailure("cuMemAlloc_v2", 1, RZCUDA_SUCCESS), -1);
+    size_t free0 = free_bytes();
+    cr_assert_eq(cuEmuInjectFailure("cuMemAlloc_v2", 2, RZCUDA_ERROR_OUT_OF_MEMORY), 0);
+    rzcu_deviceptr a, b = 0, c;
+    OK(cuMemAlloc_v2(&a, 64));
+    FAILS(cuMemAlloc_v2(&b, 64), RZCUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(b, 0);
+    cr_assert_eq(free_bytes(), free0 - 256, "the failed call allocated nothing");
+    OK(cuMemAlloc_v2(&c, 64));
+    /* an injected failure does nothing: the memset is skipped */
+    OK(cuMemsetD8_v2(a, 1, 64));
+    cr_assert_eq(cuEmuInjectFailure("cuMemsetD8_v2", 1, RZCUDA_ERROR_ILLEGAL_ADDRESS), 0);
+    FAILS(cuMemsetD8_v2(a, 2, 64), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    unsigned char byte;
+    OK(cuMemcpyDtoH_v2(&byte, a, 1));
+    cr_assert_eq(byte, 1);
+    cr_assert_eq(cuEmuInjectFailure("cuMemFree_v2", 1, RZCUDA_ERROR_UNKNOWN), 0);
+    cuEmuClearFailures();
+    OK(cuMemFree_v2(a));
+}
+
+Test(emu, fault_injection_by_env)
+{
+    setenv("CUDA_EMU_FAIL", "cuMemAlloc_v2:2,cuStreamCreate:1:CUDA_ERROR_NOT_PERMITTED,cuMemsetD8_v2:1,cuCtxSynchronize:1:700",
+           1);
+    primary_current();
+    rzcu_deviceptr a;
+    OK(cuMemAlloc_v2(&a, 64));
+    FAILS(cuMemAlloc_v2(&a, 64), RZCUDA_ERROR_OUT_OF_MEMORY); /* default for allocations */
+    OK(cuMemAlloc_v2(&a, 64));
+    rzcu_stream s;
+    FAILS(cuStreamCreate(&s, 0), RZCUDA_ERROR_NOT_PERMITTED);
+    OK(cuStreamCreate(&s, 0));
+    FAILS(cuMemsetD8_v2(a, 0, 1), RZCUDA_ERROR_UNKNOWN); /* default otherwise */
+    OK(cuMemsetD8_v2(a, 0, 1));
+    FAILS(cuCtxSynchronize(), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    OK(cuCtxSynchronize());
+}
+
+Test(emu, fault_injection_counts_from_reset)
+{
+    setenv("CUDA_EMU_FAIL", "cuDriverGetVersion:3", 1);
+    int v;
+    OK(cuDriverGetVersion(&v));
+    OK(cuDriverGetVersion(&v));
+    cr_assert_eq(cuEmuInjectFailure("cuDeviceGetCount", 1, RZCUDA_ERROR_NOT_SUPPORTED), 0);
+    cuEmuResetCallCounts();
+    int n;
+    FAILS(cuDeviceGetCount(&n), RZCUDA_ERROR_NOT_SUPPORTED); /* still the next call */
+    OK(cuDriverGetVersion(&v));
+    OK(cuDriverGetVersion(&v));
+    FAILS(cuDriverGetVersion(&v), RZCUDA_ERROR_UNKNOWN);
+    OK(cuDriverGetVersion(&v));
+}
+
+Test(emu, malformed_fail_env_warns, .init = cr_redirect_stderr)
+{
+    setenv("CUDA_EMU_FAIL", "cuMemAlloc_v2:0", 1);
+    primary_current();
+    rzcu_deviceptr a;
+    OK(cuMemAlloc_v2(&a, 64));
+    fflush(stderr);
+    cr_assert_stderr_eq_str("cuda-emu: warning: malformed CUDA_EMU_FAIL=\"cuMemAlloc_v2:0\" (want <entry "
+                            "point>:<nth>[:<error>][,...]); no failures injected\n");
+}
+
+/* ---- scale and concurrency ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(emu, one_million_allocations, .timeout = 60)
+{
+    primary_current();
+    enum { N = 1000000 };
+    size_t free0 = free_bytes();
+    rzcu_deviceptr *p = malloc(N * sizeof *p);
+    cr_assert_not_null(p);
+    double t0 = now_s();
+    for (size_t i = 0; i < N; i++) {
+        rzcu_result r = cuMemAlloc_v2(&p[i], 64);
+        if (r != RZCUDA_SUCCESS)
+            cr_assert_fail("allocation %zu failed with %u", i, r);
+    }
+    cr_assert_eq(free_bytes(), free0 - (size_t)N * 256);
+    rzcu_deviceptr base;
+    size_t size;
+    OK(cuMemGetAddressRange_v2(&base, &size, p[N / 2] + 63));
+    cr_assert_eq(base, p[N / 2]);
+    cr_assert_eq(size, 64);
+    for (size_t i = 0; i < N; i++) {
+        rzcu_result r = cuMemFree_v2(p[i]);
+        if (r != RZCUDA_SUCCESS)
+            cr_assert_fail("free %zu failed with %u", i, r);
+    }
+    double elapsed = now_s() - t0;
+    cr_assert_eq(free_bytes(), free0);
+    cr_assert_lt(elapsed, 5.0, "1M allocations + frees took %.2f s", elapsed);
+    free(p);
+}
+
+struct mt_arg {
+    rzcu_context ctx;
+    int id;
+    pthread_barrier_t *barrier;
+    rzcu_deviceptr *ptrs;
+    size_t *sizes;
+    int n;
+    int errors;
+};
+
+static void *mt_worker(void *p)
+{
+    struct mt_arg *a = p;
+    if (cuCtxSetCurrent(a->ctx) != RZCUDA_SUCCESS)
+        a->errors++;
+    unsigned seed = (unsigned)a->id * 7919u + 1;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < a->n; i++) {
+            seed = seed * 1103515245u + 12345u;
+            a->sizes[i] = 1 + (seed >> 8) % (round == 2 ? 300000 : 5000);
+            if (cuMemAlloc_v2(&a->ptrs[i], a->sizes[i]) != RZCUDA_SUCCESS)
+                a->errors++;
+            /* mark both ends (the whole allocation when small) with the thread's id */
+            size_t n = a->sizes[i] <= 8192 ? a->sizes[i] : 1;
+            if (cuMemsetD8_v2(a->ptrs[i], (unsigned char)a->id, n) != RZCUDA_SUCCESS ||
+                cuMemsetD8_v2(a->ptrs[i] + a->sizes[i] - 1, (unsigned char)a->id, 1) != RZCUDA_SUCCESS)
+                a->errors++;
+        }
+        pthread_barrier_wait(a->barrier); /* everybody's allocations are live here */
+        pthread_barrier_wait(a->barrier); /* the main thread checked overlaps */
+        for (int i = 0; i < a->n; i++) {
+            unsigned char first, last;
+            if (cuMemcpyDtoH_v2(&first, a->ptrs[i], 1) || cuMemcpyDtoH_v2(&last, a->ptrs[i] + a->sizes[i] - 1, 1))
+                a->errors++;
+            if (first != (unsigned char)a->id || last != (unsigned char)a->id)
+                a->errors++;
+            if (cuMemFree_v2(a->ptrs[i]) != RZCUDA_SUCCESS)
+                a->errors++;
+        }
+    }
+    return NULL;
+}
+
+struct range {
+    rzcu_deviceptr base;
+    size_t size;
+};
+
+static int cmp_range(const void *x, const void *y)
+{
+    const struct range *a = x, *b = y;
+    return a->base < b->base ? -1 : a->base > b->base;
+}
+
+Test(emu, multithreaded_alloc_free_no_overlap, .timeout = 120)
+{
+    rzcu_context ctx = primary_current();
+    enum { T = 8, N = 2000 };
+    size_t free0 = free_bytes();
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, T + 1);
+    struct mt_arg args[T];
+    pthread_t th[T];
+    for (int t = 0; t < T; t++) {
+        args[t] = (struct mt_arg){ctx, t + 1, &barrier, calloc(N, sizeof(rzcu_deviceptr)), calloc(N, sizeof(size_t)),
+                                  N, 0};
+        pthread_create(&th[t], NULL, mt_worker, &args[t]);
+    }
+    struct range *all = malloc(sizeof *all * T * N);
+    for (int round = 0; round < 3; round++) {
+        pthread_barrier_wait(&barrier);
+        size_t k = 0;
+        for (int t = 0; t < T; t++)
+            for (int i = 0; i < N; i++)
+                all[k++] = (struct range){args[t].ptrs[i], args[t].sizes[i]};
+        qsort(all, k, sizeof *all, cmp_range);
+        for (size_t i = 1; i < k; i++)
+            cr_assert_leq(all[i - 1].base + all[i - 1].size, all[i].base, "allocations overlap");
+        pthread_barrier_wait(&barrier);
+    }
+    for (int t = 0; t < T; t++) {
+        pthread_join(th[t], NULL);
+        cr_assert_eq(args[t].errors, 0, "thread %d saw %d errors", t, args[t].errors);
+        free(args[t].ptrs);
+        free(args[t].sizes);
+    }
+    free(all);
+    cr_assert_eq(free_bytes(), free0);
+}
