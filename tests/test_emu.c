@@ -15,6 +15,17 @@
 
 #include "cuda_emu.h"
 
+/* CUlaunchAttribute as laid out in cuda.h (cu.h only declares the tag). */
+struct CUlaunchAttribute_st {
+    unsigned int id;
+    char pad[4];
+    union {
+        char pad[64];
+        int i;
+        void *p;
+    } value;
+};
+
 #define OK(call) cr_assert_eq((call), RZCUDA_SUCCESS, "%s", #call)
 #define FAILS(call, err) cr_assert_eq((call), (rzcu_result)(err), "%s", #call)
 
@@ -869,6 +880,471 @@ Test(emu, batch_validation)
     cr_assert_eq(host[0], 'h');
 }
 
+/* ---- stream-ordered allocation ---- */
+
+Test(emu, async_alloc_and_free_in_stream_order)
+{
+    primary_current();
+    size_t f0 = free_bytes();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    rzcu_deviceptr d = 0;
+    OK(cuMemAllocAsync(&d, 1000, s)); /* returned at once, while the stream is blocked */
+    cr_assert_neq(d, 0);
+    cr_assert_eq(d % CUDA_EMU_ALLOC_ALIGN, 0);
+    cr_assert_eq(free_bytes(), f0 - 1024);
+    rzcu_deviceptr base;
+    size_t size;
+    OK(cuMemGetAddressRange_v2(&base, &size, d + 10));
+    cr_assert_eq(base, d);
+    cr_assert_eq(size, 1000);
+    char host[1000];
+    memset(host, 0, sizeof host);
+    OK(cuMemsetD8Async(d, 0x5a, 1000, s));
+    OK(cuMemcpyDtoHAsync_v2(host, d, 1000, s));
+    OK(cuMemFreeAsync(d, s));
+    /* from the free on, later work must not use it: the emulator refuses it */
+    FAILS(cuMemsetD8Async(d, 0, 1, s), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemFree_v2(d), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemFreeAsync(d, s), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemGetAddressRange_v2(&base, &size, d), RZCUDA_ERROR_NOT_FOUND);
+    gate_await_entered(&g);
+    cr_assert_eq(free_bytes(), f0 - 1024, "released before the stream reached the free");
+    cr_assert_eq(host[0], 0);
+    gate_open(&g);
+    OK(cuStreamSynchronize(s));
+    cr_assert_eq(free_bytes(), f0);
+    for (size_t i = 0; i < sizeof host; i++)
+        cr_assert_eq((unsigned char)host[i], 0x5a);
+    OK(cuStreamDestroy_v2(s));
+}
+
+Test(emu, async_free_of_plain_allocation_and_default_streams)
+{
+    primary_current();
+    size_t f0 = free_bytes();
+    rzcu_deviceptr a, b, c;
+    OK(cuMemAlloc_v2(&a, 64));
+    OK(cuMemFreeAsync(a, NULL)); /* memory from cuMemAlloc may be freed in stream order too */
+    OK(cuMemAllocAsync(&b, 64, NULL));                      /* legacy stream */
+    OK(cuMemAllocAsync_ptsz(&c, (size_t)4 << 20, NULL));     /* per-thread stream */
+    OK(cuMemsetD8_v2(b, 1, 64));
+    OK(cuMemsetD8Async_ptsz(c, 2, (size_t)4 << 20, NULL));
+    OK(cuMemFreeAsync_ptsz(c, NULL));
+    OK(cuMemFree_v2(b)); /* and memory from cuMemAllocAsync with cuMemFree */
+    OK(cuMemFreeAsync(0, NULL));
+    OK(cuCtxSynchronize());
+    cr_assert_eq(free_bytes(), f0);
+    FAILS(cuMemFreeAsync(a, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    int host_var;
+    FAILS(cuMemFreeAsync((rzcu_deviceptr)(uintptr_t)&host_var, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemAllocAsync(&a, 256, NULL));
+    FAILS(cuMemFreeAsync(a + 1, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocAsync(NULL, 64, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocAsync(&a, 0, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    int x;
+    FAILS(cuMemAllocAsync(&a, 64, (rzcu_stream)&x), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuMemFreeAsync(a, (rzcu_stream)&x), RZCUDA_ERROR_INVALID_HANDLE);
+    OK(cuCtxSetCurrent(NULL));
+    FAILS(cuMemAllocAsync(&a, 64, NULL), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuMemFreeAsync(a, NULL), RZCUDA_ERROR_INVALID_CONTEXT);
+}
+
+Test(emu, freed_async_allocation_faults_in_a_kernel, .signal = SIGSEGV)
+{
+    primary_current();
+    rzcu_deviceptr q;
+    OK(cuMemAllocAsync(&q, (size_t)4 << 20, NULL));
+    OK(cuMemFreeAsync(q, NULL));
+    OK(cuStreamSynchronize(NULL));
+    *(volatile char *)(uintptr_t)q = 1;
+}
+
+Test(emu, default_mem_pools)
+{
+    setenv("CUDA_EMU_DEVICES", "2", 1);
+    setenv("CUDA_EMU_MEM", "1M", 1);
+    primary_current();
+    rzcu_mem_pool p0 = NULL, p1 = NULL, again = NULL;
+    OK(cuDeviceGetDefaultMemPool(&p0, 0));
+    OK(cuDeviceGetDefaultMemPool(&p1, 1));
+    OK(cuDeviceGetDefaultMemPool(&again, 0));
+    cr_assert_not_null(p0);
+    cr_assert_neq(p0, p1);
+    cr_assert_eq(p0, again);
+    FAILS(cuDeviceGetDefaultMemPool(&again, 2), RZCUDA_ERROR_INVALID_DEVICE);
+    FAILS(cuDeviceGetDefaultMemPool(NULL, 0), RZCUDA_ERROR_INVALID_VALUE);
+    size_t f0 = free_bytes();
+    rzcu_deviceptr a, b;
+    OK(cuMemAllocFromPoolAsync(&a, 512, p0, NULL));
+    cr_assert_eq(free_bytes(), f0 - 512);
+    /* a pool of another device: that device's memory */
+    OK(cuMemAllocFromPoolAsync_ptsz(&b, 4096, p1, NULL));
+    cr_assert_eq(free_bytes(), f0 - 512);
+    rzcu_context c1;
+    OK(cuDevicePrimaryCtxRetain(&c1, 1));
+    OK(cuCtxPushCurrent_v2(c1));
+    cr_assert_eq(free_bytes(), ((size_t)1 << 20) - 4096);
+    OK(cuCtxPopCurrent_v2(NULL));
+    OK(cuMemFreeAsync(b, NULL));
+    OK(cuMemFreeAsync(a, NULL));
+    OK(cuCtxSynchronize());
+    cr_assert_eq(free_bytes(), f0);
+    int x;
+    FAILS(cuMemAllocFromPoolAsync(&a, 64, (rzcu_mem_pool)&x, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocFromPoolAsync(&a, 64, NULL, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemAllocAsync(&a, (size_t)2 << 20, NULL), RZCUDA_ERROR_OUT_OF_MEMORY);
+}
+
+/* ---- events ---- */
+
+Test(emu, events_capture_the_work_recorded)
+{
+    primary_current();
+    rzcu_event e;
+    FAILS(cuEventCreate(NULL, 0), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuEventCreate(&e, 8), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuEventCreate(&e, 0x4), RZCUDA_ERROR_INVALID_VALUE); /* interprocess needs disable-timing */
+    OK(cuEventCreate(&e, 0x4 | 0x2 | 0x1));
+    OK(cuEventDestroy_v2(e));
+    OK(cuEventCreate(&e, 0));
+    OK(cuEventSynchronize(e)); /* never recorded: no work */
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    struct gate g1 = GATE_INIT, g2 = GATE_INIT;
+    int a = 0, b = 0;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g1));
+    OK(cuLaunchHostFunc(s, set_flag_fn, &a));
+    OK(cuEventRecord(e, s));
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g2));
+    OK(cuLaunchHostFunc(s, set_flag_fn, &b));
+    gate_open(&g1);
+    OK(cuEventSynchronize(e));
+    cr_assert_eq(get_flag(&a), 1, "the event completed before the work it captured");
+    gate_await_entered(&g2);
+    cr_assert_eq(get_flag(&b), 0);
+    /* a new record replaces the captured work */
+    OK(cuEventRecord(e, s));
+    gate_open(&g2);
+    OK(cuEventSynchronize(e));
+    cr_assert_eq(get_flag(&b), 1);
+    OK(cuEventDestroy_v2(e));
+    FAILS(cuEventSynchronize(e), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuEventRecord(e, s), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuEventDestroy_v2(e), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuEventDestroy_v2(NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    int x;
+    FAILS(cuEventSynchronize((rzcu_event)&x), RZCUDA_ERROR_INVALID_HANDLE);
+}
+
+Test(emu, event_on_legacy_stream_covers_blocking_streams)
+{
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    struct gate g = GATE_INIT;
+    int done = 0;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    OK(cuLaunchHostFunc(s, set_flag_fn, &done));
+    rzcu_event e, pt;
+    OK(cuEventCreate(&e, 0x2));
+    OK(cuEventCreate(&pt, 0));
+    OK(cuEventRecord(e, NULL));
+    gate_await_entered(&g);
+    gate_open(&g);
+    OK(cuEventSynchronize(e));
+    cr_assert_eq(get_flag(&done), 1);
+    OK(cuEventRecord_ptsz(pt, NULL));
+    OK(cuEventSynchronize(pt));
+    /* a destroyed event's pending work still completes */
+    OK(cuLaunchHostFunc(s, set_flag_fn, &done));
+    OK(cuEventRecord(e, s));
+    OK(cuEventDestroy_v2(e));
+    OK(cuCtxSynchronize());
+}
+
+Test(emu, event_and_stream_of_different_contexts)
+{
+    rzcu_context p = primary_current();
+    rzcu_event e;
+    OK(cuEventCreate(&e, 0));
+    rzcu_context other;
+    OK(cuCtxCreate_v4(&other, NULL, 0, 0));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    FAILS(cuEventRecord(e, s), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuEventRecord(e, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    OK(cuCtxSetCurrent(p));
+    OK(cuEventRecord(e, NULL));
+    OK(cuEventSynchronize(e));
+    while (cuCtxPopCurrent_v2(NULL) == RZCUDA_SUCCESS)
+        ;
+    FAILS(cuEventCreate(&e, 0), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuEventRecord(e, NULL), RZCUDA_ERROR_INVALID_CONTEXT);
+}
+
+/* ---- modules and kernels ---- */
+
+/* Fills bytes [0, n) of p with v, one thread a byte, over the whole grid. */
+CUDA_EMU_KERNEL(emu_test_fill, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(unsigned char))
+{
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    size_t n = CUDA_EMU_PARAM(size_t, 1);
+    unsigned char v = CUDA_EMU_PARAM(unsigned char, 2);
+    size_t threads = (size_t)launch->grid.x * launch->grid.y * launch->grid.z * launch->block.x * launch->block.y *
+                     launch->block.z;
+    for (size_t t = 0; t < threads && t < n; t++)
+        p[t] = v;
+}
+
+/* Stores its int parameter at p. */
+CUDA_EMU_KERNEL(emu_test_store, sizeof(rzcu_deviceptr), sizeof(int))
+{
+    int *p = (int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    *p = CUDA_EMU_PARAM(int, 1);
+}
+
+/* Stores its launch configuration at p. */
+CUDA_EMU_KERNEL(emu_test_dims, sizeof(rzcu_deviceptr))
+{
+    memcpy((void *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0), launch, sizeof *launch);
+}
+
+static int no_params_runs;
+CUDA_EMU_KERNEL_NO_PARAMS(emu_test_no_params) { __atomic_add_fetch(&no_params_runs, 1, __ATOMIC_SEQ_CST); }
+
+static rzcu_function get_kernel(const char *name)
+{
+    rzcu_module m;
+    OK(cuModuleLoadData(&m, "// PTX is not interpreted by the emulator\n"));
+    rzcu_function f = NULL;
+    OK(cuModuleGetFunction(&f, m, name));
+    cr_assert_not_null(f);
+    return f;
+}
+
+Test(emu, modules_and_function_lookup)
+{
+    rzcu_module m;
+    OK(cuInit(0));
+    FAILS(cuModuleLoadData(&m, "x"), RZCUDA_ERROR_INVALID_CONTEXT);
+    primary_current();
+    FAILS(cuModuleLoadData(&m, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuModuleLoadData(NULL, "x"), RZCUDA_ERROR_INVALID_VALUE);
+    static const unsigned char cubin[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+    OK(cuModuleLoadData(&m, cubin));
+    rzcu_function f = NULL, f2 = NULL;
+    FAILS(cuModuleGetFunction(&f, m, "no_such_kernel"), RZCUDA_ERROR_NOT_FOUND);
+    cr_assert_null(f);
+    FAILS(cuModuleGetFunction(&f, m, ""), RZCUDA_ERROR_NOT_FOUND);
+    FAILS(cuModuleGetFunction(&f, m, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuModuleGetFunction(NULL, m, "emu_test_fill"), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuModuleGetFunction(&f, m, "emu_test_fill"));
+    OK(cuModuleGetFunction(&f2, m, "emu_test_fill"));
+    cr_assert_eq(f, f2, "one handle per name");
+    const char *name = NULL;
+    OK(cuFuncGetName(&name, f));
+    cr_assert_str_eq(name, "emu_test_fill");
+    FAILS(cuFuncGetName(NULL, f), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuFuncGetName(&name, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    /* another module: another handle */
+    rzcu_module m2;
+    OK(cuModuleLoadData(&m2, "ptx"));
+    OK(cuModuleGetFunction(&f2, m2, "emu_test_fill"));
+    cr_assert_neq(f, f2);
+    /* unloading invalidates the module's functions */
+    OK(cuModuleUnload(m));
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuFuncGetName(&name, f), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuModuleGetFunction(&f, m, "emu_test_fill"), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuModuleUnload(m), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuModuleUnload(NULL), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuFuncGetName(&name, f2));
+    /* releasing the primary context unloads its modules */
+    OK(cuDevicePrimaryCtxRelease_v2(0));
+    primary_current();
+    FAILS(cuFuncGetName(&name, f2), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+Test(emu, kernel_runs_in_stream_order_with_copied_parameters)
+{
+    primary_current();
+    rzcu_function fill = get_kernel("emu_test_fill"), store = get_kernel("emu_test_store");
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    rzcu_deviceptr d, ints;
+    OK(cuMemAllocAsync(&d, 256, s));
+    OK(cuMemAllocAsync(&ints, 2 * sizeof(int), s));
+    OK(cuMemsetD8Async(d, 0, 256, s));
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    size_t n = 100;
+    unsigned char v = 0xc3;
+    void *fill_args[] = {&d, &n, &v};
+    OK(cuLaunchKernel(fill, 2, 1, 1, 64, 1, 1, 0, s, fill_args, NULL));
+    /* the argument storage is reused at once: each launch saw the values of its call */
+    int value = 7;
+    rzcu_deviceptr where = ints;
+    void *store_args[] = {&where, &value};
+    OK(cuLaunchKernel(store, 1, 1, 1, 1, 1, 1, 0, s, store_args, NULL));
+    value = 8;
+    where = ints + sizeof(int);
+    OK(cuLaunchKernel(store, 1, 1, 1, 1, 1, 1, 0, s, store_args, NULL));
+    value = 9;
+    n = 0;
+    unsigned char host[256];
+    int stored[2] = {0, 0};
+    OK(cuMemcpyDtoHAsync_v2(host, d, 256, s));
+    OK(cuMemcpyDtoHAsync_v2(stored, ints, sizeof stored, s));
+    OK(cuMemFreeAsync(d, s));
+    OK(cuMemFreeAsync(ints, s));
+    gate_await_entered(&g);
+    cr_assert_eq(stored[0], 0, "the kernel ran before the work ahead of it");
+    gate_open(&g);
+    OK(cuStreamSynchronize(s));
+    for (size_t i = 0; i < 256; i++)
+        cr_assert_eq(host[i], i < 100 ? 0xc3 : 0, "byte %zu", i);
+    cr_assert_eq(stored[0], 7);
+    cr_assert_eq(stored[1], 8);
+}
+
+Test(emu, kernel_sees_its_launch_configuration)
+{
+    primary_current();
+    rzcu_function dims = get_kernel("emu_test_dims");
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, sizeof(cuda_emu_launch_t)));
+    void *args[] = {&d};
+    OK(cuLaunchKernel(dims, 3, 4, 5, 8, 4, 2, 1024, NULL, args, NULL));
+    cuda_emu_launch_t got;
+    OK(cuMemcpyDtoH_v2(&got, d, sizeof got)); /* legacy stream: after the kernel */
+    cr_assert(got.grid.x == 3 && got.grid.y == 4 && got.grid.z == 5);
+    cr_assert(got.block.x == 8 && got.block.y == 4 && got.block.z == 2);
+    cr_assert_eq(got.shared_bytes, 1024);
+    /* cuLaunchKernelEx, with benign attributes, on the per-thread stream */
+    struct CUlaunchAttribute_st attrs[3];
+    memset(attrs, 0, sizeof attrs);
+    attrs[0].id = 2; /* COOPERATIVE */
+    attrs[0].value.i = 1;
+    attrs[1].id = 8; /* PRIORITY */
+    attrs[2].id = 0; /* IGNORE */
+    rzcu_launch_config cfg = {7, 1, 1, 32, 2, 1, 0, NULL, attrs, 3};
+    OK(cuLaunchKernelEx_ptsz(&cfg, dims, args, NULL));
+    OK(cuStreamSynchronize_ptsz(NULL));
+    OK(cuMemcpyDtoH_v2(&got, d, sizeof got));
+    cr_assert(got.grid.x == 7 && got.block.x == 32 && got.block.y == 2 && got.shared_bytes == 0);
+    cfg.numAttrs = 0;
+    cfg.attrs = NULL;
+    cfg.gridDimX = 9;
+    OK(cuLaunchKernelEx(&cfg, dims, args, NULL));
+    OK(cuMemcpyDtoH_v2(&got, d, sizeof got));
+    cr_assert_eq(got.grid.x, 9);
+    /* no parameters: NULL params, or an empty extra list */
+    rzcu_function none = get_kernel("emu_test_no_params");
+    void *empty_extra[] = {NULL};
+    OK(cuLaunchKernel(none, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    OK(cuLaunchKernel_ptsz(none, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, empty_extra));
+    OK(cuCtxSynchronize());
+    cr_assert_eq(__atomic_load_n(&no_params_runs, __ATOMIC_SEQ_CST), 2);
+}
+
+Test(emu, launch_validation)
+{
+    primary_current();
+    rzcu_function f = get_kernel("emu_test_dims");
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, sizeof(cuda_emu_launch_t)));
+    void *args[] = {&d};
+    FAILS(cuLaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuLaunchKernel(f, 1, 1, 0, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 0, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 32, 32, 2, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE); /* 2048 */
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1025, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 65, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuLaunchKernel(f, 1, 65536, 1, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 49153, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuLaunchKernel(f, 2147483647u, 65535, 65535, 32, 32, 1, 49152, NULL, args, NULL)); /* the limits */
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    void *empty_extra[] = {NULL};
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, empty_extra), RZCUDA_ERROR_INVALID_VALUE);
+    size_t size = sizeof d;
+    void *extra[] = {(void *)1, &d, (void *)2, &size, NULL}; /* CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE */
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra), RZCUDA_ERROR_NOT_SUPPORTED);
+    FAILS(cuLaunchKernel(NULL, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    int x;
+    FAILS(cuLaunchKernel((rzcu_function)&x, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, (rzcu_stream)&x, args, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    /* cuLaunchKernelEx: the configuration and its attributes */
+    FAILS(cuLaunchKernelEx(NULL, f, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    rzcu_launch_config cfg = {1, 1, 1, 1, 1, 1, 0, NULL, NULL, 1};
+    FAILS(cuLaunchKernelEx(&cfg, f, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    struct CUlaunchAttribute_st attr;
+    memset(&attr, 0, sizeof attr);
+    cfg.attrs = &attr;
+    attr.id = 4; /* CLUSTER_DIMENSION */
+    FAILS(cuLaunchKernelEx(&cfg, f, args, NULL), RZCUDA_ERROR_NOT_SUPPORTED);
+    attr.id = 12; /* LAUNCH_COMPLETION_EVENT */
+    FAILS(cuLaunchKernelEx(&cfg, f, args, NULL), RZCUDA_ERROR_NOT_SUPPORTED);
+    attr.id = 99;
+    FAILS(cuLaunchKernelEx(&cfg, f, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    attr.id = 1; /* ACCESS_POLICY_WINDOW */
+    cfg.blockDimX = 2000;
+    FAILS(cuLaunchKernelEx(&cfg, f, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
+    cfg.blockDimX = 1;
+    OK(cuLaunchKernelEx(&cfg, f, args, NULL));
+    /* a function of another context */
+    rzcu_context other;
+    OK(cuCtxCreate_v4(&other, NULL, 0, 0));
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    OK(cuCtxDestroy_v2(other));
+    OK(cuCtxSynchronize());
+}
+
+Test(emu, kernel_launch_fault_injection_and_counts)
+{
+    primary_current();
+    rzcu_function f = get_kernel("emu_test_store");
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, sizeof(int)));
+    OK(cuMemsetD8_v2(d, 0, sizeof(int)));
+    int value = 5;
+    void *args[] = {&d, &value};
+    cuEmuResetCallCounts();
+    cr_assert_eq(cuEmuInjectFailure("cuLaunchKernel", 1, RZCUDA_ERROR_ILLEGAL_ADDRESS), 0);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    int got = -1;
+    OK(cuMemcpyDtoH_v2(&got, d, sizeof got));
+    cr_assert_eq(got, 0, "an injected failure launches nothing");
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+    OK(cuMemcpyDtoH_v2(&got, d, sizeof got));
+    cr_assert_eq(got, 5);
+    cr_assert_eq(cuEmuCallCount("cuLaunchKernel"), 2);
+    cr_assert_eq(cuEmuCallCount("cuLaunchKernel_ptsz"), 0);
+    cr_assert_eq(cuEmuInjectFailure("cuEventRecord_ptsz", 1, RZCUDA_ERROR_UNKNOWN), 0);
+    rzcu_event e;
+    OK(cuEventCreate(&e, 0));
+    FAILS(cuEventRecord_ptsz(e, NULL), RZCUDA_ERROR_UNKNOWN);
+}
+
+Test(emu, async_alloc_fault_injection_by_env)
+{
+    setenv("CUDA_EMU_FAIL", "cuMemAllocAsync:2,cuModuleGetFunction:1:CUDA_ERROR_NOT_FOUND", 1);
+    primary_current();
+    rzcu_deviceptr a, b = 0;
+    size_t f0 = free_bytes();
+    OK(cuMemAllocAsync(&a, 64, NULL));
+    FAILS(cuMemAllocAsync(&b, 64, NULL), RZCUDA_ERROR_OUT_OF_MEMORY); /* the default for allocations */
+    cr_assert_eq(b, 0);
+    cr_assert_eq(free_bytes(), f0 - 256);
+    rzcu_module m;
+    OK(cuModuleLoadData(&m, "x"));
+    rzcu_function f;
+    FAILS(cuModuleGetFunction(&f, m, "emu_test_store"), RZCUDA_ERROR_NOT_FOUND);
+    OK(cuModuleGetFunction(&f, m, "emu_test_store"));
+}
+
 /* ---- cuGetProcAddress ---- */
 
 Test(emu, get_proc_address)
@@ -936,6 +1412,58 @@ Test(emu, get_proc_address)
     FAILS(cuGetProcAddress("cuBogus", &fn, 12000, 0), RZCUDA_ERROR_NOT_FOUND);
     FAILS(cuGetProcAddress("cuMemAlloc", &fn, 3000, 0), RZCUDA_ERROR_NOT_FOUND);
     cr_assert_null(fn);
+    /* stream-ordered allocation, events, modules and launches */
+    struct {
+        const char *name;
+        int version;
+        rzcu_uint64 flags;
+        void *want;
+    } cases[] = {
+        {"cuMemAllocAsync", 11020, 0, (void *)&cuMemAllocAsync},
+        {"cuMemAllocAsync", 11020, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, (void *)&cuMemAllocAsync_ptsz},
+        {"cuMemAllocFromPoolAsync", 13000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+         (void *)&cuMemAllocFromPoolAsync_ptsz},
+        {"cuMemAllocFromPoolAsync", 13000, RZCU_GET_PROC_ADDRESS_LEGACY_STREAM, (void *)&cuMemAllocFromPoolAsync},
+        {"cuMemFreeAsync", 12000, 0, (void *)&cuMemFreeAsync},
+        {"cuMemFreeAsync", 12000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, (void *)&cuMemFreeAsync_ptsz},
+        {"cuDeviceGetDefaultMemPool", 11020, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+         (void *)&cuDeviceGetDefaultMemPool},
+        {"cuEventCreate", 2000, 0, (void *)&cuEventCreate},
+        {"cuEventRecord", 2000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, (void *)&cuEventRecord},
+        {"cuEventRecord", 7000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, (void *)&cuEventRecord_ptsz},
+        {"cuEventSynchronize", 13000, 0, (void *)&cuEventSynchronize},
+        {"cuEventDestroy", 4000, 0, (void *)&cuEventDestroy_v2},
+        {"cuModuleLoadData", 2000, 0, (void *)&cuModuleLoadData},
+        {"cuModuleUnload", 13000, 0, (void *)&cuModuleUnload},
+        {"cuModuleGetFunction", 13000, 0, (void *)&cuModuleGetFunction},
+        {"cuFuncGetName", 12030, 0, (void *)&cuFuncGetName},
+        {"cuLaunchKernel", 4000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, (void *)&cuLaunchKernel},
+        {"cuLaunchKernel", 7000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, (void *)&cuLaunchKernel_ptsz},
+        {"cuLaunchKernel", 13000, 0, (void *)&cuLaunchKernel},
+        {"cuLaunchKernelEx", 11060, 0, (void *)&cuLaunchKernelEx},
+        {"cuLaunchKernelEx", 12000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, (void *)&cuLaunchKernelEx_ptsz},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        st = 99;
+        OK(cuGetProcAddress_v2(cases[i].name, &fn, cases[i].version, cases[i].flags, &st));
+        cr_assert_eq(fn, cases[i].want, "%s %d", cases[i].name, cases[i].version);
+        cr_assert_eq(st, RZCU_GET_PROC_ADDRESS_SUCCESS);
+    }
+    OK(cuGetProcAddress("cuLaunchKernel", &fn, 11030, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM));
+    cr_assert_eq(fn, (void *)&cuLaunchKernel_ptsz);
+    struct {
+        const char *name;
+        int version;
+    } too_old[] = {{"cuMemAllocAsync", 11010}, {"cuMemFreeAsync", 11010}, {"cuDeviceGetDefaultMemPool", 11010},
+                   {"cuLaunchKernelEx", 11050}, {"cuFuncGetName", 12020}, {"cuLaunchKernel", 3020},
+                   {"cuEventDestroy", 3020}};
+    for (size_t i = 0; i < sizeof too_old / sizeof too_old[0]; i++) {
+        FAILS(cuGetProcAddress_v2(too_old[i].name, &fn, too_old[i].version, 0, &st), RZCUDA_ERROR_NOT_FOUND);
+        cr_assert_eq(st, RZCU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, "%s", too_old[i].name);
+        cr_assert_null(fn);
+    }
+    FAILS(cuGetProcAddress_v2("cuEventDestroy_v2", &fn, 13000, 0, &st), RZCUDA_ERROR_NOT_FOUND);
+    cr_assert_eq(st, RZCU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     /* the returned pointer works */
     rzcu_fn_cuDriverGetVersion *get_version;
     OK(cuGetProcAddress_v2("cuDriverGetVersion", &fn, 13000, 0, &st));

@@ -124,7 +124,7 @@ Test(options, empty_log_path_warns_and_keeps_stderr) {
     rz_options_t o;
     rz__options_parse(fake_getenv, &o);
     cr_assert_str_empty(o.log_path);
-    cr_assert(strstr(o.warnings, "METRALE_REDZONE_LOG is empty; using stderr"));
+    cr_assert(strstr(o.warnings, "METRALE_REDZONE_LOG is empty; using the default"));
 }
 
 Test(options, help_flag) {

@@ -43,7 +43,7 @@ struct CUctx_st {
 
 enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
 
-enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH };
+enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL };
 
 struct dep {
     struct CUstream_st *s;
@@ -69,6 +69,10 @@ struct op {
     void *user_data;
     struct batch_item *items;
     size_t nitems;
+    rzcu_deviceptr ptr;          /* OP_FREE */
+    cuda_emu_kernel_fn *kernel;  /* OP_KERNEL */
+    cuda_emu_launch_t launch;
+    void **kparams; /* pointers to the parameter copies, which follow them in the same block */
     size_t ndeps;
     struct dep deps[];
 };
@@ -86,6 +90,22 @@ struct CUstream_st {
     bool worker_running;
     atomic_bool destroyed;
 };
+
+#define EVENT_MAGIC 0x45564e54u
+#define MAX_EVENTS ((size_t)1 << 20)
+#define EVENT_FLAGS 0x7u /* CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS */
+
+struct CUevent_st {
+    _Atomic uint32_t magic; /* EVENT_MAGIC while a valid handle */
+    struct CUctx_st *ctx;
+    unsigned gen;
+    unsigned flags;
+    pthread_mutex_t mu;
+    struct CUstream_st *s; /* the captured work: s's operations up to seq; NULL before the first record */
+    uint64_t seq;
+};
+
+static struct emu_table events = EMU_TABLE_INIT("event", struct CUevent_st, MAX_EVENTS);
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static rzcu_result init_result;
@@ -150,29 +170,6 @@ static struct CUctx_st *stack_top(void)
 extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
 
 /* ------------------------------------------------------------------------------------------------------ */
-/* prologues */
-
-#define ENTER_NOINIT(name)                                                                                   \
-    do {                                                                                                     \
-        rzcu_result enter_r_ = emu_enter(EP_##name);                                                         \
-        if (enter_r_ != RZCUDA_SUCCESS)                                                                      \
-            return enter_r_;                                                                                 \
-    } while (0)
-
-#define ENTER(name)                                                                                          \
-    do {                                                                                                     \
-        ENTER_NOINIT(name);                                                                                  \
-        if (!emu_initialized())                                                                              \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
-    } while (0)
-
-#define CHECK(expr)                                                                                          \
-    do {                                                                                                     \
-        rzcu_result check_r_ = (expr);                                                                       \
-        if (check_r_ != RZCUDA_SUCCESS)                                                                      \
-            return check_r_;                                                                                 \
-    } while (0)
-
 /*
  * The handle tables are large reservations that fill from the start: only the part in use is dumped to core
  * files (the rest is MADV_DONTDUMP), so a core of an emulated process stays small.
@@ -211,11 +208,19 @@ static void init_tables(void)
         __lsan_register_root_region(stream_pool, MAX_STREAMS * sizeof *stream_pool);
     }
     init_result = emu_mem_init();
+    if (init_result == RZCUDA_SUCCESS && !(emu_modules_init() && emu_table_init(&events)))
+        init_result = RZCUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static bool valid_device(rzcu_device dev) { return dev >= 0 && dev < emu_cfg.ndevices; }
 
 int emu_context_device(struct CUctx_st *ctx) { return ctx->device; }
+unsigned emu_context_gen(struct CUctx_st *ctx) { return atomic_load(&ctx->gen); }
+
+bool emu_context_live(struct CUctx_st *ctx, unsigned gen)
+{
+    return ctx && atomic_load(&ctx->magic) == CTX_MAGIC && atomic_load(&ctx->alive) && atomic_load(&ctx->gen) == gen;
+}
 
 /* A context handle: a slot of the context table, or NULL. */
 static struct CUctx_st *ctx_from_handle(rzcu_context h)
@@ -260,6 +265,8 @@ static struct CUctx_st *stack_pop(void)
 {
     return tstate && tstate->depth ? tstate->stack[--tstate->depth] : NULL;
 }
+
+rzcu_result emu_current_ctx(struct CUctx_st **out) { return current_ctx(out); }
 
 /* ------------------------------------------------------------------------------------------------------ */
 /* streams */
@@ -312,6 +319,7 @@ static void free_op(struct op *op)
     for (size_t i = 0; i < op->nitems; i++)
         free(op->items[i].snapshot);
     free(op->items);
+    free(op->kparams);
     free(op);
 }
 
@@ -335,6 +343,12 @@ static void execute(struct op *op)
             if (it->n)
                 memmove(it->dst, it->snapshot ? it->snapshot : it->src, it->n);
         }
+        break;
+    case OP_FREE:
+        emu_mem_free_pending(op->ptr);
+        break;
+    case OP_KERNEL:
+        op->kernel(&op->launch, op->kparams);
         break;
     }
 }
@@ -420,9 +434,10 @@ static void compact_streams_locked(struct CUctx_st *ctx)
 
 /*
  * Submits op to s (taking ownership). With wait, returns once it has completed. Returns CUDA_ERROR_OUT_OF_MEMORY
- * only when the operation could not be queued (nothing done).
+ * only when the operation could not be queued (nothing done). seq_out (optional): the operation's sequence
+ * number on s (it has completed once s->completed reaches it).
  */
-static rzcu_result submit(struct CUstream_st *s, struct op *op, bool wait)
+static rzcu_result submit_seq(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out)
 {
     struct CUctx_st *ctx = s->ctx;
     size_t capacity = op->ndeps, nd = 0;
@@ -454,6 +469,8 @@ static rzcu_result submit(struct CUstream_st *s, struct op *op, bool wait)
     op->ndeps = nd;
     pthread_mutex_lock(&s->mu);
     uint64_t seq = op->seq = ++s->submitted;
+    if (seq_out)
+        *seq_out = seq;
     bool run_inline = false;
     if (wait && !s->head && completed(s) + 1 == seq) {
         run_inline = true;
@@ -497,6 +514,11 @@ static rzcu_result submit(struct CUstream_st *s, struct op *op, bool wait)
     if (wait)
         wait_seq(s, seq);
     return RZCUDA_SUCCESS;
+}
+
+static rzcu_result submit(struct CUstream_st *s, struct op *op, bool wait)
+{
+    return submit_seq(s, op, wait, NULL);
 }
 
 static void stream_sync(struct CUstream_st *s)
@@ -1393,6 +1415,353 @@ EMU_API rzcu_result cuLaunchHostFunc_ptsz(rzcu_stream s, rzcu_host_fn fn, void *
 {
     ENTER(cuLaunchHostFunc_ptsz);
     return do_launch_host_func(s, fn, user_data, true);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* stream-ordered allocation */
+
+/* One default pool per device; the handle is the address of its slot. */
+struct CUmemPoolHandle_st {
+    int device;
+};
+static struct CUmemPoolHandle_st default_pools[CUDA_EMU_MAX_DEVICES] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
+
+static struct CUmemPoolHandle_st *pool_from_handle(rzcu_mem_pool h)
+{
+    for (int i = 0; i < emu_cfg.ndevices; i++)
+        if (h == &default_pools[i])
+            return h;
+    return NULL;
+}
+
+EMU_API rzcu_result cuDeviceGetDefaultMemPool(rzcu_mem_pool *pool, rzcu_device dev)
+{
+    ENTER(cuDeviceGetDefaultMemPool);
+    if (!pool)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return RZCUDA_ERROR_INVALID_DEVICE;
+    *pool = &default_pools[dev];
+    return RZCUDA_SUCCESS;
+}
+
+/*
+ * The memory is allocated at the call, from the pool's device (the stream's device for cuMemAllocAsync), and
+ * owned by the stream's context; nothing is queued. It is valid earlier than the driver promises (work
+ * ordered after the allocation), which no correct program can tell apart.
+ */
+static rzcu_result do_alloc_async(rzcu_deviceptr *dptr, size_t bytesize, bool from_pool, rzcu_mem_pool hpool,
+                                  rzcu_stream hstream, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(resolve_stream(hstream, per_thread, NULL, &s));
+    if (!dptr || bytesize == 0)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    int device = s->ctx->device;
+    if (from_pool) {
+        struct CUmemPoolHandle_st *pool = pool_from_handle(hpool);
+        if (!pool)
+            return RZCUDA_ERROR_INVALID_VALUE;
+        device = pool->device;
+    }
+    return emu_mem_alloc(s->ctx, device, bytesize, dptr);
+}
+
+EMU_API rzcu_result cuMemAllocAsync(rzcu_deviceptr *dptr, size_t bytesize, rzcu_stream s)
+{
+    ENTER(cuMemAllocAsync);
+    return do_alloc_async(dptr, bytesize, false, NULL, s, false);
+}
+
+EMU_API rzcu_result cuMemAllocAsync_ptsz(rzcu_deviceptr *dptr, size_t bytesize, rzcu_stream s)
+{
+    ENTER(cuMemAllocAsync_ptsz);
+    return do_alloc_async(dptr, bytesize, false, NULL, s, true);
+}
+
+EMU_API rzcu_result cuMemAllocFromPoolAsync(rzcu_deviceptr *dptr, size_t bytesize, rzcu_mem_pool pool,
+                                            rzcu_stream s)
+{
+    ENTER(cuMemAllocFromPoolAsync);
+    return do_alloc_async(dptr, bytesize, true, pool, s, false);
+}
+
+EMU_API rzcu_result cuMemAllocFromPoolAsync_ptsz(rzcu_deviceptr *dptr, size_t bytesize, rzcu_mem_pool pool,
+                                                 rzcu_stream s)
+{
+    ENTER(cuMemAllocFromPoolAsync_ptsz);
+    return do_alloc_async(dptr, bytesize, true, pool, s, true);
+}
+
+/*
+ * Frees any allocation (cuMemAllocAsync or cuMemAlloc*, as the programming guide allows) in stream order:
+ * at the call the allocation leaves use (later copies, memsets and frees of it are CUDA_ERROR_INVALID_VALUE:
+ * the documentation makes any access by later work undefined), and it is released when the stream reaches
+ * the free. 0 is CUDA_SUCCESS and does nothing, as for cuMemFree.
+ */
+static rzcu_result do_free_async(rzcu_deviceptr dptr, rzcu_stream hstream, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(resolve_stream(hstream, per_thread, NULL, &s));
+    if (!dptr)
+        return RZCUDA_SUCCESS;
+    struct op *op = op_new(s->ctx, OP_FREE);
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    op->ptr = dptr;
+    rzcu_result r = emu_mem_mark_free_pending(dptr);
+    if (r != RZCUDA_SUCCESS) {
+        free_op(op);
+        return r;
+    }
+    if (submit(s, op, false) != RZCUDA_SUCCESS) {
+        /* could not queue it: free it once the stream's work is done */
+        stream_sync(s);
+        emu_mem_free_pending(dptr);
+    }
+    return RZCUDA_SUCCESS;
+}
+
+EMU_API rzcu_result cuMemFreeAsync(rzcu_deviceptr dptr, rzcu_stream s)
+{
+    ENTER(cuMemFreeAsync);
+    return do_free_async(dptr, s, false);
+}
+
+EMU_API rzcu_result cuMemFreeAsync_ptsz(rzcu_deviceptr dptr, rzcu_stream s)
+{
+    ENTER(cuMemFreeAsync_ptsz);
+    return do_free_async(dptr, s, true);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* events */
+
+/* A valid event of a live context, or NULL. */
+static struct CUevent_st *event_from_handle(rzcu_event h)
+{
+    struct CUevent_st *e = emu_table_slot(&events, h);
+    if (!e || atomic_load(&e->magic) != EVENT_MAGIC || !emu_context_live(e->ctx, e->gen))
+        return NULL;
+    return e;
+}
+
+/* Flags: CU_EVENT_BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS (only with DISABLE_TIMING); others invalid. */
+EMU_API rzcu_result cuEventCreate(rzcu_event *pe, unsigned int flags)
+{
+    ENTER(cuEventCreate);
+    struct CUctx_st *c;
+    CHECK(current_ctx(&c));
+    if (!pe || (flags & ~EVENT_FLAGS) || ((flags & 0x4u) && !(flags & 0x2u)))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUevent_st *e = emu_table_new(&events);
+    if (!e)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    e->ctx = c;
+    e->gen = atomic_load(&c->gen);
+    e->flags = flags;
+    pthread_mutex_init(&e->mu, NULL);
+    atomic_store(&e->magic, EVENT_MAGIC);
+    *pe = e;
+    return RZCUDA_SUCCESS;
+}
+
+/*
+ * Captures the stream's work so far: the record is an operation on the stream (on the legacy stream it also
+ * covers the blocking streams' prior work; on a blocking stream, the legacy stream's), and the event stands
+ * for its completion. The stream must belong to the event's context (else CUDA_ERROR_INVALID_HANDLE).
+ */
+static rzcu_result do_event_record(rzcu_event hevent, rzcu_stream hstream, bool per_thread)
+{
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    struct CUstream_st *s;
+    CHECK(resolve_stream(hstream, per_thread, NULL, &s));
+    if (s->ctx != e->ctx)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    struct op *op = op_new(s->ctx, OP_NOP);
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&e->mu); /* records of one event take effect in call order */
+    uint64_t seq = 0;
+    rzcu_result r = submit_seq(s, op, false, &seq);
+    if (r == RZCUDA_SUCCESS) {
+        e->s = s;
+        e->seq = seq;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+EMU_API rzcu_result cuEventRecord(rzcu_event e, rzcu_stream s)
+{
+    ENTER(cuEventRecord);
+    return do_event_record(e, s, false);
+}
+
+EMU_API rzcu_result cuEventRecord_ptsz(rzcu_event e, rzcu_stream s)
+{
+    ENTER(cuEventRecord_ptsz);
+    return do_event_record(e, s, true);
+}
+
+/* Waits for the work captured by the last record; an event never recorded has none (CUDA_SUCCESS at once). */
+EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
+{
+    ENTER(cuEventSynchronize);
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&e->mu);
+    struct CUstream_st *s = e->s;
+    uint64_t seq = e->seq;
+    pthread_mutex_unlock(&e->mu);
+    if (s)
+        wait_seq(s, seq);
+    return RZCUDA_SUCCESS;
+}
+
+/* Returns at once, even while the captured work is pending. */
+EMU_API rzcu_result cuEventDestroy_v2(rzcu_event hevent)
+{
+    ENTER(cuEventDestroy_v2);
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    uint32_t expected = EVENT_MAGIC;
+    if (!atomic_compare_exchange_strong(&e->magic, &expected, 0))
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    return RZCUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* kernel launches (modules and functions: emu_module.c) */
+
+#define MAX_DYNAMIC_SHARED 49152u /* MAX_SHARED_MEMORY_PER_BLOCK: more needs an opt-in the emulator lacks */
+#define PARAM_ALIGN 16u
+
+/* CUlaunchAttribute, laid out as in cuda.h (cu.h only passes it by pointer). */
+struct CUlaunchAttribute_st {
+    unsigned int id;
+    char pad[4];
+    union {
+        char pad[64];
+        int i;
+        void *p;
+        unsigned long long u;
+    } value;
+};
+_Static_assert(sizeof(struct CUlaunchAttribute_st) == 72, "CUlaunchAttribute layout");
+
+/*
+ * Launch attributes: those that do not change what a kernel computes are accepted and ignored (IGNORE,
+ * ACCESS_POLICY_WINDOW, COOPERATIVE: the whole grid runs at once anyway, SYNCHRONIZATION_POLICY,
+ * CLUSTER_SCHEDULING_POLICY_PREFERENCE, PROGRAMMATIC_STREAM_SERIALIZATION: the emulator never overlaps,
+ * PRIORITY, MEM_SYNC_DOMAIN_MAP, MEM_SYNC_DOMAIN, PREFERRED_SHARED_MEMORY_CARVEOUT,
+ * NVLINK_UTIL_CENTRIC_SCHEDULING); CLUSTER_DIMENSION, PROGRAMMATIC_EVENT, PREFERRED_CLUSTER_DIMENSION,
+ * LAUNCH_COMPLETION_EVENT and DEVICE_UPDATABLE_KERNEL_NODE are CUDA_ERROR_NOT_SUPPORTED; unknown ids are
+ * CUDA_ERROR_INVALID_VALUE.
+ */
+static rzcu_result check_launch_attrs(const struct CUlaunchAttribute_st *attrs, unsigned n)
+{
+    if (n && !attrs)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        switch (attrs[i].id) {
+        case 0: case 1: case 2: case 3: case 5: case 6: case 8: case 9: case 10: case 14: case 16:
+            break;
+        case 4: case 7: case 11: case 12: case 13:
+            return RZCUDA_ERROR_NOT_SUPPORTED;
+        default:
+            return RZCUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return RZCUDA_SUCCESS;
+}
+
+static rzcu_result do_launch(rzcu_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shared_bytes, rzcu_stream hstream, void **params, void **extra,
+                             bool per_thread)
+{
+    struct emu_kernel k;
+    CHECK(emu_function_resolve(f, &k));
+    struct CUstream_st *s;
+    CHECK(resolve_stream(hstream, per_thread, NULL, &s));
+    if (s->ctx != k.ctx)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz || gx > 2147483647u || gy > 65535u || gz > 65535u || bx > 1024u ||
+        by > 1024u || bz > 64u || (unsigned long long)bx * by * bz > 1024u || shared_bytes > MAX_DYNAMIC_SHARED)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    if (params && extra)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    if (extra && extra[0]) /* a parameter buffer (an empty list, CU_LAUNCH_PARAM_END first, is no extra) */
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    if (k.nparams && !params)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    size_t bytes = 0;
+    for (size_t i = 0; i < k.nparams; i++) {
+        if (!params[i] || k.sizes[i] > SIZE_MAX / 2 - bytes)
+            return RZCUDA_ERROR_INVALID_VALUE;
+        bytes += (k.sizes[i] + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    }
+    struct op *op = op_new(s->ctx, OP_KERNEL);
+    size_t ptrs = (k.nparams * sizeof(void *) + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    void **kparams = op ? aligned_alloc(PARAM_ALIGN, ptrs + bytes + PARAM_ALIGN) : NULL;
+    if (!kparams) {
+        free(op);
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    }
+    /* the values are copied now: the caller may reuse its argument storage as soon as this returns */
+    char *data = (char *)kparams + ptrs;
+    for (size_t i = 0; i < k.nparams; i++) {
+        memcpy(data, params[i], k.sizes[i]);
+        kparams[i] = data;
+        data += (k.sizes[i] + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    }
+    op->kernel = k.fn;
+    op->kparams = kparams;
+    op->launch = (cuda_emu_launch_t){{gx, gy, gz}, {bx, by, bz}, shared_bytes};
+    return submit(s, op, false);
+}
+
+EMU_API rzcu_result cuLaunchKernel(rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared_bytes,
+                                   rzcu_stream s, void **params, void **extra)
+{
+    ENTER(cuLaunchKernel);
+    return do_launch(f, gx, gy, gz, bx, by, bz, shared_bytes, s, params, extra, false);
+}
+
+EMU_API rzcu_result cuLaunchKernel_ptsz(rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                        unsigned int bx, unsigned int by, unsigned int bz,
+                                        unsigned int shared_bytes, rzcu_stream s, void **params, void **extra)
+{
+    ENTER(cuLaunchKernel_ptsz);
+    return do_launch(f, gx, gy, gz, bx, by, bz, shared_bytes, s, params, extra, true);
+}
+
+static rzcu_result do_launch_ex(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra,
+                                bool per_thread)
+{
+    if (!config)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    CHECK(check_launch_attrs(config->attrs, config->numAttrs));
+    return do_launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                     config->blockDimZ, config->sharedMemBytes, config->hStream, params, extra, per_thread);
+}
+
+EMU_API rzcu_result cuLaunchKernelEx(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra)
+{
+    ENTER(cuLaunchKernelEx);
+    return do_launch_ex(config, f, params, extra, false);
+}
+
+EMU_API rzcu_result cuLaunchKernelEx_ptsz(const rzcu_launch_config *config, rzcu_function f, void **params,
+                                          void **extra)
+{
+    ENTER(cuLaunchKernelEx_ptsz);
+    return do_launch_ex(config, f, params, extra, true);
 }
 
 /* ------------------------------------------------------------------------------------------------------ */

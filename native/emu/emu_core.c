@@ -77,6 +77,10 @@ static rzcu_result default_failure(int ep)
     case EP_cuMemAllocPitch_v2:
     case EP_cuMemAllocManaged:
     case EP_cuMemAllocHost_v2:
+    case EP_cuMemAllocAsync:
+    case EP_cuMemAllocAsync_ptsz:
+    case EP_cuMemAllocFromPoolAsync:
+    case EP_cuMemAllocFromPoolAsync_ptsz:
         return RZCUDA_ERROR_OUT_OF_MEMORY;
     default:
         return RZCUDA_ERROR_UNKNOWN;

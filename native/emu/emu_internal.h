@@ -54,9 +54,18 @@ rzcu_result emu_get_proc_address(const char *symbol, void **pfn, int cuda_versio
 /* ---- memory (emu_mem.c) ---- */
 struct CUctx_st;
 rzcu_result emu_mem_init(void);
+/* device: the device whose memory it is (accounting); ctx: the owner, whose teardown frees it. */
 rzcu_result emu_mem_alloc(struct CUctx_st *ctx, int device, size_t size, rzcu_deviceptr *out);
 /* CUDA_SUCCESS, or CUDA_ERROR_INVALID_VALUE when p is not the base of a live allocation. */
 rzcu_result emu_mem_free(rzcu_deviceptr p);
+/*
+ * Stream-ordered free, in two steps: at the call, the allocation (a live base) is marked free-pending; from
+ * then on it is no longer live for lookups, range checks and frees (CUDA_ERROR_INVALID_VALUE when p is not a
+ * live base). When the stream reaches the free, emu_mem_free_pending releases it (a no-op unless p is still
+ * a free-pending base).
+ */
+rzcu_result emu_mem_mark_free_pending(rzcu_deviceptr p);
+void emu_mem_free_pending(rzcu_deviceptr p);
 bool emu_mem_is_base(rzcu_deviceptr p);
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
 /* [p, p+n) within one live allocation (n > 0). */
@@ -71,6 +80,62 @@ void emu_host_free_context(struct CUctx_st *ctx);
 
 /* ---- contexts (emu.c) ---- */
 int emu_context_device(struct CUctx_st *ctx);
+unsigned emu_context_gen(struct CUctx_st *ctx);
+/* ctx is alive in activation gen (a primary context released and retained again is a new activation). */
+bool emu_context_live(struct CUctx_st *ctx, unsigned gen);
+/* The current context: CUDA_ERROR_INVALID_CONTEXT without one, CONTEXT_IS_DESTROYED when it was destroyed. */
+rzcu_result emu_current_ctx(struct CUctx_st **out);
+
+/* ---- handle tables (emu_module.c) ---- */
+/* A reserved table of fixed-size slots, never reused: a handle is validated by range and alignment without
+ * touching foreign memory; only the used part is dumped to core files. */
+struct emu_table {
+    const char *what;
+    size_t elem, max;
+    char *base;
+    atomic_size_t n;
+    pthread_mutex_t dump_mu;
+    size_t dump_mark;
+};
+#define EMU_TABLE_INIT(what, type, max) {what, sizeof(type), max, NULL, 0, PTHREAD_MUTEX_INITIALIZER, 0}
+bool emu_table_init(struct emu_table *t);
+void *emu_table_new(struct emu_table *t);            /* a zeroed slot, NULL when full */
+void *emu_table_slot(struct emu_table *t, const void *h); /* h when it is a handed-out slot, else NULL */
+bool emu_modules_init(void);
+
+/* ---- modules and functions (emu_module.c) ---- */
+struct CUfunc_st;
+/* A function handle whose module is loaded in a live context: its kernel, parameter sizes and context. */
+struct emu_kernel {
+    cuda_emu_kernel_fn *fn;
+    const size_t *sizes; /* nparams sizes */
+    size_t nparams;
+    struct CUctx_st *ctx;
+};
+/* CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or unloaded functions. */
+rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
+
+/* ---- prologues of the exported entry points ---- */
+#define ENTER_NOINIT(name)                                                                                   \
+    do {                                                                                                     \
+        rzcu_result enter_r_ = emu_enter(EP_##name);                                                         \
+        if (enter_r_ != RZCUDA_SUCCESS)                                                                      \
+            return enter_r_;                                                                                 \
+    } while (0)
+
+#define ENTER(name)                                                                                          \
+    do {                                                                                                     \
+        ENTER_NOINIT(name);                                                                                  \
+        if (!emu_initialized())                                                                              \
+            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+    } while (0)
+
+#define CHECK(expr)                                                                                          \
+    do {                                                                                                     \
+        rzcu_result check_r_ = (expr);                                                                       \
+        if (check_r_ != RZCUDA_SUCCESS)                                                                      \
+            return check_r_;                                                                                 \
+    } while (0)
 
 #define EMU_API __attribute__((visibility("default")))
 

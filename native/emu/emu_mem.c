@@ -25,6 +25,8 @@
 struct blk {
     size_t size;          /* requested size; 0 when free */
     struct CUctx_st *ctx; /* owner */
+    int device;           /* whose memory it is */
+    bool free_pending;    /* cuMemFreeAsync called, the stream has not reached the free yet */
 };
 
 enum chunk_kind { CHUNK_SLAB = 1, CHUNK_LARGE = 2 };
@@ -39,6 +41,7 @@ struct chunk {
     size_t size, nchunks;
     struct CUctx_st *ctx;
     int device;
+    bool free_pending;
 };
 
 struct run {
@@ -205,7 +208,7 @@ static unsigned size_class(size_t size, size_t *block)
     return 16 + (lg - 12) * 4 + (unsigned)(*block / step - 5);
 }
 
-static uintptr_t small_alloc(size_t size, struct CUctx_st *ctx)
+static uintptr_t small_alloc(size_t size, struct CUctx_st *ctx, int device)
 {
     size_t block;
     unsigned c = size_class(size, &block);
@@ -240,6 +243,8 @@ static uintptr_t small_alloc(size_t size, struct CUctx_st *ctx)
     struct blk *b = &ch->blks[(addr - ch->base) / block];
     b->size = size;
     b->ctx = ctx;
+    b->device = device;
+    b->free_pending = false;
     return addr;
 }
 
@@ -301,7 +306,7 @@ rzcu_result emu_mem_alloc(struct CUctx_st *ctx, int device, size_t size, rzcu_de
     pthread_mutex_lock(&mem_mu);
     rzcu_result r = RZCUDA_ERROR_OUT_OF_MEMORY;
     if (accounted <= emu_cfg.mem_bytes - used[device]) {
-        uintptr_t p = size <= SMALL_MAX ? small_alloc(size, ctx) : large_alloc(size, ctx, device);
+        uintptr_t p = size <= SMALL_MAX ? small_alloc(size, ctx, device) : large_alloc(size, ctx, device);
         if (p) {
             used[device] += accounted;
             *out = (rzcu_deviceptr)p;
@@ -312,8 +317,12 @@ rzcu_result emu_mem_alloc(struct CUctx_st *ctx, int device, size_t size, rzcu_de
     return r;
 }
 
-/* The chunk and (for a slab) block index of the live allocation containing p; false when none. */
-static bool find_locked(uintptr_t p, struct chunk **pch, size_t *pidx, uintptr_t *pbase, size_t *psize)
+/*
+ * The chunk and (for a slab) block index of the allocation containing p; false when none. An allocation
+ * whose stream-ordered free is pending counts only with pending (and then only such ones).
+ */
+static bool find_any_locked(uintptr_t p, bool pending, struct chunk **pch, size_t *pidx, uintptr_t *pbase,
+                            size_t *psize)
 {
     if (!arena || p < arena || p >= arena + (arena_chunks << CHUNK_SHIFT))
         return false;
@@ -322,16 +331,21 @@ static bool find_locked(uintptr_t p, struct chunk **pch, size_t *pidx, uintptr_t
         return false;
     uintptr_t base;
     size_t size, idx = 0;
+    bool is_pending;
     if (ch->kind == CHUNK_SLAB) {
         idx = (p - ch->base) / ch->block;
         if (idx >= ch->carved || ch->blks[idx].size == 0)
             return false;
         base = ch->base + idx * ch->block;
         size = ch->blks[idx].size;
+        is_pending = ch->blks[idx].free_pending;
     } else {
         base = ch->base;
         size = ch->size;
+        is_pending = ch->free_pending;
     }
+    if (is_pending != pending)
+        return false;
     if (p - base >= size)
         return false;
     *pch = ch;
@@ -341,18 +355,20 @@ static bool find_locked(uintptr_t p, struct chunk **pch, size_t *pidx, uintptr_t
     return true;
 }
 
-static struct CUctx_st *owner_of(struct chunk *ch, size_t idx)
+/* A live allocation (not free-pending). */
+static bool find_locked(uintptr_t p, struct chunk **pch, size_t *pidx, uintptr_t *pbase, size_t *psize)
 {
-    return ch->kind == CHUNK_SLAB ? ch->blks[idx].ctx : ch->ctx;
+    return find_any_locked(p, false, pch, pidx, pbase, psize);
 }
 
 static void free_found_locked(struct chunk *ch, size_t idx, size_t size)
 {
-    int device = emu_context_device(owner_of(ch, idx));
+    int device = ch->kind == CHUNK_SLAB ? ch->blks[idx].device : ch->device;
     used[device] -= round_up(size, CUDA_EMU_ALLOC_ALIGN);
     if (ch->kind == CHUNK_SLAB) {
         ch->blks[idx].size = 0;
         ch->blks[idx].ctx = NULL;
+        ch->blks[idx].free_pending = false;
         small_free(ch, idx);
     } else {
         large_free(ch);
@@ -372,6 +388,35 @@ rzcu_result emu_mem_free(rzcu_deviceptr p)
     }
     pthread_mutex_unlock(&mem_mu);
     return r;
+}
+
+rzcu_result emu_mem_mark_free_pending(rzcu_deviceptr p)
+{
+    pthread_mutex_lock(&mem_mu);
+    struct chunk *ch;
+    size_t idx, size;
+    uintptr_t base;
+    rzcu_result r = RZCUDA_ERROR_INVALID_VALUE;
+    if (find_locked((uintptr_t)p, &ch, &idx, &base, &size) && base == (uintptr_t)p) {
+        if (ch->kind == CHUNK_SLAB)
+            ch->blks[idx].free_pending = true;
+        else
+            ch->free_pending = true;
+        r = RZCUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&mem_mu);
+    return r;
+}
+
+void emu_mem_free_pending(rzcu_deviceptr p)
+{
+    pthread_mutex_lock(&mem_mu);
+    struct chunk *ch;
+    size_t idx, size;
+    uintptr_t base;
+    if (find_any_locked((uintptr_t)p, true, &ch, &idx, &base, &size) && base == (uintptr_t)p)
+        free_found_locked(ch, idx, size);
+    pthread_mutex_unlock(&mem_mu);
 }
 
 bool emu_mem_is_base(rzcu_deviceptr p)

@@ -76,8 +76,7 @@ static void record_violation(const rz_violation_t *v) {
     }
 }
 
-/* Judge one band already read into `band`; report it and queue its re-fill if violated. */
-static int judge(const rz_zone_node_t *z, const uint8_t *band, rz_band_io_t *refill) {
+int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) {
     if (band_clean(band, z->pad_bytes, z->expected))
         return 0;
     rz_violation_t v = {.index = z->index, .ptr = z->ptr, .user_bytes = z->user_bytes, .pad_bytes = z->pad_bytes,
@@ -100,9 +99,9 @@ static int judge(const rz_zone_node_t *z, const uint8_t *band, rz_band_io_t *ref
             (unsigned long long)v.index, (unsigned long long)v.user_bytes, (unsigned long long)v.pad_bytes,
             (unsigned long long)v.first, (unsigned long long)v.last, (unsigned long long)v.changed,
             (unsigned long long)v.pad_bytes, (unsigned)v.first_bad);
+    rz__launch_report(z);
     record_violation(&v);
     __redzone_violation(&v);
-    *refill = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes, .value = z->expected};
     return 1;
 }
 
@@ -127,9 +126,11 @@ static int scan_batch(size_t n, uint64_t *violated) {
     }
     size_t nrefill = 0;
     for (size_t i = 0; i < n; i++) {
-        rz_band_io_t refill;
-        if (judge(g_nodes[i], g_io[i].host, &refill)) {
-            g_io[nrefill++] = refill; /* i >= nrefill: the slot was already consumed */
+        const rz_zone_node_t *z = g_nodes[i];
+        if (rz__band_judge(z, g_io[i].host)) {
+            /* i >= nrefill: slot i was already consumed, so the queue can reuse the array. */
+            g_io[nrefill++] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
+                                             .value = z->expected};
             (*violated)++;
         }
     }
@@ -151,6 +152,7 @@ RZ_EXPORT int rz_scan(void) {
         return rc;
     uint64_t checked = 0, violated = 0;
     rz__registry_lock();
+    rz__launch_scan_begin();
     RZ_STATE.last_violation_count = 0;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {

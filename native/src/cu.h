@@ -19,6 +19,10 @@ typedef unsigned int rzcu_proc_query_result; /* CUdriverProcAddressQueryResult *
 typedef uint64_t rzcu_uint64;              /* cuuint64_t */
 typedef struct CUctx_st *rzcu_context;
 typedef struct CUstream_st *rzcu_stream;
+typedef struct CUevent_st *rzcu_event;
+typedef struct CUmod_st *rzcu_module;
+typedef struct CUfunc_st *rzcu_function;
+typedef struct CUmemPoolHandle_st *rzcu_mem_pool;
 typedef void (*rzcu_host_fn)(void *user_data);
 
 /* Result codes used by the project (values from cuda.h). */
@@ -82,9 +86,22 @@ typedef struct rzcu_memcpy_attributes {
     unsigned int flags;
 } rzcu_memcpy_attributes;
 
+/* CUlaunchConfig (CUDA 11.8+), laid out as in cuda.h; attributes are only passed through. */
+typedef struct rzcu_launch_config {
+    unsigned int gridDimX, gridDimY, gridDimZ;
+    unsigned int blockDimX, blockDimY, blockDimZ;
+    unsigned int sharedMemBytes;
+    rzcu_stream hStream;
+    struct CUlaunchAttribute_st *attrs;
+    unsigned int numAttrs;
+} rzcu_launch_config;
+
 /* cu_check.c compiles this header with cuda.h's own struct names, so the function types can be compared. */
 #ifndef RZCU_MEMCPY_ATTRIBUTES
 #define RZCU_MEMCPY_ATTRIBUTES rzcu_memcpy_attributes
+#endif
+#ifndef RZCU_LAUNCH_CONFIG
+#define RZCU_LAUNCH_CONFIG rzcu_launch_config
 #endif
 struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
 
@@ -112,6 +129,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuCtxPopCurrent_v2, rzcu_result, (rzcu_context * pctx))                                               \
     X(cuCtxGetDevice, rzcu_result, (rzcu_device * dev))                                                     \
     X(cuCtxSynchronize, rzcu_result, (void))                                                                \
+    X(cuCtxSynchronize_v2, rzcu_result, (rzcu_context ctx))                                                 \
     X(cuMemAlloc_v2, rzcu_result, (rzcu_deviceptr * dptr, size_t bytesize))                                 \
     X(cuMemAllocPitch_v2, rzcu_result,                                                                      \
       (rzcu_deviceptr * dptr, size_t * pitch, size_t width_bytes, size_t height, unsigned int element_bytes)) \
@@ -119,6 +137,11 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuMemAllocHost_v2, rzcu_result, (void **pp, size_t bytesize))                                         \
     X(cuMemFreeHost, rzcu_result, (void *p))                                                                \
     X(cuMemFree_v2, rzcu_result, (rzcu_deviceptr dptr))                                                     \
+    X(cuMemAllocAsync, rzcu_result, (rzcu_deviceptr * dptr, size_t bytesize, rzcu_stream s))                \
+    X(cuMemAllocFromPoolAsync, rzcu_result,                                                                 \
+      (rzcu_deviceptr * dptr, size_t bytesize, rzcu_mem_pool pool, rzcu_stream s))                          \
+    X(cuMemFreeAsync, rzcu_result, (rzcu_deviceptr dptr, rzcu_stream s))                                    \
+    X(cuDeviceGetDefaultMemPool, rzcu_result, (rzcu_mem_pool * pool, rzcu_device dev))                      \
     X(cuMemGetAddressRange_v2, rzcu_result, (rzcu_deviceptr * pbase, size_t * psize, rzcu_deviceptr dptr))  \
     X(cuMemGetInfo_v2, rzcu_result, (size_t * free_bytes, size_t * total_bytes))                            \
     X(cuMemsetD8_v2, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n))                         \
@@ -136,6 +159,20 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuStreamDestroy_v2, rzcu_result, (rzcu_stream s))                                                     \
     X(cuStreamSynchronize, rzcu_result, (rzcu_stream s))                                                    \
     X(cuLaunchHostFunc, rzcu_result, (rzcu_stream s, rzcu_host_fn fn, void *user_data))                     \
+    X(cuEventCreate, rzcu_result, (rzcu_event * pe, unsigned int flags))                                    \
+    X(cuEventRecord, rzcu_result, (rzcu_event e, rzcu_stream s))                                            \
+    X(cuEventSynchronize, rzcu_result, (rzcu_event e))                                                      \
+    X(cuEventDestroy_v2, rzcu_result, (rzcu_event e))                                                       \
+    X(cuModuleLoadData, rzcu_result, (rzcu_module * pmod, const void *image))                               \
+    X(cuModuleUnload, rzcu_result, (rzcu_module mod))                                                       \
+    X(cuModuleGetFunction, rzcu_result, (rzcu_function * pf, rzcu_module mod, const char *name))            \
+    X(cuFuncGetName, rzcu_result, (const char **name, rzcu_function f))                                     \
+    X(cuLaunchKernel, rzcu_result,                                                                          \
+      (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
+       unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params,  \
+       void **extra))                                                                                       \
+    X(cuLaunchKernelEx, rzcu_result,                                                                        \
+      (const RZCU_LAUNCH_CONFIG *config, rzcu_function f, void **params, void **extra))                     \
     X(cuGetErrorName, rzcu_result, (rzcu_result error, const char **pstr))                                  \
     X(cuGetErrorString, rzcu_result, (rzcu_result error, const char **pstr))                                \
     X(cuGetProcAddress_v2, rzcu_result,                                                                     \
@@ -156,7 +193,13 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     Y(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync_v2)   \
     Y(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync_v2) \
     Y(cuStreamSynchronize_ptsz, cuStreamSynchronize)     \
-    Y(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
+    Y(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)           \
+    Y(cuMemAllocAsync_ptsz, cuMemAllocAsync)             \
+    Y(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync) \
+    Y(cuMemFreeAsync_ptsz, cuMemFreeAsync)               \
+    Y(cuEventRecord_ptsz, cuEventRecord)                 \
+    Y(cuLaunchKernel_ptsz, cuLaunchKernel)               \
+    Y(cuLaunchKernelEx_ptsz, cuLaunchKernelEx)
 
 #define RZCU_FN_TYPEDEF(name, ret, params) typedef ret rzcu_fn_##name params;
 RZCU_ENTRY_POINTS(RZCU_FN_TYPEDEF)

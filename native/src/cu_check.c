@@ -5,6 +5,7 @@
 #ifndef RZCU_MEMCPY_ATTRIBUTES /* the cu_check_detects_mismatch test passes a wrong one */
 #define RZCU_MEMCPY_ATTRIBUTES CUmemcpyAttributes
 #endif
+#define RZCU_LAUNCH_CONFIG CUlaunchConfig
 #include <cuda.h>
 #include <stddef.h>
 
@@ -21,6 +22,10 @@ SAME(rzcu_uint64, cuuint64_t);
 SAME(rzcu_context, CUcontext);
 SAME(rzcu_stream, CUstream);
 SAME(rzcu_host_fn, CUhostFn);
+SAME(rzcu_event, CUevent);
+SAME(rzcu_module, CUmodule);
+SAME(rzcu_function, CUfunction);
+SAME(rzcu_mem_pool, CUmemoryPool);
 
 /* Each entry point: the name as exported by libcuda (no cuda.h macro renaming) has our function type. */
 #define CHECK_FN(name, ret, params) SAME(rzcu_fn_##name, __typeof__(name));
@@ -64,5 +69,15 @@ SAME_LAYOUT(rzcu_memcpy_attributes, CUmemcpyAttributes, srcAccessOrder);
 SAME_LAYOUT(rzcu_memcpy_attributes, CUmemcpyAttributes, srcLocHint);
 SAME_LAYOUT(rzcu_memcpy_attributes, CUmemcpyAttributes, dstLocHint);
 SAME_LAYOUT(rzcu_memcpy_attributes, CUmemcpyAttributes, flags);
+
+_Static_assert(sizeof(rzcu_launch_config) == sizeof(CUlaunchConfig), "CUlaunchConfig size");
+SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, gridDimX);
+SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, gridDimZ);
+SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, blockDimX);
+SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, blockDimZ);
+SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, sharedMemBytes);
+SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, hStream);
+SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, attrs);
+SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, numAttrs);
 
 typedef int rz_cu_check_translation_unit_is_not_empty;

@@ -18,6 +18,19 @@
 
 rz_driver_t rz__drv;
 
+void *rz__real_dlsym(void *handle, const char *name) {
+    typedef void *dlsym_fn(void *, const char *);
+    static dlsym_fn *real;
+    if (real == NULL) {
+        /* glibc 2.34 moved dlsym into libc with a new version; older ones have only GLIBC_2.2.5. */
+        dlsym_fn *f = (dlsym_fn *)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+        if (f == NULL)
+            f = (dlsym_fn *)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+        real = f;
+    }
+    return real ? real(handle, name) : NULL;
+}
+
 static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
 static int g_load_status = RZ_ENODRIVER;
 
@@ -31,9 +44,13 @@ static void load(void) {
         rz__warn("cannot load the CUDA driver libcuda.so.1 (%s)", err ? err : "unknown error");
         return;
     }
-#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)dlsym(h, #name);
+#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)rz__real_dlsym(h, #name);
     RZCU_ENTRY_POINTS(RZ_RESOLVE)
 #undef RZ_RESOLVE
+#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)rz__real_dlsym(h, #variant);
+    RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
+#undef RZ_RESOLVE_VARIANT
+    rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)rz__real_dlsym(h, "cuGetProcAddress");
     if (rz__drv.cuMemAlloc_v2 == NULL || rz__drv.cuMemFree_v2 == NULL || rz__drv.cuCtxGetCurrent == NULL ||
         rz__drv.cuMemsetD8Async == NULL || rz__drv.cuMemcpyDtoHAsync_v2 == NULL || rz__drv.cuStreamCreate == NULL ||
         rz__drv.cuStreamSynchronize == NULL || rz__drv.cuCtxPushCurrent_v2 == NULL || rz__drv.cuCtxPopCurrent_v2 == NULL) {

@@ -92,8 +92,8 @@ static void parse_BYTE(rz_options_t *o, const char *name, const char *value, uin
     *field = (uint8_t)v;
 }
 
-static void parse_PATH(rz_options_t *o, const char *name, const char *value, char (*field)[sizeof o->log_path]) {
-    char out[sizeof o->log_path];
+static void parse_PATH(rz_options_t *o, const char *name, const char *value, char (*field)[RZ_PATH_MAX]) {
+    char out[RZ_PATH_MAX];
     size_t n = 0;
     for (const char *s = value; *s; s++) {
         char piece[32];
@@ -107,18 +107,47 @@ static void parse_PATH(rz_options_t *o, const char *name, const char *value, cha
         }
         size_t len = strlen(add);
         if (n + len >= sizeof out) {
-            warn_line(o, "redzone: warning: %s is longer than %zu bytes; using stderr", name, sizeof out - 1);
+            warn_line(o, "redzone: warning: %s is longer than %zu bytes; using the default", name, sizeof out - 1);
             return;
         }
         memcpy(out + n, add, len);
         n += len;
     }
     if (n == 0) {
-        warn_line(o, "redzone: warning: %s is empty; using stderr", name);
+        warn_line(o, "redzone: warning: %s is empty; using the default", name);
         return;
     }
     out[n] = '\0';
     memcpy(*field, out, n + 1);
+}
+
+static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value, unsigned *field) {
+    unsigned bits = 0;
+    int none = 0;
+    const char *s = value;
+    do {
+        const char *end = strchr(s, ',');
+        size_t len = end ? (size_t)(end - s) : strlen(s);
+        if (len == 4 && strncmp(s, "free", 4) == 0)
+            bits |= RZ_SCAN_FREE;
+        else if (len == 4 && strncmp(s, "sync", 4) == 0)
+            bits |= RZ_SCAN_SYNC;
+        else if (len == 4 && strncmp(s, "exit", 4) == 0)
+            bits |= RZ_SCAN_EXIT;
+        else if (len == 4 && strncmp(s, "none", 4) == 0)
+            none = 1;
+        else {
+            warn_line(o, "redzone: warning: %s=\"%s\" is not a comma list of free, sync, exit, none; using free,exit",
+                      name, value);
+            return;
+        }
+        s = end ? end + 1 : NULL;
+    } while (s);
+    if (none && bits) {
+        warn_line(o, "redzone: warning: %s=\"%s\" combines none with other scans; using free,exit", name, value);
+        return;
+    }
+    *field = bits;
 }
 
 static void parse_BOOL(rz_options_t *o, const char *name, const char *value, bool *field) {
@@ -135,6 +164,7 @@ void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) {
     out->min_idx = 0;
     out->trace_idx = RZ_INDEX_NONE;
     out->fill = RZ_FILL_DEFAULT;
+    out->scan = RZ_SCAN_FREE | RZ_SCAN_EXIT;
     out->help = false;
 #define RZ_OPTION(field, var, type, shown, desc)                                                             \
     {                                                                                                        \
@@ -179,6 +209,8 @@ static const char *type_name(const char *t) {
         return "byte";
     if (strcmp(t, "PATH") == 0)
         return "path";
+    if (strcmp(t, "SCANLIST") == 0)
+        return "list";
     return "0|1";
 }
 

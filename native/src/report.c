@@ -101,10 +101,10 @@ const char *rz__cu_name(rzcu_result r) {
 void rz__backtrace(uint64_t index) {
     void *frames[64];
     int n = backtrace(frames, 64);
-    rz__log("redzone: METRALE_REDZONE_TRACE_IDX=%llu: allocation #%llu made here (%d frames):",
-            (unsigned long long)index, (unsigned long long)index, n);
-    /* Frame 0 is this function; the rest is symbolized by glibc from the dynamic symbol tables. */
-    backtrace_symbols_fd(frames + 1, n - 1, g_log_fd);
+    rz__log("redzone: METRALE_REDZONE_TRACE_IDX=%llu: allocation #%llu made here:",
+            (unsigned long long)index, (unsigned long long)index);
+    /* Frame 0 is this function. */
+    rz__symbolize_frames(frames + 1, n - 1);
 }
 
 _Noreturn void rz__check_failed(const char *file, int line, const char *what) {

@@ -40,13 +40,21 @@ _Noreturn void rz__check_failed(const char *file, int line, const char *what);
 #define RZ_POISON_OUT 0x00
 #define RZ_INDEX_NONE UINT64_MAX
 
+#define RZ_PATH_MAX 512
+/* METRALE_REDZONE_SCAN bits */
+#define RZ_SCAN_FREE 0x1u
+#define RZ_SCAN_SYNC 0x2u
+#define RZ_SCAN_EXIT 0x4u
+
 typedef struct rz_options {
     uint64_t pad_bytes;  /* 0: bands off */
+    unsigned scan;       /* RZ_SCAN_* */
     uint64_t min_idx;
     uint64_t trace_idx;  /* RZ_INDEX_NONE: off */
     uint8_t fill;
     bool help;
-    char log_path[512];  /* empty: stderr */
+    char log_path[RZ_PATH_MAX];     /* empty: stderr */
+    char summary_path[RZ_PATH_MAX]; /* empty: no summary file */
     char warnings[2048]; /* one line per rejected value, '\n'-separated */
 } rz_options_t;
 
@@ -68,6 +76,8 @@ void rz__write_all(int fd, const char *buf, size_t len);
 /* Name of a driver result, from the driver when loaded, else from cu.h's table. */
 const char *rz__cu_name(rzcu_result r);
 void rz__backtrace(uint64_t index);
+/* One line per frame, function names from each object's ELF symbol table (symbolize.c). */
+void rz__symbolize_frames(void *const *frames, int n);
 
 /* ---- counters (stats.c) ----------------------------------------------------------------------------- */
 enum {
@@ -174,7 +184,13 @@ typedef struct rz_driver {
 #define RZ_DRIVER_FIELD(name, ret, params) rzcu_fn_##name *name;
     RZCU_ENTRY_POINTS(RZ_DRIVER_FIELD)
 #undef RZ_DRIVER_FIELD
+#define RZ_DRIVER_VARIANT(variant, base) rzcu_fn_##base *variant;
+    RZCU_PER_THREAD_VARIANTS(RZ_DRIVER_VARIANT)
+#undef RZ_DRIVER_VARIANT
+    rzcu_fn_cuGetProcAddress *cuGetProcAddress;
 } rz_driver_t;
+/* The real dlsym (hooks.c interposes dlsym; the library itself must never get its own wrappers). */
+void *rz__real_dlsym(void *handle, const char *name);
 extern rz_driver_t rz__drv;
 
 /* Load the driver once. RZ_OK or RZ_ENODRIVER (warned once). */
@@ -200,9 +216,44 @@ rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
 
+/* ---- allocation (api.c) ---------------------------------------------------------------------------- */
+typedef enum { RZ_ALLOC_PLAIN, RZ_ALLOC_MANAGED, RZ_ALLOC_PITCH, RZ_ALLOC_ASYNC, RZ_ALLOC_POOL } rz_alloc_kind_t;
+typedef struct rz_alloc_req {
+    rz_alloc_kind_t kind;
+    unsigned flags;        /* MANAGED */
+    size_t *pitch;         /* PITCH: out */
+    size_t width, height;  /* PITCH: the `bytes` argument of rz__alloc is ignored */
+    unsigned element_bytes;
+    rzcu_stream stream;    /* ASYNC, POOL */
+    rzcu_mem_pool pool;    /* POOL */
+    int per_thread;        /* called through a _ptsz entry point */
+} rz_alloc_req_t;
+typedef struct rz_free_req {
+    int async;             /* cuMemFreeAsync */
+    rzcu_stream stream;
+    int per_thread;
+} rz_free_req_t;
+/* Allocate (taking a creation index), pad, fill, register. Returns the driver's result code. */
+int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req);
+/* Forget, optionally check the band (METRALE_REDZONE_SCAN=free), free. Returns the driver's result code. */
+int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
+
+/* ---- scans without a debugger (policy.c) ------------------------------------------------------------ */
+/* Register the exit scan once, lazily (after the driver's own exit handlers, so it runs before them). */
+void rz__exit_scan_arm(void);
+/* Check one zone's band just before it is freed (stream-ordered for an async free). */
+void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req);
+/* Kernel attribution: record a launch; print the kernels that may have touched a violated zone. */
+void rz__launch_record(rzcu_function f);
+void rz__launch_report(const rz_zone_node_t *zone);
+/* Launch sequence number at the start of the last full scan. */
+void rz__launch_scan_begin(void);
+
 /* ---- bands (band.c) --------------------------------------------------------------------------------- */
 /* The byte a zone with this index gets when its band is (re)filled now. Caller holds the registry lock or
  * accepts a racing poison (see docs/design.md). */
 uint8_t rz__band_byte_for(uint64_t index);
+/* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
+int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 
 #endif /* REDZONE_INTERNAL_H */

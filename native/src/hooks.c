@@ -1,0 +1,318 @@
+/*
+ * Interposition (LD_PRELOAD of libredzone.so): the driver's application-facing allocation, free, address
+ * range, synchronisation and launch entry points, under their exported names, so an unmodified program
+ * gets red zones. Programs reach the driver three ways and all three end here:
+ *   1. linked against libcuda: the dynamic linker binds their calls to these definitions (we come first);
+ *   2. dlopen("libcuda.so.1") + dlsym: dlsym is interposed and hands out these wrappers for wrapped names;
+ *   3. cuGetProcAddress (how libcudart, i.e. cudaMalloc, fetches every entry point): the wrappers of
+ *      cuGetProcAddress (v1 and v2) swap each wrapped entry point for its wrapper, itself included.
+ * Every other call goes to the driver untouched. The library's own driver calls use the real entry points
+ * (rz__drv, resolved with the real dlsym), never these wrappers, so they take no creation index; a
+ * thread-local guard sends re-entrant calls (a driver calling back into its exported names) straight
+ * through.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rz_internal.h"
+
+static _Thread_local int t_in_hook;
+
+#define ENTER()                                                                                              \
+    int reentered_ = t_in_hook;                                                                              \
+    t_in_hook = 1
+#define LEAVE() t_in_hook = reentered_
+
+/* Calls that only pass through still need the real entry point. */
+#define REAL(name) (rz__dev_load() == RZ_OK && rz__drv.name ? rz__drv.name : NULL)
+
+/* ---- allocation -------------------------------------------------------------------------------------- */
+static rzcu_result do_alloc(rzcu_deviceptr *dptr, size_t bytes, const rz_alloc_req_t *req) {
+    ENTER();
+    rzcu_result r;
+    if (reentered_) {
+        /* Not an application call: straight to the driver, no index, no band. */
+        r = RZCUDA_ERROR_NOT_SUPPORTED;
+        switch (req->kind) {
+        case RZ_ALLOC_PLAIN:
+            r = rz__drv.cuMemAlloc_v2(dptr, bytes);
+            break;
+        case RZ_ALLOC_MANAGED:
+            r = rz__drv.cuMemAllocManaged(dptr, bytes, req->flags);
+            break;
+        case RZ_ALLOC_PITCH:
+            r = rz__drv.cuMemAllocPitch_v2(dptr, req->pitch, req->width, req->height, req->element_bytes);
+            break;
+        case RZ_ALLOC_ASYNC:
+            r = (req->per_thread ? rz__drv.cuMemAllocAsync_ptsz : rz__drv.cuMemAllocAsync)(dptr, bytes, req->stream);
+            break;
+        case RZ_ALLOC_POOL:
+            r = (req->per_thread ? rz__drv.cuMemAllocFromPoolAsync_ptsz : rz__drv.cuMemAllocFromPoolAsync)(
+                dptr, bytes, req->pool, req->stream);
+            break;
+        }
+    } else {
+        r = (rzcu_result)rz__alloc(dptr, bytes, req);
+    }
+    LEAVE();
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuMemAlloc_v2 cuMemAlloc_v2;
+rzcu_result cuMemAlloc_v2(rzcu_deviceptr *dptr, size_t bytesize) {
+    rz_alloc_req_t req = {.kind = RZ_ALLOC_PLAIN};
+    return do_alloc(dptr, bytesize, &req);
+}
+
+RZ_EXPORT rzcu_fn_cuMemAllocManaged cuMemAllocManaged;
+rzcu_result cuMemAllocManaged(rzcu_deviceptr *dptr, size_t bytesize, unsigned int flags) {
+    rz_alloc_req_t req = {.kind = RZ_ALLOC_MANAGED, .flags = flags};
+    return do_alloc(dptr, bytesize, &req);
+}
+
+RZ_EXPORT rzcu_fn_cuMemAllocPitch_v2 cuMemAllocPitch_v2;
+rzcu_result cuMemAllocPitch_v2(rzcu_deviceptr *dptr, size_t *pitch, size_t width_bytes, size_t height,
+                               unsigned int element_bytes) {
+    rz_alloc_req_t req = {.kind = RZ_ALLOC_PITCH, .pitch = pitch, .width = width_bytes, .height = height,
+                          .element_bytes = element_bytes};
+    size_t bytes = (height && width_bytes > SIZE_MAX / height) ? 0 : width_bytes * height;
+    return do_alloc(dptr, bytes, &req);
+}
+
+#define ASYNC_ALLOC(name, per_thread_)                                                                       \
+    RZ_EXPORT rzcu_fn_cuMemAllocAsync name;                                                                  \
+    rzcu_result name(rzcu_deviceptr *dptr, size_t bytesize, rzcu_stream s) {                                 \
+        rz_alloc_req_t req = {.kind = RZ_ALLOC_ASYNC, .stream = s, .per_thread = per_thread_};              \
+        return do_alloc(dptr, bytesize, &req);                                                               \
+    }
+ASYNC_ALLOC(cuMemAllocAsync, 0)
+ASYNC_ALLOC(cuMemAllocAsync_ptsz, 1)
+
+#define POOL_ALLOC(name, per_thread_)                                                                        \
+    RZ_EXPORT rzcu_fn_cuMemAllocFromPoolAsync name;                                                          \
+    rzcu_result name(rzcu_deviceptr *dptr, size_t bytesize, rzcu_mem_pool pool, rzcu_stream s) {             \
+        rz_alloc_req_t req = {.kind = RZ_ALLOC_POOL, .pool = pool, .stream = s, .per_thread = per_thread_}; \
+        return do_alloc(dptr, bytesize, &req);                                                               \
+    }
+POOL_ALLOC(cuMemAllocFromPoolAsync, 0)
+POOL_ALLOC(cuMemAllocFromPoolAsync_ptsz, 1)
+
+/* ---- free -------------------------------------------------------------------------------------------- */
+static rzcu_result do_free(rzcu_deviceptr dptr, const rz_free_req_t *req) {
+    ENTER();
+    rzcu_result r;
+    if (reentered_)
+        r = req->async ? (req->per_thread ? rz__drv.cuMemFreeAsync_ptsz : rz__drv.cuMemFreeAsync)(dptr, req->stream)
+                       : rz__drv.cuMemFree_v2(dptr);
+    else
+        r = (rzcu_result)rz__free(dptr, req);
+    LEAVE();
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuMemFree_v2 cuMemFree_v2;
+rzcu_result cuMemFree_v2(rzcu_deviceptr dptr) {
+    rz_free_req_t req = {.async = 0};
+    return do_free(dptr, &req);
+}
+
+#define ASYNC_FREE(name, per_thread_)                                                                        \
+    RZ_EXPORT rzcu_fn_cuMemFreeAsync name;                                                                   \
+    rzcu_result name(rzcu_deviceptr dptr, rzcu_stream s) {                                                   \
+        rz_free_req_t req = {.async = 1, .stream = s, .per_thread = per_thread_};                            \
+        return do_free(dptr, &req);                                                                          \
+    }
+ASYNC_FREE(cuMemFreeAsync, 0)
+ASYNC_FREE(cuMemFreeAsync_ptsz, 1)
+
+/* The program sees its own range, not the padded one; an address inside a band belongs to no allocation. */
+RZ_EXPORT rzcu_fn_cuMemGetAddressRange_v2 cuMemGetAddressRange_v2;
+rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_deviceptr dptr) {
+    rzcu_fn_cuMemGetAddressRange_v2 *real = REAL(cuMemGetAddressRange_v2);
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    rzcu_deviceptr base = 0;
+    size_t size = 0;
+    rzcu_result r = real(&base, &size, dptr);
+    if (r != RZCUDA_SUCCESS || t_in_hook)
+        goto out;
+    rz__registry_lock();
+    const rz_zone_node_t *z = rz__registry_find(base);
+    if (z && z->pad_bytes) {
+        if (dptr >= base + z->user_bytes)
+            r = RZCUDA_ERROR_NOT_FOUND;
+        else
+            size = z->user_bytes;
+    }
+    rz__registry_unlock();
+out:
+    if (r == RZCUDA_SUCCESS) {
+        if (pbase)
+            *pbase = base;
+        if (psize)
+            *psize = size;
+    }
+    return r;
+}
+
+/* ---- synchronisation: METRALE_REDZONE_SCAN=sync ------------------------------------------------------ */
+static rzcu_result after_sync(rzcu_result r) {
+    if (r == RZCUDA_SUCCESS && !t_in_hook && (rz__options()->scan & RZ_SCAN_SYNC)) {
+        ENTER();
+        rz_scan();
+        LEAVE();
+    }
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuCtxSynchronize cuCtxSynchronize;
+rzcu_result cuCtxSynchronize(void) {
+    rzcu_fn_cuCtxSynchronize *real = REAL(cuCtxSynchronize);
+    return real ? after_sync(real()) : RZCUDA_ERROR_NOT_INITIALIZED;
+}
+
+RZ_EXPORT rzcu_fn_cuCtxSynchronize_v2 cuCtxSynchronize_v2;
+rzcu_result cuCtxSynchronize_v2(rzcu_context ctx) {
+    rzcu_fn_cuCtxSynchronize_v2 *real = REAL(cuCtxSynchronize_v2);
+    return real ? after_sync(real(ctx)) : RZCUDA_ERROR_NOT_INITIALIZED;
+}
+
+RZ_EXPORT rzcu_fn_cuStreamSynchronize cuStreamSynchronize;
+rzcu_result cuStreamSynchronize(rzcu_stream s) {
+    rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize);
+    return real ? after_sync(real(s)) : RZCUDA_ERROR_NOT_INITIALIZED;
+}
+
+RZ_EXPORT rzcu_fn_cuStreamSynchronize_ptsz cuStreamSynchronize_ptsz;
+rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s) {
+    rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize_ptsz);
+    return real ? after_sync(real(s)) : RZCUDA_ERROR_NOT_INITIALIZED;
+}
+
+RZ_EXPORT rzcu_fn_cuEventSynchronize cuEventSynchronize;
+rzcu_result cuEventSynchronize(rzcu_event e) {
+    rzcu_fn_cuEventSynchronize *real = REAL(cuEventSynchronize);
+    return real ? after_sync(real(e)) : RZCUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* ---- launches: kernel attribution -------------------------------------------------------------------- */
+#define LAUNCH(name, real_field)                                                                             \
+    RZ_EXPORT rzcu_fn_cuLaunchKernel name;                                                                   \
+    rzcu_result name(rzcu_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,       \
+                     unsigned bz, unsigned shared, rzcu_stream s, void **params, void **extra) {             \
+        rzcu_fn_cuLaunchKernel *real = REAL(real_field);                                                     \
+        if (real == NULL)                                                                                    \
+            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+        rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                           \
+        if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
+            rz__launch_record(f);                                                                            \
+        return r;                                                                                            \
+    }
+LAUNCH(cuLaunchKernel, cuLaunchKernel)
+LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz)
+
+#define LAUNCH_EX(name, real_field)                                                                          \
+    RZ_EXPORT rzcu_fn_cuLaunchKernelEx name;                                                                 \
+    rzcu_result name(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra) {       \
+        rzcu_fn_cuLaunchKernelEx *real = REAL(real_field);                                                   \
+        if (real == NULL)                                                                                    \
+            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+        rzcu_result r = real(config, f, params, extra);                                                      \
+        if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
+            rz__launch_record(f);                                                                            \
+        return r;                                                                                            \
+    }
+LAUNCH_EX(cuLaunchKernelEx, cuLaunchKernelEx)
+LAUNCH_EX(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz)
+
+/* ---- lookups: dlsym and cuGetProcAddress ------------------------------------------------------------- */
+RZ_EXPORT rzcu_fn_cuGetProcAddress cuGetProcAddress;
+RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
+
+/* Every wrapper, by exported name, with the real entry point it stands for. */
+#define RZ_WRAPPED(X)                                                                                        \
+    X(cuMemAlloc_v2) X(cuMemAllocManaged) X(cuMemAllocPitch_v2) X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)   \
+    X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz) X(cuMemFree_v2) X(cuMemFreeAsync)             \
+    X(cuMemFreeAsync_ptsz) X(cuMemGetAddressRange_v2) X(cuCtxSynchronize) X(cuCtxSynchronize_v2)             \
+    X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize) X(cuLaunchKernel)               \
+    X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
+    X(cuGetProcAddress_v2)
+
+static void *wrapper_by_name(const char *name) {
+#define RZ_BY_NAME(n)                                                                                        \
+    if (strcmp(name, #n) == 0)                                                                               \
+        return (void *)n;
+    RZ_WRAPPED(RZ_BY_NAME)
+#undef RZ_BY_NAME
+    return NULL;
+}
+
+static void *wrapper_by_real(void *real) {
+    if (real == NULL || rz__dev_load() != RZ_OK)
+        return NULL;
+#define RZ_BY_REAL(n)                                                                                        \
+    if (real == (void *)rz__drv.n)                                                                           \
+        return (void *)n;
+    RZ_WRAPPED(RZ_BY_REAL)
+#undef RZ_BY_REAL
+    return NULL;
+}
+
+RZ_EXPORT void *dlsym(void *restrict handle, const char *restrict name);
+void *dlsym(void *restrict handle, const char *restrict name) {
+    void *p = rz__real_dlsym(handle, name);
+    if (p == NULL || name[0] != 'c' || name[1] != 'u' || t_in_hook)
+        return p;
+    void *w = wrapper_by_name(name);
+    return w ? w : p;
+}
+
+/* Swap a driver-provided entry point for its wrapper: by identity with the entry points the library
+ * resolved, or else (a driver that hands out internal addresses) by the exported name. */
+static void swap_for_wrapper(const char *symbol, void **pfn, rzcu_uint64 flags) {
+    if (pfn == NULL || *pfn == NULL || t_in_hook)
+        return;
+    void *w = wrapper_by_real(*pfn);
+    if (w == NULL && symbol) {
+        char name[128];
+        const char *suffix = (flags & RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? "_ptsz" : "";
+        static const struct {
+            const char *base, *exported;
+        } versioned[] = {{"cuMemAlloc", "cuMemAlloc_v2"},
+                         {"cuMemAllocPitch", "cuMemAllocPitch_v2"},
+                         {"cuMemFree", "cuMemFree_v2"},
+                         {"cuMemGetAddressRange", "cuMemGetAddressRange_v2"},
+                         {"cuGetProcAddress", "cuGetProcAddress_v2"}};
+        for (size_t i = 0; i < sizeof versioned / sizeof versioned[0]; i++)
+            if (strcmp(symbol, versioned[i].base) == 0)
+                symbol = versioned[i].exported, suffix = "";
+        snprintf(name, sizeof name, "%s%s", symbol, suffix);
+        w = wrapper_by_name(name);
+        if (w == NULL && suffix[0])
+            w = wrapper_by_name(symbol);
+    }
+    if (w)
+        *pfn = w;
+}
+
+rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,
+                                rzcu_proc_query_result *status) {
+    rzcu_fn_cuGetProcAddress_v2 *real = REAL(cuGetProcAddress_v2);
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    rzcu_result r = real(symbol, pfn, cuda_version, flags, status);
+    if (r == RZCUDA_SUCCESS)
+        swap_for_wrapper(symbol, pfn, flags);
+    return r;
+}
+
+rzcu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags) {
+    rzcu_fn_cuGetProcAddress *real = REAL(cuGetProcAddress);
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    rzcu_result r = real(symbol, pfn, cuda_version, flags);
+    if (r == RZCUDA_SUCCESS)
+        swap_for_wrapper(symbol, pfn, flags);
+    return r;
+}

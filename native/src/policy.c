@@ -1,0 +1,195 @@
+/*
+ * Scans without a debugger (METRALE_REDZONE_SCAN): the check of a zone's band just before it is freed,
+ * the exit scan and its summary line, and kernel attribution (which kernels ran since a violated zone was
+ * last known clean). The sync policy lives in the interposed synchronisation calls (hooks.c).
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "rz_internal.h"
+
+/* ---- exit scan --------------------------------------------------------------------------------------- */
+static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
+static pid_t g_exit_pid;
+
+/* METRALE_REDZONE_SUMMARY: one machine-readable line for `redzone run --error-exitcode`. */
+static void write_summary(const rz_options_t *o, const rz_stats_t *s) {
+    if (o->summary_path[0] == '\0')
+        return;
+    int fd = open(o->summary_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rz__warn("cannot open METRALE_REDZONE_SUMMARY=\"%s\"", o->summary_path);
+        return;
+    }
+    char line[256];
+    int n = snprintf(line, sizeof line, "pid=%ld violations=%llu scans=%llu allocations=%llu\n", (long)getpid(),
+                     (unsigned long long)s->violations, (unsigned long long)s->scans,
+                     (unsigned long long)s->map_calls);
+    if (n > 0)
+        rz__write_all(fd, line, (size_t)n);
+    close(fd);
+}
+
+static void exit_scan(void) {
+    if (getpid() != g_exit_pid)
+        return; /* a forked child: the zones and the driver state are its parent's */
+    const rz_options_t *o = rz__options();
+    rz_stats_t s;
+    if (!(o->scan & RZ_SCAN_EXIT)) {
+        rz_stats_get(&s);
+        write_summary(o, &s);
+        return;
+    }
+    int violated = rz_scan();
+    rz_stats_get(&s);
+    write_summary(o, &s);
+    char now[64];
+    if (violated >= 0)
+        snprintf(now, sizeof now, "%d violated at exit", violated);
+    else
+        snprintf(now, sizeof now, "exit scan failed (%s)", rz_status_name(violated));
+    rz__log("redzone: exit: %s; %llu violations in %llu scans; %llu allocations, %llu live, %llu unpadded",
+            now, (unsigned long long)s.violations, (unsigned long long)s.scans, (unsigned long long)s.map_calls,
+            (unsigned long long)(s.map_calls - s.unmap_calls), (unsigned long long)s.unpadded_allocs);
+}
+
+static void arm(void) {
+    g_exit_pid = getpid();
+    atexit(exit_scan);
+}
+
+/* Called on every allocation: the first one happens after cuInit, so this handler is registered after the
+ * driver's and runs before it (atexit handlers run in reverse order), while contexts are still alive. */
+void rz__exit_scan_arm(void) { pthread_once(&g_exit_once, arm); }
+
+/* ---- kernel attribution ------------------------------------------------------------------------------ */
+#define RING 256
+#define NAMES_SHOWN 8
+
+static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct launch {
+    uint64_t seq;
+    uint64_t next_index; /* zones with index below this existed when the kernel was launched */
+    char name[56];
+} g_ring[RING];
+static uint64_t g_launch_seq;  /* launches recorded so far */
+static uint64_t g_scan_start;  /* g_launch_seq when the last full scan started */
+static uint64_t g_report_since; /* launches after this one are candidates in the current report */
+
+void rz__launch_record(rzcu_function f) {
+    const char *name = NULL;
+    if (rz__drv.cuFuncGetName == NULL || rz__drv.cuFuncGetName(&name, f) != RZCUDA_SUCCESS || name == NULL)
+        name = "(unnamed kernel)";
+    uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
+    pthread_mutex_lock(&g_ring_lock);
+    struct launch *l = &g_ring[g_launch_seq % RING];
+    l->seq = ++g_launch_seq;
+    l->next_index = next;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    pthread_mutex_unlock(&g_ring_lock);
+}
+
+/* Under the registry lock, at the start of a full scan. */
+void rz__launch_scan_begin(void) {
+    pthread_mutex_lock(&g_ring_lock);
+    g_report_since = g_scan_start;
+    g_scan_start = g_launch_seq;
+    pthread_mutex_unlock(&g_ring_lock);
+}
+
+void rz__launch_report(const rz_zone_node_t *z) {
+    char line[768];
+    size_t n = 0;
+    unsigned shown = 0, more = 0;
+    int lost = 0;
+    pthread_mutex_lock(&g_ring_lock);
+    uint64_t newest = g_launch_seq;
+    uint64_t oldest_kept = newest > RING ? newest - RING + 1 : 1;
+    if (g_report_since + 1 < oldest_kept)
+        lost = 1;
+    for (uint64_t seq = newest; seq > g_report_since && seq >= oldest_kept; seq--) {
+        const struct launch *l = &g_ring[(seq - 1) % RING];
+        if (l->next_index <= z->index)
+            continue; /* launched before this zone existed */
+        if (shown == NAMES_SHOWN) {
+            more++;
+            continue;
+        }
+        int w = snprintf(line + n, sizeof line - n, "%s%s", shown ? ", " : "", l->name);
+        if (w > 0 && (size_t)w < sizeof line - n)
+            n += (size_t)w;
+        shown++;
+    }
+    pthread_mutex_unlock(&g_ring_lock);
+    if (shown == 0)
+        return;
+    rz__log("  kernels launched since alloc#%llu was last seen clean (most recent first): %s%s%s",
+            (unsigned long long)z->index, line, more ? " and more" : "", lost ? " (older launches not kept)" : "");
+}
+
+/* ---- check before free ------------------------------------------------------------------------------- */
+struct async_check {
+    rz_zone_node_t zone;
+    uint8_t band[];
+};
+
+static void judge_freed(const rz_zone_node_t *zone, const uint8_t *band) {
+    rz__registry_lock();
+    pthread_mutex_lock(&g_ring_lock);
+    g_report_since = g_scan_start;
+    pthread_mutex_unlock(&g_ring_lock);
+    int bad = rz__band_judge(zone, band);
+    rz__registry_unlock();
+    if (bad) {
+        rz__count(RZ_C_violations, 1);
+        rz__log("redzone: alloc#%llu was violated when it was freed", (unsigned long long)zone->index);
+    }
+}
+
+/* Host function in the program's stream: the band copy before it has completed; no CUDA calls here. */
+static void async_check_cb(void *arg) {
+    struct async_check *c = arg;
+    judge_freed(&c->zone, c->band);
+    free(c);
+}
+
+void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) {
+    rz_devptr_t band = zone->ptr + zone->user_bytes;
+    struct async_check *c = malloc(sizeof *c + zone->pad_bytes);
+    if (c == NULL) {
+        rz__warn("alloc#%llu: no host memory to check its band before free", (unsigned long long)zone->index);
+        return;
+    }
+    c->zone = *zone;
+    if (req->async) {
+        rzcu_stream s = req->stream;
+        if (req->per_thread && s == NULL)
+            s = RZCU_STREAM_PER_THREAD;
+        rzcu_result r = rz__drv.cuMemcpyDtoHAsync_v2(c->band, band, zone->pad_bytes, s);
+        if (r == RZCUDA_SUCCESS)
+            r = rz__drv.cuLaunchHostFunc(s, async_check_cb, c);
+        if (r == RZCUDA_SUCCESS)
+            return; /* the callback owns c */
+        /* Could not enqueue: wait for the stream and check now, which is still before the free runs. */
+        if (rz__drv.cuStreamSynchronize(s) != RZCUDA_SUCCESS) {
+            rz__warn("alloc#%llu: cannot check its band before free (%s)", (unsigned long long)zone->index,
+                     rz__cu_name(r));
+            free(c);
+            return;
+        }
+    }
+    rz_band_io_t io = {.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band};
+    rz__registry_lock(); /* the device seam's batch scratch is shared with scans */
+    rzcu_result r = rz__dev_read(&io, 1);
+    rz__registry_unlock();
+    if (r == RZCUDA_SUCCESS)
+        judge_freed(zone, c->band);
+    else
+        rz__warn("alloc#%llu: reading its band before free failed with %s", (unsigned long long)zone->index,
+                 rz__cu_name(r));
+    free(c);
+}

@@ -1,0 +1,286 @@
+/*
+ * A CUDA driver-API program with one scenario per mode, run by test_preload.c with libredzone.so preloaded
+ * (or not). It knows nothing of redzone: it is what the interposer must handle unmodified.
+ *   rzprog paths direct|dlsym|procaddr  every wrapped allocation kind through one lookup path, each overrun by
+ *                                       one byte, then freed (plain and stream-ordered frees)
+ *   rzprog nofree                       overrun, never free
+ *   rzprog sync                         overrun, then cuCtxSynchronize between two markers on stderr
+ *   rzprog kernels                      kernels launched before and after the overrun, then synchronise
+ *   rzprog fork                         overrun, fork a child that exits, then free
+ *   rzprog multictx                     one overrun zone in each of two devices' contexts, never freed
+ *   rzprog data                         deterministic work; prints checksums and result codes
+ *   rzprog exit CODE OVERRUN            optionally overrun (1/0), free, exit with CODE
+ *   rzprog three                        three allocations, each overrun
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cuda_emu.h"
+
+#define CHECK(call)                                                                                          \
+    do {                                                                                                     \
+        rzcu_result rc_ = (call);                                                                            \
+        if (rc_ != 0) {                                                                                      \
+            fprintf(stderr, "rzprog:%d: %s failed: %u\n", __LINE__, #call, rc_);                             \
+            exit(100);                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+static rzcu_context setup(int dev) {
+    rzcu_context ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+/* One byte past the end. Without a band the driver refuses it (the byte is outside the allocation): that is
+ * printed, not fatal. */
+static void overrun(rzcu_deviceptr p, size_t user) {
+    rzcu_result r = cuMemsetD8_v2(p + user, 0x11, 1);
+    if (r != 0)
+        fprintf(stderr, "rzprog: overrun refused by the driver: %u\n", r);
+}
+
+/* ---- paths ---------------------------------------------------------------------------------------------- */
+struct api {
+    rzcu_fn_cuMemAlloc_v2 *alloc;
+    rzcu_fn_cuMemAllocManaged *managed;
+    rzcu_fn_cuMemAllocPitch_v2 *pitch;
+    rzcu_fn_cuMemAllocAsync *async, *async_ptsz;
+    rzcu_fn_cuMemAllocFromPoolAsync *pool, *pool_ptsz;
+    rzcu_fn_cuMemFree_v2 *free;
+    rzcu_fn_cuMemFreeAsync *free_async, *free_async_ptsz;
+    rzcu_fn_cuMemGetAddressRange_v2 *range;
+};
+
+static void *must(void *p, const char *what) {
+    if (p == NULL) {
+        fprintf(stderr, "rzprog: no %s\n", what);
+        exit(101);
+    }
+    return p;
+}
+
+static void *by_proc(rzcu_fn_cuGetProcAddress_v2 *gpa, const char *base, int version, rzcu_uint64 flags,
+                     const char *exported) {
+    void *p = NULL;
+    rzcu_proc_query_result st = 99;
+    CHECK(gpa(base, &p, version, flags, &st));
+    must(p, base);
+    /* With redzone preloaded, the global definition of the exported name is the wrapper. */
+    void *global = dlsym(RTLD_DEFAULT, exported);
+    printf("procaddr %s v%d flags %llu: %s\n", base, version, (unsigned long long)flags,
+           p == global ? "same as the global definition" : "DIFFERENT from the global definition");
+    return p;
+}
+
+static int mode_paths(const char *how) {
+    struct api a;
+    if (strcmp(how, "direct") == 0) {
+        a = (struct api){cuMemAlloc_v2,         cuMemAllocManaged,       cuMemAllocPitch_v2,
+                         cuMemAllocAsync,       cuMemAllocAsync_ptsz,    cuMemAllocFromPoolAsync,
+                         cuMemAllocFromPoolAsync_ptsz, cuMemFree_v2,     cuMemFreeAsync,
+                         cuMemFreeAsync_ptsz,   cuMemGetAddressRange_v2};
+    } else {
+        void *h = must(dlopen("libcuda.so.1", RTLD_NOW), "libcuda.so.1");
+        if (strcmp(how, "dlsym") == 0) {
+#define SYM(n) must(dlsym(h, #n), #n)
+            a = (struct api){SYM(cuMemAlloc_v2),    SYM(cuMemAllocManaged),       SYM(cuMemAllocPitch_v2),
+                             SYM(cuMemAllocAsync),  SYM(cuMemAllocAsync_ptsz),    SYM(cuMemAllocFromPoolAsync),
+                             SYM(cuMemAllocFromPoolAsync_ptsz), SYM(cuMemFree_v2), SYM(cuMemFreeAsync),
+                             SYM(cuMemFreeAsync_ptsz), SYM(cuMemGetAddressRange_v2)};
+        } else {
+            /* What libcudart does: cuGetProcAddress_v2 by handle, then everything through it (and the
+             * CUDA 11.3-era v1 entry point, for older runtimes). */
+            rzcu_fn_cuGetProcAddress_v2 *gpa = SYM(cuGetProcAddress_v2);
+            void *self = by_proc(gpa, "cuGetProcAddress", 13000, 0, "cuGetProcAddress_v2");
+            rzcu_fn_cuGetProcAddress *gpa1 = SYM(cuGetProcAddress);
+            void *p = NULL;
+            CHECK(gpa1("cuMemAlloc", &p, 12000, RZCU_GET_PROC_ADDRESS_DEFAULT));
+            printf("procaddr v1 cuMemAlloc: %s\n", p == dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") ? "same as the global definition" : "DIFFERENT");
+            const rzcu_uint64 LEG = RZCU_GET_PROC_ADDRESS_LEGACY_STREAM, PT = RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+            a = (struct api){
+                by_proc(self, "cuMemAlloc", 13000, 0, "cuMemAlloc_v2"),
+                by_proc(self, "cuMemAllocManaged", 12000, LEG, "cuMemAllocManaged"),
+                by_proc(self, "cuMemAllocPitch", 11040, 0, "cuMemAllocPitch_v2"),
+                by_proc(self, "cuMemAllocAsync", 12000, LEG, "cuMemAllocAsync"),
+                by_proc(self, "cuMemAllocAsync", 13000, PT, "cuMemAllocAsync_ptsz"),
+                by_proc(self, "cuMemAllocFromPoolAsync", 11020, 0, "cuMemAllocFromPoolAsync"),
+                by_proc(self, "cuMemAllocFromPoolAsync", 12000, PT, "cuMemAllocFromPoolAsync_ptsz"),
+                by_proc(self, "cuMemFree", 13000, 0, "cuMemFree_v2"),
+                by_proc(self, "cuMemFreeAsync", 11020, LEG, "cuMemFreeAsync"),
+                by_proc(self, "cuMemFreeAsync", 13000, PT, "cuMemFreeAsync_ptsz"),
+                by_proc(self, "cuMemGetAddressRange", 13000, 0, "cuMemGetAddressRange_v2"),
+            };
+        }
+    }
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_mem_pool pool;
+    CHECK(cuDeviceGetDefaultMemPool(&pool, 0));
+    rzcu_deviceptr p[7];
+    size_t user[7], pitch = 0;
+    CHECK(a.alloc(&p[0], 100));
+    CHECK(a.managed(&p[1], 100, RZCU_MEM_ATTACH_GLOBAL));
+    CHECK(a.pitch(&p[2], &pitch, 100, 2, 4));
+    CHECK(a.async(&p[3], 100, s));
+    CHECK(a.async_ptsz(&p[4], 100, NULL));
+    CHECK(a.pool(&p[5], 100, pool, s));
+    CHECK(a.pool_ptsz(&p[6], 100, pool, NULL));
+    for (int i = 0; i < 7; i++)
+        user[i] = i == 2 ? pitch * 2 : 100;
+    for (int i = 0; i < 7; i++) {
+        rzcu_deviceptr base = 0;
+        size_t size = 0;
+        CHECK(a.range(&base, &size, p[i] + 1));
+        printf("zone %d: range base ok %d size %zu (user %zu)\n", i, base == p[i], size, user[i]);
+        overrun(p[i], user[i]);
+    }
+    CHECK(a.free(p[0]));
+    CHECK(a.free(p[1]));
+    CHECK(a.free(p[2]));
+    CHECK(a.free_async(p[3], s));
+    CHECK(a.free_async_ptsz(p[4], NULL));
+    CHECK(a.free_async(p[5], s));
+    CHECK(a.free_async_ptsz(p[6], NULL));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuStreamSynchronize_ptsz(NULL));
+    printf("paths %s: done\n", how);
+    return 0;
+}
+
+/* ---- kernels --------------------------------------------------------------------------------------- */
+CUDA_EMU_KERNEL(touch, sizeof(rzcu_deviceptr), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    p[CUDA_EMU_PARAM(size_t, 1)] = 0x77;
+}
+
+static void launch_touch(rzcu_function f, rzcu_deviceptr p, size_t at) {
+    void *params[] = {&p, &at};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+}
+
+static int mode_kernels(void) {
+    rzcu_module mod;
+    rzcu_function touch_fn;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&touch_fn, mod, "touch"));
+    rzcu_deviceptr early, zone;
+    CHECK(cuMemAlloc_v2(&early, 64));
+    launch_touch(touch_fn, early, 0); /* before the zone exists: not a suspect */
+    CHECK(cuMemAlloc_v2(&zone, 64));
+    launch_touch(touch_fn, zone, 0);
+    launch_touch(touch_fn, zone, 64); /* the overrun */
+    CHECK(cuCtxSynchronize());
+    fprintf(stderr, "rzprog: synchronized\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "multictx") == 0) {
+        rzcu_context c0 = setup(0), c1;
+        CHECK(cuDevicePrimaryCtxRetain(&c1, 1));
+        rzcu_deviceptr a, b;
+        CHECK(cuMemAlloc_v2(&a, 300));
+        CHECK(cuCtxPushCurrent_v2(c1));
+        CHECK(cuMemAlloc_v2(&b, 200));
+        overrun(b, 200);
+        CHECK(cuCtxPopCurrent_v2(&c1));
+        overrun(a, 300);
+        (void)c0;
+        return 0;
+    }
+    setup(0);
+    if (strcmp(mode, "paths") == 0 && argc > 2)
+        return mode_paths(argv[2]);
+    if (strcmp(mode, "kernels") == 0)
+        return mode_kernels();
+    rzcu_deviceptr p;
+    if (strcmp(mode, "nofree") == 0) {
+        CHECK(cuMemAlloc_v2(&p, 128));
+        overrun(p, 128);
+        return 0;
+    }
+    if (strcmp(mode, "sync") == 0) {
+        CHECK(cuMemAlloc_v2(&p, 128));
+        overrun(p, 128);
+        fprintf(stderr, "rzprog: before sync\n");
+        CHECK(cuCtxSynchronize());
+        fprintf(stderr, "rzprog: after sync\n");
+        CHECK(cuMemFree_v2(p));
+        return 0;
+    }
+    if (strcmp(mode, "fork") == 0) {
+        CHECK(cuMemAlloc_v2(&p, 128));
+        overrun(p, 128);
+        pid_t child = fork();
+        if (child == 0) {
+            fprintf(stderr, "rzprog: child exits\n");
+            exit(0);
+        }
+        int status;
+        waitpid(child, &status, 0);
+        fprintf(stderr, "rzprog: child status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        CHECK(cuMemFree_v2(p));
+        return 0;
+    }
+    if (strcmp(mode, "three") == 0) {
+        for (int i = 0; i < 3; i++) {
+            CHECK(cuMemAlloc_v2(&p, 32));
+            overrun(p, 32);
+        }
+        return 0;
+    }
+    if (strcmp(mode, "exit") == 0 && argc > 3) {
+        CHECK(cuMemAlloc_v2(&p, 32));
+        if (atoi(argv[3]))
+            overrun(p, 32);
+        CHECK(cuMemFree_v2(p));
+        return atoi(argv[2]);
+    }
+    if (strcmp(mode, "data") == 0) {
+        /* Checksums of the program's own bytes and the driver's answers to bad calls. */
+        rzcu_deviceptr bufs[5];
+        uint64_t sum = 1469598103934665603ull;
+        for (int i = 0; i < 5; i++) {
+            size_t n = 100 + 77 * (size_t)i;
+            CHECK(cuMemAlloc_v2(&bufs[i], n));
+            unsigned char host[500];
+            for (size_t j = 0; j < n; j++)
+                host[j] = (unsigned char)(i * 13 + j);
+            CHECK(cuMemcpyHtoD_v2(bufs[i], host, n));
+            CHECK(cuMemsetD8_v2(bufs[i] + n / 2, (unsigned char)i, n / 4));
+        }
+        for (int i = 0; i < 5; i++) {
+            size_t n = 100 + 77 * (size_t)i;
+            unsigned char host[500];
+            CHECK(cuMemcpyDtoH_v2(host, bufs[i], n));
+            for (size_t j = 0; j < n; j++)
+                sum = (sum ^ host[j]) * 1099511628211ull;
+        }
+        printf("checksum %016llx\n", (unsigned long long)sum);
+        rzcu_deviceptr q = 0;
+        size_t size = 0;
+        printf("alloc 0 bytes -> %u\n", cuMemAlloc_v2(&q, 0));
+        printf("alloc NULL out -> %u\n", cuMemAlloc_v2(NULL, 16));
+        printf("free interior -> %u\n", cuMemFree_v2(bufs[0] + 16));
+        printf("free unknown -> %u\n", cuMemFree_v2(0x10));
+        printf("range unknown -> %u\n", cuMemGetAddressRange_v2(NULL, &size, 0x10));
+        printf("pitch bad element -> %u\n", cuMemAllocPitch_v2(&q, &size, 64, 4, 3));
+        printf("copy past 2 KiB -> %u\n", cuMemcpyDtoH_v2(NULL, bufs[0], 2048));
+        for (int i = 0; i < 5; i++)
+            printf("free %d -> %u\n", i, cuMemFree_v2(bufs[i]));
+        printf("double free -> %u\n", cuMemFree_v2(bufs[1]));
+        return 0;
+    }
+    fprintf(stderr, "rzprog: unknown mode '%s'\n", mode);
+    return 2;
+}

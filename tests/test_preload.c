@@ -1,0 +1,316 @@
+/*
+ * Unmodified programs with libredzone.so preloaded, on the emulated driver: every interposed entry point
+ * through each lookup path, the scan policies, kernel attribution, fork, several contexts, MIN_IDX and
+ * TRACE_IDX end to end, the out-of-memory fallback, `redzone run` and its exit codes, and proof that the
+ * program's own bytes and the driver's result codes are unchanged.
+ */
+#include <criterion/criterion.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+struct run {
+    int status; /* exit code, or 128 + signal */
+    char out[1 << 16];
+};
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Run argv with `env` (NULL-terminated "K=V" list) added to a clean copy of ours; stdout+stderr captured. */
+static void run(struct run *r, const char *const *env, const char *const *argv) {
+    char *envp[64];
+    int n = 0;
+    for (char **e = environ; *e && n < 40; e++)
+        if (strncmp(*e, "METRALE_REDZONE", 15) != 0 && strncmp(*e, "LD_PRELOAD=", 11) != 0 &&
+            strncmp(*e, "CUDA_EMU_", 9) != 0 && strncmp(*e, "LD_LIBRARY_PATH=", 16) != 0)
+            envp[n++] = *e;
+    for (; env && *env; env++)
+        envp[n++] = (char *)*env;
+    envp[n] = NULL;
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fds[0]);
+    pid_t pid;
+    cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, envp), 0, "spawn %s", argv[0]);
+    close(fds[1]);
+    size_t used = 0;
+    ssize_t got;
+    while ((got = read(fds[0], r->out + used, sizeof r->out - 1 - used)) > 0)
+        used += (size_t)got;
+    r->out[used] = '\0';
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+#define PRELOAD "LD_PRELOAD=" LIBREDZONE
+#define EMU "LD_LIBRARY_PATH=" EMU_DIR
+
+static struct run R;
+
+static void expect_zone_lines(const char *out, int zones) {
+    for (int i = 0; i < zones; i++) {
+        char line[160];
+        snprintf(line, sizeof line, "REDZONE VIOLATION alloc#%d ", i);
+        cr_assert_eq(count(out, line), 1, "zone %d reported once:\n%s", i, out);
+    }
+    cr_assert_eq(count(out, "REDZONE VIOLATION"), zones, "%s", out);
+}
+
+static void check_paths(const char *how) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZPROG, "paths", how, NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    expect_zone_lines(R.out, 7);
+    /* One byte past the end of each, reported when freed (stream-ordered for the async frees). */
+    cr_assert_eq(count(R.out, "bytes [0..=0] past the end were written (1 of "), 7, "%s", R.out);
+    cr_assert_eq(count(R.out, "was violated when it was freed"), 7, "%s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=100 pad=64 :"), "%s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#2 user_bytes=1024 pad=512 :"), "pitched: whole rows, %s", R.out);
+    /* The program sees its own range, not the padded one. */
+    cr_assert_eq(count(R.out, "range base ok 1 size 100 (user 100)"), 6, "%s", R.out);
+    cr_assert_eq(count(R.out, "range base ok 1 size 1024 (user 1024)"), 1, "%s", R.out);
+    cr_assert(strstr(R.out, "redzone: exit: 0 violated at exit; 7 violations in 1 scans; 7 allocations, 0 live"), "%s", R.out);
+}
+
+Test(preload, direct_link) { check_paths("direct"); }
+Test(preload, dlopen_dlsym) { check_paths("dlsym"); }
+
+Test(preload, cuGetProcAddress_versions_and_flags) {
+    check_paths("procaddr");
+    cr_assert_eq(count(R.out, "same as the global definition"), 13, "every entry point handed out is the wrapper:\n%s", R.out);
+    cr_assert_eq(count(R.out, "DIFFERENT"), 0, "%s", R.out);
+}
+
+Test(preload, without_the_library_nothing_is_reported) {
+    const char *env[] = {EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZPROG, "paths", "direct", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE"), 0);
+    cr_assert_eq(count(R.out, "rzprog: overrun refused by the driver: 1"), 7, "no bands to absorb them: %s", R.out);
+}
+
+Test(preload, scan_policy_free_only) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", "METRALE_REDZONE_SCAN=free", NULL};
+    const char *argv[] = {RZPROG, "nofree", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "never freed, no exit scan: %s", R.out);
+    cr_assert_eq(count(R.out, "redzone: exit:"), 0);
+}
+
+Test(preload, scan_policy_exit_finds_a_leaked_zone) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", NULL};
+    const char *argv[] = {RZPROG, "nofree", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=128 pad=32 : bytes [0..=0] past the end were "
+                            "written (1 of 32 pad bytes changed), first bad value 0x11\n"), "%s", R.out);
+    cr_assert(strstr(R.out, "redzone scan: 1 zones checked, 1 violated\n"), "%s", R.out);
+    cr_assert(strstr(R.out, "redzone: exit: 1 violated at exit; 1 violations in 1 scans; 1 allocations, 1 live, 0 unpadded\n"),
+              "%s", R.out);
+}
+
+Test(preload, scan_policy_none) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", "METRALE_REDZONE_SCAN=none", NULL};
+    const char *argv[] = {RZPROG, "sync", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0);
+    cr_assert_eq(count(R.out, "REDZONE"), 0, "%s", R.out);
+}
+
+Test(preload, scan_policy_sync_scans_when_the_sync_returns) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", "METRALE_REDZONE_SCAN=sync", NULL};
+    const char *argv[] = {RZPROG, "sync", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0);
+    const char *before = strstr(R.out, "rzprog: before sync"), *v = strstr(R.out, "REDZONE VIOLATION alloc#0"),
+               *after = strstr(R.out, "rzprog: after sync");
+    cr_assert(before && v && after && before < v && v < after, "reported inside cuCtxSynchronize:\n%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 1, "no free-time report with scan=sync only: %s", R.out);
+}
+
+Test(preload, bad_scan_list_warns_and_keeps_the_default) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", "METRALE_REDZONE_SCAN=free,later", NULL};
+    const char *argv[] = {RZPROG, "nofree", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(count(R.out, "redzone: warning: METRALE_REDZONE_SCAN=\"free,later\" is not a comma list of free, "
+                              "sync, exit, none; using free,exit"), 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 1, "the default includes exit: %s", R.out);
+}
+
+Test(preload, kernel_attribution_names_the_kernels_since_the_zone_existed) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_SCAN=sync", NULL};
+    const char *argv[] = {RZPROG, "kernels", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#1 user_bytes=64 pad=64 : bytes [0..=0] past the end were "
+                            "written (1 of 64 pad bytes changed), first bad value 0x77\n"
+                            "  kernels launched since alloc#1 was last seen clean (most recent first): touch, touch\n"),
+              "two launches after alloc#1 existed, not the one before:\n%s", R.out);
+}
+
+Test(preload, fork_child_does_not_scan_its_parents_zones) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", NULL};
+    const char *argv[] = {RZPROG, "fork", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "rzprog: child exits"));
+    cr_assert(strstr(R.out, "rzprog: child status 0"));
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION alloc#0"), 1, "reported once, by the parent: %s", R.out);
+    cr_assert_eq(count(R.out, "redzone: exit:"), 1, "%s", R.out);
+}
+
+Test(preload, several_devices_and_contexts) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", "CUDA_EMU_DEVICES=2", NULL};
+    const char *argv[] = {RZPROG, "multictx", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=300 pad=32"), "%s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#1 user_bytes=200 pad=32"), "%s", R.out);
+    cr_assert(strstr(R.out, "redzone scan: 2 zones checked, 2 violated"), "%s", R.out);
+}
+
+Test(preload, min_idx_and_trace_idx_end_to_end) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", "METRALE_REDZONE_MIN_IDX=1",
+                         "METRALE_REDZONE_TRACE_IDX=2", NULL};
+    const char *argv[] = {RZPROG, "three", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION alloc#0"), 0, "below MIN_IDX: %s", R.out);
+    cr_assert_eq(count(R.out, "rzprog: overrun refused by the driver"), 1, "alloc#0 has no band: %s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION alloc#1"), 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION alloc#2"), 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "METRALE_REDZONE_TRACE_IDX=2: allocation #2 made here"), 1, "%s", R.out);
+    cr_assert(strstr(R.out, " in main+0x"), "the backtrace names the program's (hidden) main: %s", R.out);
+    cr_assert(strstr(R.out, " in cuMemAlloc_v2+0x"), "and the interposed entry point: %s", R.out);
+}
+
+Test(preload, out_of_memory_with_a_band_falls_back_unpadded) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=32", "CUDA_EMU_FAIL=cuMemAlloc_v2:1:CUDA_ERROR_OUT_OF_MEMORY", NULL};
+    const char *argv[] = {RZPROG, "nofree", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "the program still gets its memory: %s", R.out);
+    cr_assert_eq(count(R.out, "redzone: warning: allocation #0 of 128 bytes: out of memory with 32 pad bytes; "
+                              "retrying without a band"), 1, "%s", R.out);
+    cr_assert(strstr(R.out, "1 allocations, 1 live, 1 unpadded"), "%s", R.out);
+    cr_assert(strstr(R.out, "rzprog: overrun refused by the driver: 1"), "no band: %s", R.out);
+}
+
+Test(preload, program_bytes_and_driver_results_unchanged) {
+    static struct run with, without;
+    const char *argv[] = {RZPROG, "data", NULL};
+    const char *env_with[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_LOG=/dev/null", NULL};
+    const char *env_without[] = {EMU, NULL};
+    run(&with, env_with, argv);
+    run(&without, env_without, argv);
+    cr_assert_eq(with.status, 0, "%s", with.out);
+    cr_assert_eq(without.status, 0, "%s", without.out);
+    cr_assert(strstr(without.out, "checksum "), "%s", without.out);
+    cr_assert(strstr(without.out, "free interior -> 1"), "%s", without.out);
+    cr_assert_str_eq(with.out, without.out);
+}
+
+/* ---- redzone run ------------------------------------------------------------------------------------- */
+Test(redzone_run, reports_with_the_exact_line_at_free_and_keeps_the_exit_code) {
+    const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--", RZPROG, "exit", "5", "1", NULL};
+    run(&R, NULL, argv);
+    cr_assert_eq(R.status, 5, "the program's exit code: %s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=32 pad=64 : bytes [0..=0] past the end were "
+                            "written (1 of 64 pad bytes changed), first bad value 0x11\n"), "on at 64 bytes: %s", R.out);
+}
+
+Test(redzone_run, error_exitcode_only_when_violations_were_found) {
+    const char *bad[] = {REDZONE_CLI, "run", "--emulated-device", "--error-exitcode", "42", "--", RZPROG, "exit", "0", "1", NULL};
+    run(&R, NULL, bad);
+    cr_assert_eq(R.status, 42, "%s", R.out);
+    const char *good[] = {REDZONE_CLI, "run", "--emulated-device", "--error-exitcode", "42", "--", RZPROG, "exit", "3", "0", NULL};
+    run(&R, NULL, good);
+    cr_assert_eq(R.status, 3, "%s", R.out);
+}
+
+Test(redzone_run, options_map_to_variables_and_an_explicit_variable_wins) {
+    const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--bytes", "16", "--fill", "7", "--scan", "exit",
+                          "--", RZPROG, "nofree", NULL};
+    run(&R, NULL, argv);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=128 pad=16 :"), "%s", R.out);
+    const char *env[] = {"METRALE_REDZONE=48", NULL};
+    run(&R, env, argv);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=128 pad=48 :"), "the variable wins: %s", R.out);
+}
+
+Test(redzone_run, bad_usage_is_refused_with_usage) {
+    const char *nothing[] = {REDZONE_CLI, "run", "--emulated-device", NULL};
+    run(&R, NULL, nothing);
+    cr_assert_eq(R.status, 2, "%s", R.out);
+    cr_assert(strstr(R.out, "usage: redzone run"), "%s", R.out);
+    const char *fill[] = {REDZONE_CLI, "run", "--fill", "300", "--", RZPROG, NULL};
+    run(&R, NULL, fill);
+    cr_assert_eq(R.status, 2);
+    cr_assert(strstr(R.out, "is not a byte"), "%s", R.out);
+    const char *missing[] = {REDZONE_CLI, "run", "--", "/nonexistent/program", NULL};
+    run(&R, NULL, missing);
+    cr_assert_eq(R.status, 127, "%s", R.out);
+}
+
+Test(redzone_run, help_documents_every_option) {
+    const char *argv[] = {REDZONE_CLI, "run", "--help", NULL};
+    run(&R, NULL, argv);
+    cr_assert_eq(R.status, 0);
+    const char *flags[] = {"--bytes", "--fill", "--min-idx", "--trace-idx", "--scan", "--log", "--error-exitcode",
+                           "--emulated-device", "METRALE_REDZONE_SCAN"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        cr_assert(strstr(R.out, flags[i]), "help lacks %s:\n%s", flags[i], R.out);
+    const char *top[] = {REDZONE_CLI, "--help", NULL};
+    run(&R, NULL, top);
+    cr_assert_eq(R.status, 0);
+    cr_assert(strstr(R.out, "run   run a program with red zones"), "%s", R.out);
+}
+
+/* The examples, as the demo runs them. */
+Test(examples, copy_overrun_reported_at_free) {
+    const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--", EXAMPLES "/copy_overrun", NULL};
+    run(&R, NULL, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end were "
+                            "written (8 of 64 pad bytes changed), first bad value 0xab\n"
+                            "redzone: alloc#1 was violated when it was freed\n"), "%s", R.out);
+}
+
+Test(examples, kernel_overrun_reported_at_exit_with_the_kernel) {
+    const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--", EXAMPLES "/kernel_overrun", NULL};
+    run(&R, NULL, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end were "
+                            "written (8 of 64 pad bytes changed), first bad value 0x5a\n"
+                            "  kernels launched since alloc#1 was last seen clean (most recent first): write_past, write_past\n"),
+              "%s", R.out);
+    cr_assert(strstr(R.out, "redzone: exit: 1 violated at exit"), "%s", R.out);
+}
+
+Test(examples, read_overrun_output_follows_the_fill) {
+    const char *fill0[] = {REDZONE_CLI, "run", "--emulated-device", "--fill", "0", "--", EXAMPLES "/read_overrun", NULL};
+    run(&R, NULL, fill0);
+    cr_assert(strstr(R.out, "read_overrun: sum = 1000\n"), "%s", R.out);
+    const char *fill1[] = {REDZONE_CLI, "run", "--emulated-device", "--fill", "1", "--", EXAMPLES "/read_overrun", NULL};
+    run(&R, NULL, fill1);
+    cr_assert(strstr(R.out, "read_overrun: sum = 1001\n"), "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "a read changes no band: %s", R.out);
+}
