@@ -1,5 +1,6 @@
 /*
- * The emulated CUDA driver's entry points: initialisation, devices, contexts, streams and memory operations.
+ * The emulated CUDA driver's entry points: initialisation, devices, contexts, streams, memory operations
+ * (stream-ordered ones included), events and kernel launches (modules and functions are in emu_module.c).
  *
  * Contexts and streams are slots of reserved tables (never reused), so a handle is validated by range and
  * magic without touching foreign memory. Each stream owns a FIFO of operations run by a worker thread

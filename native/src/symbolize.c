@@ -54,46 +54,64 @@ static const char *lookup(const unsigned char *img, size_t size, uint64_t rel, u
     return best;
 }
 
-/* Print one frame: "    #k 0xADDR in FUNC+0xOFF (FILE)". */
-static void frame(int k, void *addr) {
+/* Resolve addr to its object file and, when the symbol table has it, the containing function. */
+static int resolve(void *addr, const char **file, char *func, size_t func_size, uint64_t *off) {
     Dl_info info;
-    const char *file = "?", *func = NULL;
-    uint64_t off = 0;
+    *file = "?";
+    func[0] = '\0';
+    if (!dladdr(addr, &info) || info.dli_fbase == NULL)
+        return 0;
+    *file = info.dli_fname && info.dli_fname[0] ? info.dli_fname : "main program";
+    /* The main program's entry may carry no usable name: read it through /proc/self/exe. */
     char path[RZ_PATH_MAX];
-    if (dladdr(addr, &info) && info.dli_fbase) {
-        file = info.dli_fname && info.dli_fname[0] ? info.dli_fname : "";
-        /* The main program's entry may carry no usable name: read it through /proc/self/exe. */
-        snprintf(path, sizeof path, "%s", file[0] && strchr(file, '/') ? file : "/proc/self/exe");
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        struct stat st;
-        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
-            void *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (img != MAP_FAILED) {
-                const Elf64_Ehdr *eh = img;
-                uint64_t rel = (uint64_t)(uintptr_t)addr;
-                if (eh->e_type == ET_DYN)
-                    rel -= (uint64_t)(uintptr_t)info.dli_fbase;
-                /* Return addresses point after the call: look up the byte before. */
-                const char *name = lookup(img, (size_t)st.st_size, rel - 1, &off);
-                char namebuf[160];
-                if (name) {
-                    snprintf(namebuf, sizeof namebuf, "%s", name);
-                    func = namebuf;
-                    off += 1;
-                    rz__log("    #%d %p in %s+0x%llx (%s)", k, addr, func, (unsigned long long)off,
-                            file[0] ? file : "main program");
-                }
-                munmap(img, (size_t)st.st_size);
+    snprintf(path, sizeof path, "%s", strchr(*file, '/') ? *file : "/proc/self/exe");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+        void *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (img != MAP_FAILED) {
+            const Elf64_Ehdr *eh = img;
+            uint64_t rel = (uint64_t)(uintptr_t)addr;
+            if (eh->e_type == ET_DYN)
+                rel -= (uint64_t)(uintptr_t)info.dli_fbase;
+            /* Return addresses point after the call: look up the byte before. */
+            const char *name = lookup(img, (size_t)st.st_size, rel - 1, off);
+            if (name) {
+                snprintf(func, func_size, "%s", name);
+                *off += 1;
             }
+            munmap(img, (size_t)st.st_size);
         }
-        if (fd >= 0)
-            close(fd);
     }
-    if (func == NULL)
-        rz__log("    #%d %p (%s)", k, addr, file[0] ? file : "main program");
+    if (fd >= 0)
+        close(fd);
+    return func[0] != '\0';
+}
+
+/* The allocation path inside redzone (rz_* functions, and the interposed entry point that called them). */
+static int ours(void *addr, const char *func) {
+    Dl_info self, info;
+    if (strncmp(func, "rz_", 3) == 0 || strncmp(func, "do_alloc", 8) == 0)
+        return 1;
+    /* Linked as a shared object, every frame in it is ours (its wrappers carry the driver's names). */
+    return dladdr((void *)rz__symbolize_frames, &self) && dladdr(addr, &info) && info.dli_fbase == self.dli_fbase &&
+           self.dli_fname && strstr(self.dli_fname, "libredzone") != NULL;
 }
 
 void rz__symbolize_frames(void *const *frames, int n) {
-    for (int k = 0; k < n; k++)
-        frame(k, frames[k]);
+    int k = 0;
+    int skipping = 1;
+    for (int i = 0; i < n; i++) {
+        const char *file;
+        char func[160];
+        uint64_t off = 0;
+        int named = resolve(frames[i], &file, func, sizeof func, &off);
+        if (skipping && i < n - 1 && ours(frames[i], func))
+            continue; /* leading frames of redzone's own allocation path */
+        skipping = 0;
+        if (named)
+            rz__log("    #%d %p in %s+0x%llx (%s)", k++, frames[i], func, (unsigned long long)off, file);
+        else
+            rz__log("    #%d %p (%s)", k++, frames[i], file);
+    }
 }
