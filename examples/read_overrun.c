@@ -2,7 +2,7 @@
  * A read past the end: sum_past adds up n + 1 bytes of an n-byte buffer, so the printed sum depends on the
  * byte after the buffer. Bands never change on a read, so scans stay clean; instead the output changes with
  * the band's fill byte (METRALE_REDZONE_FILL, or a poison window), which is how a read past the end is
- * found (see docs/bisect.md):
+ * found:
  *
  *   redzone run --emulated-device --fill 0 -- ./read_overrun      # sum = 1000
  *   redzone run --emulated-device --fill 1 -- ./read_overrun      # sum = 1001

@@ -7,7 +7,7 @@ endif()
 include(GNUInstallDirs)
 foreach(f ${CMAKE_INSTALL_LIBDIR}/libredzone.so include/redzone.h ${CMAKE_INSTALL_LIBDIR}/redzone/emu/libcuda.so.1
           share/doc/redzone/README.md share/doc/redzone/options.md share/doc/redzone/report-format.md
-          share/doc/redzone/counters.md share/doc/redzone/design.md share/doc/redzone/emulated-driver.md)
+          share/doc/redzone/counters.md share/doc/redzone/design.md share/doc/redzone/running.md bin/redzone share/doc/redzone/emulated-driver.md)
   if(NOT EXISTS ${PREFIX}/${f})
     message(FATAL_ERROR "install lacks ${f}")
   endif()
@@ -16,3 +16,12 @@ endforeach()
 if(EXISTS ${PREFIX}/${CMAKE_INSTALL_LIBDIR}/libcuda.so.1)
   message(FATAL_ERROR "the emulated driver must not land next to libredzone.so")
 endif()
+
+# The installed launcher finds the installed library and emulated driver relative to itself.
+execute_process(COMMAND ${PREFIX}/bin/redzone run --emulated-device -- ${BUILD}/examples/copy_overrun
+                OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
+string(FIND "${out}" "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" at)
+if(NOT rc EQUAL 0 OR at EQUAL -1)
+  message(FATAL_ERROR "installed redzone run did not report the overrun (rc ${rc}):\n${out}")
+endif()
+message(STATUS "installed bin/redzone run works")

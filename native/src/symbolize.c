@@ -54,6 +54,12 @@ static const char *lookup(const unsigned char *img, size_t size, uint64_t rel, u
     return best;
 }
 
+static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    *(uintptr_t *)data = (uintptr_t)info->dlpi_addr;
+    return 1; /* the first object is the main program */
+}
+
 /* Resolve addr to its object file and, when the symbol table has it, the containing function. */
 static int resolve(void *addr, const char **file, char *func, size_t func_size, uint64_t *off) {
     Dl_info info;
@@ -62,9 +68,12 @@ static int resolve(void *addr, const char **file, char *func, size_t func_size, 
     if (!dladdr(addr, &info) || info.dli_fbase == NULL)
         return 0;
     *file = info.dli_fname && info.dli_fname[0] ? info.dli_fname : "main program";
-    /* The main program's entry may carry no usable name: read it through /proc/self/exe. */
+    /* The main program's name may be relative to a directory the program has left: read /proc/self/exe. */
     char path[RZ_PATH_MAX];
-    snprintf(path, sizeof path, "%s", strchr(*file, '/') ? *file : "/proc/self/exe");
+    uintptr_t main_base = 0;
+    dl_iterate_phdr(first_object, &main_base);
+    int is_main = (uintptr_t)info.dli_fbase == main_base || strchr(*file, '/') == NULL;
+    snprintf(path, sizeof path, "%s", is_main ? "/proc/self/exe" : *file);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
