@@ -333,3 +333,23 @@ Test(api, concurrent_alloc_free_with_scans_and_poisons, .timeout = 300) {
     cr_assert_eq(cuMemGetInfo_v2(&free_bytes, &total), RZCUDA_SUCCESS);
     cr_assert_eq(free_bytes, total, "the driver got every byte back");
 }
+
+/* What cuGetProcAddress hands out for the interposed names, by version and per-thread flag (cudaTypedefs.h),
+ * used when a driver returns addresses the library cannot match by identity. */
+Test(api, proc_address_version_table) {
+    const rzcu_uint64 PT = RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    cr_assert_str_eq(rz__proc_exported_name("cuMemAlloc", 13000, 0), "cuMemAlloc_v2");
+    cr_assert_null(rz__proc_exported_name("cuMemAlloc", 3010, 0), "the 32-bit v1 ABI is not wrapped");
+    cr_assert_str_eq(rz__proc_exported_name("cuMemAlloc", 13000, PT), "cuMemAlloc_v2", "no per-thread variant");
+    cr_assert_str_eq(rz__proc_exported_name("cuCtxSynchronize", 12090, 0), "cuCtxSynchronize");
+    cr_assert_str_eq(rz__proc_exported_name("cuCtxSynchronize", 13000, 0), "cuCtxSynchronize_v2");
+    cr_assert_str_eq(rz__proc_exported_name("cuStreamSynchronize", 13000, PT), "cuStreamSynchronize_ptsz");
+    cr_assert_str_eq(rz__proc_exported_name("cuStreamSynchronize", 6050, PT), "cuStreamSynchronize",
+                     "before 7.0 there was no per-thread variant");
+    cr_assert_str_eq(rz__proc_exported_name("cuLaunchKernel", 12000, PT), "cuLaunchKernel_ptsz");
+    cr_assert_str_eq(rz__proc_exported_name("cuMemFreeAsync", 11020, 0), "cuMemFreeAsync");
+    cr_assert_null(rz__proc_exported_name("cuMemFreeAsync", 11010, 0));
+    cr_assert_str_eq(rz__proc_exported_name("cuGetProcAddress", 11030, 0), "cuGetProcAddress");
+    cr_assert_str_eq(rz__proc_exported_name("cuGetProcAddress", 12000, 0), "cuGetProcAddress_v2");
+    cr_assert_null(rz__proc_exported_name("cuMemcpyHtoD", 13000, 0), "not interposed");
+}

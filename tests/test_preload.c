@@ -90,11 +90,15 @@ static void check_paths(const char *how) {
 }
 
 Test(preload, direct_link) { check_paths("direct"); }
-Test(preload, dlopen_dlsym) { check_paths("dlsym"); }
+Test(preload, dlopen_dlsym) {
+    check_paths("dlsym");
+    cr_assert_eq(count(R.out, "same as the global definition, in libredzone"), 11, "sync, launch and lookup entry points:\n%s", R.out);
+    cr_assert_eq(count(R.out, "DIFFERENT"), 0, "%s", R.out);
+}
 
 Test(preload, cuGetProcAddress_versions_and_flags) {
     check_paths("procaddr");
-    cr_assert_eq(count(R.out, "same as the global definition"), 13, "every entry point handed out is the wrapper:\n%s", R.out);
+    cr_assert_eq(count(R.out, "same as the global definition, in libredzone"), 22, "every entry point handed out is the wrapper:\n%s", R.out);
     cr_assert_eq(count(R.out, "DIFFERENT"), 0, "%s", R.out);
 }
 
@@ -104,6 +108,7 @@ Test(preload, without_the_library_nothing_is_reported) {
     run(&R, env, argv);
     cr_assert_eq(R.status, 0, "%s", R.out);
     cr_assert_eq(count(R.out, "REDZONE"), 0);
+    cr_assert_eq(count(R.out, "in libredzone"), 0);
     cr_assert_eq(count(R.out, "rzprog: overrun refused by the driver: 1"), 7, "no bands to absorb them: %s", R.out);
 }
 

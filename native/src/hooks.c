@@ -269,28 +269,14 @@ void *dlsym(void *restrict handle, const char *restrict name) {
 }
 
 /* Swap a driver-provided entry point for its wrapper: by identity with the entry points the library
- * resolved, or else (a driver that hands out internal addresses) by the exported name. */
-static void swap_for_wrapper(const char *symbol, void **pfn, rzcu_uint64 flags) {
+ * resolved, or else by base name, version and flags. */
+static void swap_for_wrapper(const char *symbol, void **pfn, int version, rzcu_uint64 flags) {
     if (pfn == NULL || *pfn == NULL || t_in_hook)
         return;
     void *w = wrapper_by_real(*pfn);
     if (w == NULL && symbol) {
-        char name[128];
-        const char *suffix = (flags & RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? "_ptsz" : "";
-        static const struct {
-            const char *base, *exported;
-        } versioned[] = {{"cuMemAlloc", "cuMemAlloc_v2"},
-                         {"cuMemAllocPitch", "cuMemAllocPitch_v2"},
-                         {"cuMemFree", "cuMemFree_v2"},
-                         {"cuMemGetAddressRange", "cuMemGetAddressRange_v2"},
-                         {"cuGetProcAddress", "cuGetProcAddress_v2"}};
-        for (size_t i = 0; i < sizeof versioned / sizeof versioned[0]; i++)
-            if (strcmp(symbol, versioned[i].base) == 0)
-                symbol = versioned[i].exported, suffix = "";
-        snprintf(name, sizeof name, "%s%s", symbol, suffix);
-        w = wrapper_by_name(name);
-        if (w == NULL && suffix[0])
-            w = wrapper_by_name(symbol);
+        const char *exported = rz__proc_exported_name(symbol, version, flags);
+        w = exported ? wrapper_by_name(exported) : NULL;
     }
     if (w)
         *pfn = w;
@@ -303,7 +289,7 @@ rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version
         return RZCUDA_ERROR_NOT_INITIALIZED;
     rzcu_result r = real(symbol, pfn, cuda_version, flags, status);
     if (r == RZCUDA_SUCCESS)
-        swap_for_wrapper(symbol, pfn, flags);
+        swap_for_wrapper(symbol, pfn, cuda_version, flags);
     return r;
 }
 
@@ -313,6 +299,6 @@ rzcu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, r
         return RZCUDA_ERROR_NOT_INITIALIZED;
     rzcu_result r = real(symbol, pfn, cuda_version, flags);
     if (r == RZCUDA_SUCCESS)
-        swap_for_wrapper(symbol, pfn, flags);
+        swap_for_wrapper(symbol, pfn, cuda_version, flags);
     return r;
 }

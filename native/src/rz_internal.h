@@ -238,6 +238,10 @@ int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req);
 /* Forget, optionally check the band (METRALE_REDZONE_SCAN=free), free. Returns the driver's result code. */
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
 
+/* Exported name of the interposed entry point cuGetProcAddress returns for `symbol` at `version` with
+ * `flags`, or NULL when redzone does not wrap that symbol at that version (procmap.c). */
+const char *rz__proc_exported_name(const char *symbol, int version, rzcu_uint64 flags);
+
 /* ---- scans without a debugger (policy.c) ------------------------------------------------------------ */
 /* Register the exit scan once, lazily (after the driver's own exit handlers, so it runs before them). */
 void rz__exit_scan_arm(void);

@@ -12,6 +12,7 @@
  *   rzprog exit CODE OVERRUN            optionally overrun (1/0), free, exit with CODE
  *   rzprog three                        three allocations, each overrun
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,16 +68,23 @@ static void *must(void *p, const char *what) {
     return p;
 }
 
+/* The global definition of the exported name, and it lives in libredzone (the wrapper), not the driver. */
+static const char *verdict(void *p, const char *exported) {
+    Dl_info info;
+    if (p != dlsym(RTLD_DEFAULT, exported))
+        return "DIFFERENT from the global definition";
+    if (!dladdr(p, &info) || info.dli_fname == NULL || strstr(info.dli_fname, "libredzone") == NULL)
+        return "same as the global definition, outside libredzone";
+    return "same as the global definition, in libredzone";
+}
+
 static void *by_proc(rzcu_fn_cuGetProcAddress_v2 *gpa, const char *base, int version, rzcu_uint64 flags,
                      const char *exported) {
     void *p = NULL;
     rzcu_proc_query_result st = 99;
     CHECK(gpa(base, &p, version, flags, &st));
     must(p, base);
-    /* With redzone preloaded, the global definition of the exported name is the wrapper. */
-    void *global = dlsym(RTLD_DEFAULT, exported);
-    printf("procaddr %s v%d flags %llu: %s\n", base, version, (unsigned long long)flags,
-           p == global ? "same as the global definition" : "DIFFERENT from the global definition");
+    printf("procaddr %s v%d flags %llu: %s\n", base, version, (unsigned long long)flags, verdict(p, exported));
     return p;
 }
 
@@ -91,6 +99,12 @@ static int mode_paths(const char *how) {
         void *h = must(dlopen("libcuda.so.1", RTLD_NOW), "libcuda.so.1");
         if (strcmp(how, "dlsym") == 0) {
 #define SYM(n) must(dlsym(h, #n), #n)
+            const char *others[] = {"cuCtxSynchronize", "cuCtxSynchronize_v2", "cuStreamSynchronize",
+                                    "cuStreamSynchronize_ptsz", "cuEventSynchronize", "cuLaunchKernel",
+                                    "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+                                    "cuGetProcAddress", "cuGetProcAddress_v2"};
+            for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
+                printf("dlsym %s: %s\n", others[i], verdict(dlsym(h, others[i]), others[i]));
             a = (struct api){SYM(cuMemAlloc_v2),    SYM(cuMemAllocManaged),       SYM(cuMemAllocPitch_v2),
                              SYM(cuMemAllocAsync),  SYM(cuMemAllocAsync_ptsz),    SYM(cuMemAllocFromPoolAsync),
                              SYM(cuMemAllocFromPoolAsync_ptsz), SYM(cuMemFree_v2), SYM(cuMemFreeAsync),
@@ -103,8 +117,18 @@ static int mode_paths(const char *how) {
             rzcu_fn_cuGetProcAddress *gpa1 = SYM(cuGetProcAddress);
             void *p = NULL;
             CHECK(gpa1("cuMemAlloc", &p, 12000, RZCU_GET_PROC_ADDRESS_DEFAULT));
-            printf("procaddr v1 cuMemAlloc: %s\n", p == dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") ? "same as the global definition" : "DIFFERENT");
+            printf("procaddr v1 cuMemAlloc: %s\n", verdict(p, "cuMemAlloc_v2"));
             const rzcu_uint64 LEG = RZCU_GET_PROC_ADDRESS_LEGACY_STREAM, PT = RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+            /* The synchronisation and launch entry points too (versions and flags as cudart asks). */
+            by_proc(self, "cuCtxSynchronize", 12000, 0, "cuCtxSynchronize");
+            by_proc(self, "cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2");
+            by_proc(self, "cuStreamSynchronize", 13000, LEG, "cuStreamSynchronize");
+            by_proc(self, "cuStreamSynchronize", 13000, PT, "cuStreamSynchronize_ptsz");
+            by_proc(self, "cuEventSynchronize", 13000, 0, "cuEventSynchronize");
+            by_proc(self, "cuLaunchKernel", 13000, 0, "cuLaunchKernel");
+            by_proc(self, "cuLaunchKernel", 13000, PT, "cuLaunchKernel_ptsz");
+            by_proc(self, "cuLaunchKernelEx", 12000, 0, "cuLaunchKernelEx");
+            by_proc(self, "cuLaunchKernelEx", 12000, PT, "cuLaunchKernelEx_ptsz");
             a = (struct api){
                 by_proc(self, "cuMemAlloc", 13000, 0, "cuMemAlloc_v2"),
                 by_proc(self, "cuMemAllocManaged", 12000, LEG, "cuMemAllocManaged"),

@@ -1,0 +1,59 @@
+/*
+ * The interposed entry points' versions, as cuGetProcAddress hands them out: base name + requested CUDA
+ * version + per-thread flag -> exported name. hooks.c uses it to recognise what a driver returned when the
+ * pointer is not one the library resolved itself.
+ */
+#include <string.h>
+
+#include "rz_internal.h"
+
+/*
+ * Which exported entry point cuGetProcAddress hands out for a base name, by requested CUDA version and
+ * per-thread flag (cudaTypedefs.h: PFN_<name>_v<version>[_ptsz]). Used when the driver's pointer is not one
+ * of the entry points the library resolved (a driver that hands out internal addresses). A request below
+ * every listed version gets an older ABI that redzone does not wrap, and passes through.
+ */
+static const struct versioned {
+    const char *base;
+    int since;
+    int per_thread;
+    const char *exported;
+} g_versions[] = {
+    {"cuMemAlloc", 3020, 0, "cuMemAlloc_v2"},
+    {"cuMemAllocPitch", 3020, 0, "cuMemAllocPitch_v2"},
+    {"cuMemAllocManaged", 6000, 0, "cuMemAllocManaged"},
+    {"cuMemAllocAsync", 11020, 0, "cuMemAllocAsync"},
+    {"cuMemAllocAsync", 11020, 1, "cuMemAllocAsync_ptsz"},
+    {"cuMemAllocFromPoolAsync", 11020, 0, "cuMemAllocFromPoolAsync"},
+    {"cuMemAllocFromPoolAsync", 11020, 1, "cuMemAllocFromPoolAsync_ptsz"},
+    {"cuMemFree", 3020, 0, "cuMemFree_v2"},
+    {"cuMemFreeAsync", 11020, 0, "cuMemFreeAsync"},
+    {"cuMemFreeAsync", 11020, 1, "cuMemFreeAsync_ptsz"},
+    {"cuMemGetAddressRange", 3020, 0, "cuMemGetAddressRange_v2"},
+    {"cuCtxSynchronize", 2000, 0, "cuCtxSynchronize"},
+    {"cuCtxSynchronize", 13000, 0, "cuCtxSynchronize_v2"},
+    {"cuStreamSynchronize", 2000, 0, "cuStreamSynchronize"},
+    {"cuStreamSynchronize", 7000, 1, "cuStreamSynchronize_ptsz"},
+    {"cuEventSynchronize", 2000, 0, "cuEventSynchronize"},
+    {"cuLaunchKernel", 4000, 0, "cuLaunchKernel"},
+    {"cuLaunchKernel", 7000, 1, "cuLaunchKernel_ptsz"},
+    {"cuLaunchKernelEx", 11060, 0, "cuLaunchKernelEx"},
+    {"cuLaunchKernelEx", 11060, 1, "cuLaunchKernelEx_ptsz"},
+    {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
+    {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
+};
+
+const char *rz__proc_exported_name(const char *symbol, int version, rzcu_uint64 flags) {
+    int want_pt = (flags & RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const struct versioned *best = NULL;
+    for (int pass = want_pt ? 1 : 0; pass >= 0 && best == NULL; pass--) {
+        for (size_t i = 0; i < sizeof g_versions / sizeof g_versions[0]; i++) {
+            const struct versioned *v = &g_versions[i];
+            if (v->per_thread == pass && v->since <= version && strcmp(v->base, symbol) == 0 &&
+                (best == NULL || v->since > best->since))
+                best = v;
+        }
+    }
+    return best ? best->exported : NULL;
+}
+
