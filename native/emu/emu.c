@@ -8,8 +8,16 @@
  * stream rules: an operation on the legacy stream waits for all work previously submitted to the blocking
  * streams of its context (including per-thread default streams), and an operation on a blocking stream
  * waits for all work previously submitted to the legacy stream. Submissions to one context are serialised
- * so these dependencies are consistent. A synchronous call whose stream is idle and whose dependencies are
- * complete runs in the calling thread (indistinguishable from running it on the worker and waiting).
+ * so these dependencies are consistent.
+ *
+ * Inline execution: an operation submitted to an idle stream (nothing queued or running on it) whose
+ * dependencies are complete runs in the calling thread, before the call returns, when it is synchronous
+ * (indistinguishable from running it on the worker and waiting) or when it is work a GPU's copy engines do
+ * without any host thread: copies, memsets, batched copies and event records (see runs_without_host). So a
+ * thread that is the only one running (a debugger resuming one thread with scheduler-locking) can still copy
+ * on its own idle stream and synchronise; that path takes only short-held locks and never waits for another
+ * thread. Kernels and host functions always go through the worker, so a program that forgets to synchronise
+ * after them still sees the work pending. Workers are named "cuda-emu-s<N>" (N: the stream's table index).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -116,7 +124,7 @@ static struct CUstream_st *stream_pool;
 static atomic_size_t nstreams_total;
 static struct CUctx_st *primary[CUDA_EMU_MAX_DEVICES];
 static pthread_mutex_t primary_mu = PTHREAD_MUTEX_INITIALIZER;
-static atomic_ullong pending_ops; /* queued, not yet completed */
+static atomic_ullong pending_ops; /* submitted, not yet completed (queued or running inline) */
 
 /* Per-thread state: the context stack and the per-thread default streams, freed when the thread exits. */
 struct per_thread_entry {
@@ -382,7 +390,7 @@ static void run_queue(struct CUstream_st *s, bool idle_wait)
         s->head = op->next;
         if (!s->head)
             s->tail = NULL;
-        /* an operation run inline by a synchronous call may still be in progress */
+        /* an operation run inline by the submitting thread may still be in progress */
         while (completed(s) + 1 != op->seq)
             pthread_cond_wait(&s->cond, &s->mu);
         pthread_mutex_unlock(&s->mu);
@@ -402,6 +410,10 @@ out:
 
 static void *worker_main(void *arg)
 {
+    /* 15 characters at most: "cuda-emu-s" and up to 5 digits (longer indices are truncated) */
+    char name[16];
+    snprintf(name, sizeof name, "cuda-emu-s%zu", (size_t)((struct CUstream_st *)arg - stream_pool));
+    pthread_setname_np(pthread_self(), name);
     run_queue(arg, true);
     return NULL;
 }
@@ -434,7 +446,17 @@ static void compact_streams_locked(struct CUctx_st *ctx)
 }
 
 /*
- * Submits op to s (taking ownership). With wait, returns once it has completed. Returns CUDA_ERROR_OUT_OF_MEMORY
+ * Operations that run inline on an idle stream even when asynchronous: what a GPU does without a host thread
+ * (its copy engines; an event record is a marker). Kernels and host functions run on the worker.
+ */
+static bool runs_without_host(enum op_kind kind)
+{
+    return kind == OP_COPY || kind == OP_SET || kind == OP_BATCH || kind == OP_NOP;
+}
+
+/*
+ * Submits op to s (taking ownership). With wait, or for an operation runs_without_host allows, it runs in the
+ * calling thread when s is idle and its dependencies are complete. With wait, returns once it has completed. Returns CUDA_ERROR_OUT_OF_MEMORY
  * only when the operation could not be queued (nothing done). seq_out (optional): the operation's sequence
  * number on s (it has completed once s->completed reaches it).
  */
@@ -473,12 +495,13 @@ static rzcu_result submit_seq(struct CUstream_st *s, struct op *op, bool wait, u
     if (seq_out)
         *seq_out = seq;
     bool run_inline = false;
-    if (wait && !s->head && completed(s) + 1 == seq) {
+    if ((wait || runs_without_host(op->kind)) && !s->head && completed(s) + 1 == seq) {
         run_inline = true;
         for (size_t i = 0; i < nd && run_inline; i++)
             run_inline = completed(op->deps[i].s) >= op->deps[i].seq;
     }
     bool drain = false;
+    atomic_fetch_add(&pending_ops, 1); /* inline too: cuMemFree from another thread waits for it */
     if (!run_inline) {
         op->next = NULL;
         if (s->tail)
@@ -486,7 +509,6 @@ static rzcu_result submit_seq(struct CUstream_st *s, struct op *op, bool wait, u
         else
             s->head = op;
         s->tail = op;
-        atomic_fetch_add(&pending_ops, 1);
         if (!s->worker_running) {
             s->worker_running = true;
             pthread_t th;
@@ -507,6 +529,7 @@ static rzcu_result submit_seq(struct CUstream_st *s, struct op *op, bool wait, u
         free_op(op);
         pthread_mutex_lock(&s->mu);
         mark_completed_locked(s, seq);
+        atomic_fetch_sub(&pending_ops, 1);
         pthread_mutex_unlock(&s->mu);
         return RZCUDA_SUCCESS;
     }

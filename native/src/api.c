@@ -83,6 +83,7 @@ int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req) {
     if (rz__dev_load() != RZ_OK || !raw_available(req))
         return RZCUDA_ERROR_NOT_INITIALIZED;
     rz__exit_scan_arm();
+    rz__agent_start();
     if (dptr == NULL || (req->kind == RZ_ALLOC_PITCH && req->pitch == NULL))
         return (int)raw_alloc(req, dptr, bytes, 0); /* the driver's own answer to a NULL out pointer */
     int wanted;

@@ -94,16 +94,17 @@ int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) {
     v.last = last;
     v.changed = changed;
     v.first_bad = band[first];
-    rz__log("REDZONE VIOLATION alloc#%llu user_bytes=%llu pad=%llu : bytes [%llu..=%llu] past the end were "
-            "written (%llu of %llu pad bytes changed), first bad value 0x%02x",
-            (unsigned long long)v.index, (unsigned long long)v.user_bytes, (unsigned long long)v.pad_bytes,
-            (unsigned long long)v.first, (unsigned long long)v.last, (unsigned long long)v.changed,
-            (unsigned long long)v.pad_bytes, (unsigned)v.first_bad);
+    char line[512];
+    rz__format_violation(&v, line, sizeof line);
+    rz__log("%s", line);
     rz__launch_report(z);
     record_violation(&v);
     __redzone_violation(&v);
     return 1;
 }
+
+/* The agent waits at most this long for the registry (a thread stopped by the debugger may hold it). */
+#define AGENT_LOCK_TIMEOUT_MS 1500
 
 static int begin(void) {
     if (t_busy)
@@ -112,6 +113,18 @@ static int begin(void) {
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;
     t_busy = 1;
+    return RZ_OK;
+}
+
+static int lock_registry(void) {
+    if (!rz__is_agent_thread()) {
+        rz__registry_lock();
+        return RZ_OK;
+    }
+    if (rz__registry_lock_timed(AGENT_LOCK_TIMEOUT_MS) != RZ_OK) {
+        rz__log("redzone: the zone registry is held by a stopped thread; try again after it runs");
+        return RZ_EBUSY;
+    }
     return RZ_OK;
 }
 
@@ -126,8 +139,10 @@ static int scan_batch(size_t n, uint64_t *violated) {
     }
     size_t nrefill = 0;
     for (size_t i = 0; i < n; i++) {
-        const rz_zone_node_t *z = g_nodes[i];
+        rz_zone_node_t *z = g_nodes[i];
+        z->flags &= (uint8_t)~RZ_ZONE_VIOLATED;
         if (rz__band_judge(z, g_io[i].host)) {
+            z->flags |= RZ_ZONE_VIOLATED;
             /* i >= nrefill: slot i was already consumed, so the queue can reuse the array. */
             g_io[nrefill++] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
                                              .value = z->expected};
@@ -151,7 +166,10 @@ RZ_EXPORT int rz_scan(void) {
     if (rc != RZ_OK)
         return rc;
     uint64_t checked = 0, violated = 0;
-    rz__registry_lock();
+    if ((rc = lock_registry()) != RZ_OK) {
+        end();
+        return rc;
+    }
     rz__launch_scan_begin();
     RZ_STATE.last_violation_count = 0;
     size_t n = 0, used = 0;
@@ -182,10 +200,11 @@ RZ_EXPORT int rz_scan(void) {
     rz__registry_unlock();
     rz__count(RZ_C_scans, 1);
     rz__count(RZ_C_violations, (int64_t)violated);
-    if (rc == RZ_OK)
-        rz__log("redzone scan: %llu zones checked, %llu violated", (unsigned long long)checked,
-                (unsigned long long)violated);
-    else
+    if (rc == RZ_OK) {
+        char line[128];
+        rz__format_scan_summary(checked, violated, line, sizeof line);
+        rz__log("%s", line);
+    } else
         rz__log("redzone scan: failed (%s) after %llu zones checked, %llu violated", rz_strerror(rc),
                 (unsigned long long)checked, (unsigned long long)violated);
     end();
@@ -234,7 +253,10 @@ RZ_EXPORT int rz_poison(uint64_t lo, uint64_t hi) {
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
-    rz__registry_lock();
+    if ((rc = lock_registry()) != RZ_OK) {
+        end();
+        return rc;
+    }
     RZ_STATE.poison_lo = lo;
     RZ_STATE.poison_hi = hi;
     RZ_STATE.poison_active = 1;
@@ -248,7 +270,10 @@ RZ_EXPORT int rz_unpoison(void) {
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
-    rz__registry_lock();
+    if ((rc = lock_registry()) != RZ_OK) {
+        end();
+        return rc;
+    }
     RZ_STATE.poison_active = 0;
     rc = refill_all();
     rz__registry_unlock();

@@ -165,6 +165,7 @@ void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) {
     out->trace_idx = RZ_INDEX_NONE;
     out->fill = RZ_FILL_DEFAULT;
     out->scan = RZ_SCAN_FREE | RZ_SCAN_EXIT;
+    out->agent = true;
     out->help = false;
 #define RZ_OPTION(field, var, type, shown, desc)                                                             \
     {                                                                                                        \

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "rz_internal.h"
 
@@ -25,6 +26,18 @@ static uint32_t g_nodes_used;   /* ids handed out so far (high-water mark) */
 static uint32_t g_free_head;    /* unused node id + 1 */
 
 void rz__registry_lock(void) { pthread_mutex_lock(&g_lock); }
+
+int rz__registry_lock_timed(unsigned timeout_ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return pthread_mutex_timedlock(&g_lock, &until) == 0 ? RZ_OK : RZ_EBUSY;
+}
 void rz__registry_unlock(void) { pthread_mutex_unlock(&g_lock); }
 
 static inline rz_zone_node_t *node_at(uint32_t id1) {

@@ -58,7 +58,10 @@ static void vlog(const char *prefix, const char *fmt, va_list ap) {
     if (m > 0)
         n += (size_t)m < sizeof buf - n - 1 ? (size_t)m : sizeof buf - n - 2;
     buf[n++] = '\n';
-    rz__write_all(g_log_fd, buf, n);
+    if (rz__is_agent_thread())
+        rz__agent_capture(buf, n); /* a debugger's request: gdb prints it, the program's log does not get it */
+    else
+        rz__write_all(g_log_fd, buf, n);
     t_in_log = 0;
 }
 

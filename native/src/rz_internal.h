@@ -49,6 +49,7 @@ _Noreturn void rz__check_failed(const char *file, int line, const char *what);
 typedef struct rz_options {
     uint64_t pad_bytes;  /* 0: bands off */
     unsigned scan;       /* RZ_SCAN_* */
+    bool agent;          /* start the debugger agent thread */
     uint64_t min_idx;
     uint64_t trace_idx;  /* RZ_INDEX_NONE: off */
     uint8_t fill;
@@ -114,6 +115,7 @@ typedef struct rz_zone_node {
 } rz_zone_node_t;
 
 #define RZ_ZONE_UNWATCHED 0x1
+#define RZ_ZONE_VIOLATED 0x2 /* the last scan that covered this zone found it violated */
 /* A zone whose band scans and poisons cover. */
 static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED); }
 
@@ -122,6 +124,8 @@ static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_byte
 #define RZ_MAX_CHUNKS 1024 /* 64M zones */
 
 void rz__registry_lock(void);
+/* The agent's way in: RZ_OK, or RZ_EBUSY after timeout_ms (a stopped thread may hold the lock). */
+int rz__registry_lock_timed(unsigned timeout_ms);
 void rz__registry_unlock(void);
 /* Record a live allocation. Returns RZ_OK or RZ_ENOMEM (then nothing is recorded). Takes the lock. */
 int rz__registry_add(const rz_zone_node_t *zone);
@@ -177,6 +181,39 @@ typedef struct rz_state {
 
 extern rz_state_t __redzone_state;
 #define RZ_STATE (__redzone_state)
+
+/* ---- debugger agent (agent.c) ---------------------------------------------------------------------- */
+#define RZ_AGENT_MAGIC UINT64_C(0x31544e4547415a52) /* the bytes "RZAGENT1" in memory order */
+#define RZ_AGENT_VERSION 1
+#define RZ_AGENT_OUT (1u << 20)
+enum { RZ_AGENT_PING = 1, RZ_AGENT_SCAN = 2, RZ_AGENT_POISON = 3, RZ_AGENT_UNPOISON = 4 };
+
+/* The request block a debugger writes and reads. Layout pinned in state.c. */
+typedef struct rz_agent {
+    uint64_t magic;             /* RZ_AGENT_MAGIC */
+    uint32_t version;           /* RZ_AGENT_VERSION */
+    uint32_t size;              /* sizeof(rz_agent_t) */
+    _Atomic uint32_t request;   /* futex word: the debugger writes answered + 1 to post a request */
+    uint32_t answered;          /* the last request served */
+    uint32_t op;                /* RZ_AGENT_* */
+    _Atomic uint32_t serving;   /* 1 while a request runs: violation breakpoints do not stop then */
+    uint64_t arg0, arg1;        /* poison window */
+    int64_t result;             /* rz_scan / rz_poison / rz_unpoison result */
+    uint64_t tid;               /* the agent's thread id (LWP) */
+    _Atomic uint32_t alive;     /* the agent thread is running */
+    uint32_t out_truncated;     /* out filled up */
+    uint32_t out_len;
+    uint32_t reserved;
+    char out[RZ_AGENT_OUT];     /* report lines the request produced, '\n'-terminated */
+} rz_agent_t;
+extern rz_agent_t __redzone_agent;
+/* Called by the agent after each request; a debugger stops here. */
+void __redzone_agent_done(void);
+void rz__agent_start(void);
+void rz__agent_after_fork(void);
+int rz__is_agent_thread(void);
+void rz__agent_capture(const char *line, size_t len);
+int64_t rz__agent_request(uint32_t op, uint64_t arg0, uint64_t arg1);
 
 /* ---- device seam (device.c) ------------------------------------------------------------------------- */
 /* The driver's entry points, resolved once from libcuda.so.1. NULL where the driver lacks one. */
@@ -252,6 +289,15 @@ void rz__launch_record(rzcu_function f);
 void rz__launch_report(const rz_zone_node_t *zone);
 /* Launch sequence number at the start of the last full scan. */
 void rz__launch_scan_begin(void);
+
+/* ---- formatting (format.c): shared with the gdb plugin through the view library ---------------------- */
+size_t rz__format_violation(const rz_violation_t *v, char *out, size_t cap);
+size_t rz__format_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap);
+size_t rz__format_zone_header(char *out, size_t cap);
+size_t rz__format_zone_row(const rz_zone_node_t *z, char *out, size_t cap);
+size_t rz__format_zone_json(const rz_zone_node_t *z, char *out, size_t cap);
+size_t rz__format_counters(const uint64_t *counters, char *out, size_t cap);
+size_t rz__format_counters_json(const uint64_t *counters, char *out, size_t cap);
 
 /* ---- bands (band.c) --------------------------------------------------------------------------------- */
 /* The byte a zone with this index gets when its band is (re)filled now. Caller holds the registry lock or

@@ -1,0 +1,146 @@
+/*
+ * The agent: the one thread through which a debugger makes the library scan or poison without running
+ * code on the program's threads. gdb 13 on these machines cannot make inferior function calls, and an
+ * inferior call would run on a user thread anyway; instead the library keeps a helper thread,
+ * "redzone-agent", blocked in a futex wait on `__redzone_agent.request`. gdb writes the operation and its
+ * arguments, then a new request number, resumes only this thread (scheduler-locking), and stops it again
+ * at `__redzone_agent_done`, where it reads the result and the report lines the request produced.
+ *
+ * Why the futex wake-up needs no syscall from gdb: a thread stopped by the debugger inside futex_wait is
+ * interrupted; when gdb resumes it the wait is restarted, sees the request word changed, and returns.
+ * The wait also has a timeout, as a safety net.
+ *
+ * The agent takes the registry lock with a timeout (a stopped user thread may hold it), so a request
+ * always answers: RZ_EBUSY rather than hanging. Output of a request is captured into `out` instead of the
+ * program's log: gdb prints it.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rz_internal.h"
+
+RZ_EXPORT rz_agent_t __redzone_agent = {
+    .magic = RZ_AGENT_MAGIC,
+    .version = RZ_AGENT_VERSION,
+    .size = sizeof(rz_agent_t),
+};
+
+static _Thread_local int t_is_agent;
+
+int rz__is_agent_thread(void) { return t_is_agent; }
+
+RZ_EXPORT RZ_NOINLINE void __redzone_agent_done(void) {
+    /* A debugger stops here after each request. The asm keeps the call. */
+    __asm__ volatile("" ::: "memory");
+}
+
+void rz__agent_capture(const char *line, size_t len) {
+    rz_agent_t *a = &__redzone_agent;
+    if (a->out_len + len + 1 > sizeof a->out) {
+        a->out_truncated = 1;
+        return;
+    }
+    memcpy(a->out + a->out_len, line, len);
+    a->out_len += (uint32_t)len;
+    a->out[a->out_len] = '\0';
+}
+
+static void serve(rz_agent_t *a) {
+    a->out_len = 0;
+    a->out_truncated = 0;
+    a->out[0] = '\0';
+    atomic_store(&a->serving, 1);
+    int64_t r;
+    switch (a->op) {
+    case RZ_AGENT_PING:
+        r = RZ_OK;
+        break;
+    case RZ_AGENT_SCAN:
+        r = rz_scan();
+        break;
+    case RZ_AGENT_POISON:
+        r = rz_poison(a->arg0, a->arg1);
+        break;
+    case RZ_AGENT_UNPOISON:
+        r = rz_unpoison();
+        break;
+    default:
+        r = RZ_EINVAL;
+        break;
+    }
+    a->result = r;
+    atomic_store(&a->serving, 0);
+}
+
+static void *agent_main(void *arg) {
+    (void)arg;
+    rz_agent_t *a = &__redzone_agent;
+    t_is_agent = 1;
+    pthread_setname_np(pthread_self(), "redzone-agent");
+    a->tid = (uint64_t)syscall(SYS_gettid);
+    atomic_store(&a->alive, 1);
+    for (;;) {
+        uint32_t req = atomic_load(&a->request);
+        if (req == 0 || req == a->answered) {
+            struct timespec timeout = {.tv_sec = 5};
+            syscall(SYS_futex, &a->request, FUTEX_WAIT_PRIVATE, req, &timeout, NULL, 0);
+            continue;
+        }
+        serve(a);
+        a->answered = req;
+        __redzone_agent_done();
+    }
+    return NULL;
+}
+
+static pthread_once_t g_agent_once = PTHREAD_ONCE_INIT;
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+
+static void start(void) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 << 10);
+    pthread_t t;
+    if (pthread_create(&t, &attr, agent_main, NULL) != 0)
+        rz__warn("cannot start the debugger agent thread; gdb's redzone scan and poison will not work");
+    pthread_attr_destroy(&attr);
+}
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, rz__agent_after_fork); }
+
+void rz__agent_start(void) {
+    if (!rz__options()->agent)
+        return;
+    pthread_once(&g_fork_once, register_fork_handler);
+    pthread_once(&g_agent_once, start);
+}
+
+/* A forked child has no agent thread: let the next allocation start one. */
+void rz__agent_after_fork(void) {
+    g_agent_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+    atomic_store(&__redzone_agent.alive, 0);
+    __redzone_agent.answered = 0;
+    atomic_store(&__redzone_agent.request, 0);
+}
+
+/* For in-process tests and tools: post a request as a debugger would, wake the agent, wait for it. */
+int64_t rz__agent_request(uint32_t op, uint64_t arg0, uint64_t arg1) {
+    rz_agent_t *a = &__redzone_agent;
+    a->op = op;
+    a->arg0 = arg0;
+    a->arg1 = arg1;
+    uint32_t req = a->answered + 1 != 0 ? a->answered + 1 : 1;
+    atomic_store(&a->request, req);
+    syscall(SYS_futex, &a->request, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    while (__atomic_load_n(&a->answered, __ATOMIC_ACQUIRE) != req) {
+        struct timespec ms = {.tv_nsec = 1000000};
+        nanosleep(&ms, NULL);
+    }
+    return a->result;
+}

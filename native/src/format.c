@@ -1,0 +1,88 @@
+/*
+ * Formatting of everything a user reads about zones: the violation line, the scan summary, a zone row
+ * for `redzone list`, the counters. One implementation, used by the library's log and, through the view
+ * library (view.c, loaded into gdb with ctypes), by the gdb plugin: the text exists once, in C.
+ * Pure functions: no globals, no allocation; each returns the length it wrote (snprintf semantics).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "rz_internal.h"
+
+static size_t clamp(int n, size_t cap) { return n < 0 ? 0 : ((size_t)n < cap ? (size_t)n : (cap ? cap - 1 : 0)); }
+
+size_t rz__format_violation(const rz_violation_t *v, char *out, size_t cap) {
+    int n = snprintf(out, cap,
+                     "REDZONE VIOLATION alloc#%llu user_bytes=%llu pad=%llu : bytes [%llu..=%llu] past the end were "
+                     "written (%llu of %llu pad bytes changed), first bad value 0x%02x",
+                     (unsigned long long)v->index, (unsigned long long)v->user_bytes, (unsigned long long)v->pad_bytes,
+                     (unsigned long long)v->first, (unsigned long long)v->last, (unsigned long long)v->changed,
+                     (unsigned long long)v->pad_bytes, (unsigned)v->first_bad);
+    return clamp(n, cap);
+}
+
+size_t rz__format_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap) {
+    int n = snprintf(out, cap, "redzone scan: %llu zones checked, %llu violated", (unsigned long long)checked,
+                     (unsigned long long)violated);
+    return clamp(n, cap);
+}
+
+static const char *zone_state(const rz_zone_node_t *z) {
+    if (z->pad_bytes == 0)
+        return "unpadded";
+    if (z->flags & RZ_ZONE_UNWATCHED)
+        return "unwatched";
+    return "watched";
+}
+
+/* `redzone list` columns: index, user pointer, user bytes, pad, expected byte, state. */
+size_t rz__format_zone_header(char *out, size_t cap) {
+    int n = snprintf(out, cap, "%10s  %-18s  %12s  %8s  %8s  %s", "index", "pointer", "user_bytes", "pad",
+                     "expected", "state");
+    return clamp(n, cap);
+}
+
+size_t rz__format_zone_row(const rz_zone_node_t *z, char *out, size_t cap) {
+    char expected[8] = "-";
+    if (rz__zone_watched(z))
+        snprintf(expected, sizeof expected, "0x%02x", (unsigned)z->expected);
+    int n = snprintf(out, cap, "%10llu  0x%016llx  %12llu  %8u  %8s  %s", (unsigned long long)z->index,
+                     (unsigned long long)z->ptr, (unsigned long long)z->user_bytes, (unsigned)z->pad_bytes, expected,
+                     zone_state(z));
+    return clamp(n, cap);
+}
+
+size_t rz__format_zone_json(const rz_zone_node_t *z, char *out, size_t cap) {
+    int n = snprintf(out, cap,
+                     "{\"index\": %llu, \"pointer\": \"0x%llx\", \"user_bytes\": %llu, \"pad\": %u, "
+                     "\"expected\": %u, \"state\": \"%s\"}",
+                     (unsigned long long)z->index, (unsigned long long)z->ptr, (unsigned long long)z->user_bytes,
+                     (unsigned)z->pad_bytes, (unsigned)z->expected, zone_state(z));
+    return clamp(n, cap);
+}
+
+/* Every counter as `name: value`, one per line. */
+size_t rz__format_counters(const uint64_t *counters, char *out, size_t cap) {
+    size_t used = 0;
+    int i = 0;
+#define RZ_FMT_COUNTER(name, kind, desc)                                                                     \
+    used += clamp(snprintf(out + used, cap - used, "%s: %llu\n", #name, (unsigned long long)counters[i++]),  \
+                  cap - used);
+    RZ_COUNTERS(RZ_FMT_COUNTER)
+#undef RZ_FMT_COUNTER
+    return used;
+}
+
+size_t rz__format_counters_json(const uint64_t *counters, char *out, size_t cap) {
+    size_t used = clamp(snprintf(out, cap, "{"), cap);
+    int i = 0;
+#define RZ_FMT_COUNTER_JSON(name, kind, desc)                                                                \
+    used += clamp(snprintf(out + used, cap - used, "%s\"%s\": %llu", i ? ", " : "", #name,                   \
+                           (unsigned long long)counters[i]),                                                 \
+                  cap - used);                                                                               \
+    i++;
+    RZ_COUNTERS(RZ_FMT_COUNTER_JSON)
+#undef RZ_FMT_COUNTER_JSON
+    used += clamp(snprintf(out + used, cap - used, "}"), cap - used);
+    return used;
+}

@@ -1,0 +1,159 @@
+/*
+ * libredzone-view.so: the library's decoding and formatting, for a debugger. The gdb plugin loads it with
+ * ctypes and hands it raw bytes read from the program (the state block, registry nodes, violation records),
+ * so the lines gdb shows are byte-identical to the library's own. Built from format.c and this file only:
+ * no state, no constructors, no interposed symbols, nothing that touches a driver.
+ */
+#include <string.h>
+
+#include "rz_internal.h"
+
+#define VIEW RZ_EXPORT
+
+/* The view's interface (ctypes is its only caller). */
+VIEW size_t rzv_offset(const char *field);
+VIEW size_t rzv_size(const char *what);
+VIEW int rzv_check_state(const void *bytes);
+VIEW int rzv_check_agent(const void *bytes);
+VIEW size_t rzv_counters(const void *state_bytes, int json, char *out, size_t cap);
+VIEW size_t rzv_zone_header(char *out, size_t cap);
+VIEW int rzv_zone_fields(const void *node_bytes, uint64_t *index, uint32_t *next, int *violated);
+VIEW size_t rzv_zone_row(const void *node_bytes, int json, char *out, size_t cap);
+VIEW size_t rzv_violation(const void *bytes, char *out, size_t cap);
+VIEW size_t rzv_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap);
+VIEW const char *rzv_status_name(int status);
+
+/* Layout facts, so the plugin never hard-codes an offset. */
+VIEW size_t rzv_offset(const char *field) {
+#define F(name, type, member)                                                                                \
+    if (strcmp(field, name) == 0)                                                                            \
+        return offsetof(type, member);
+    F("state.magic", rz_state_t, magic)
+    F("state.version", rz_state_t, version)
+    F("state.size", rz_state_t, size)
+    F("state.seq", rz_state_t, seq)
+    F("state.next_index", rz_state_t, next_index)
+    F("state.pad_bytes", rz_state_t, pad_bytes)
+    F("state.min_idx", rz_state_t, min_idx)
+    F("state.trace_idx", rz_state_t, trace_idx)
+    F("state.fill", rz_state_t, fill)
+    F("state.options_loaded", rz_state_t, options_loaded)
+    F("state.poison_active", rz_state_t, poison_active)
+    F("state.driver_loaded", rz_state_t, driver_loaded)
+    F("state.poison_lo", rz_state_t, poison_lo)
+    F("state.poison_hi", rz_state_t, poison_hi)
+    F("state.counters", rz_state_t, counters)
+    F("state.chunks", rz_state_t, chunks)
+    F("state.head", rz_state_t, head)
+    F("state.zone_count", rz_state_t, zone_count)
+    F("state.last_scan_checked", rz_state_t, last_scan_checked)
+    F("state.last_scan_violated", rz_state_t, last_scan_violated)
+    F("state.last_violation_count", rz_state_t, last_violation_count)
+    F("state.last_violations", rz_state_t, last_violations)
+    F("agent.magic", rz_agent_t, magic)
+    F("agent.request", rz_agent_t, request)
+    F("agent.answered", rz_agent_t, answered)
+    F("agent.op", rz_agent_t, op)
+    F("agent.serving", rz_agent_t, serving)
+    F("agent.arg0", rz_agent_t, arg0)
+    F("agent.arg1", rz_agent_t, arg1)
+    F("agent.result", rz_agent_t, result)
+    F("agent.tid", rz_agent_t, tid)
+    F("agent.alive", rz_agent_t, alive)
+    F("agent.out_truncated", rz_agent_t, out_truncated)
+    F("agent.out_len", rz_agent_t, out_len)
+    F("agent.out", rz_agent_t, out)
+    F("node.next", rz_zone_node_t, next)
+    F("node.index", rz_zone_node_t, index)
+#undef F
+    return (size_t)-1;
+}
+
+VIEW size_t rzv_size(const char *what) {
+    if (strcmp(what, "state") == 0)
+        return sizeof(rz_state_t);
+    if (strcmp(what, "agent.header") == 0)
+        return offsetof(rz_agent_t, out);
+    if (strcmp(what, "node") == 0)
+        return sizeof(rz_zone_node_t);
+    if (strcmp(what, "chunk") == 0)
+        return sizeof(rz_zone_node_t) * RZ_CHUNK_NODES;
+    if (strcmp(what, "chunk_shift") == 0)
+        return RZ_CHUNK_SHIFT;
+    if (strcmp(what, "max_chunks") == 0)
+        return RZ_MAX_CHUNKS;
+    if (strcmp(what, "violation") == 0)
+        return sizeof(rz_violation_t);
+    if (strcmp(what, "counters") == 0)
+        return RZ_NCOUNTERS;
+    return 0;
+}
+
+/* 0: a state block this view understands; -1 bad magic, -2 other version, -3 other size. */
+VIEW int rzv_check_state(const void *bytes) {
+    rz_state_t head;
+    memcpy(&head, bytes, offsetof(rz_state_t, seq));
+    if (head.magic != RZ_STATE_MAGIC)
+        return -1;
+    if (head.version != RZ_STATE_VERSION)
+        return -2;
+    if (head.size != sizeof(rz_state_t))
+        return -3;
+    return 0;
+}
+
+VIEW int rzv_check_agent(const void *bytes) {
+    rz_agent_t head;
+    memcpy(&head, bytes, offsetof(rz_agent_t, request));
+    if (head.magic != RZ_AGENT_MAGIC)
+        return -1;
+    if (head.version != RZ_AGENT_VERSION)
+        return -2;
+    return head.size == sizeof(rz_agent_t) ? 0 : -3;
+}
+
+VIEW size_t rzv_counters(const void *state_bytes, int json, char *out, size_t cap) {
+    uint64_t c[RZ_NCOUNTERS];
+    memcpy(c, (const char *)state_bytes + offsetof(rz_state_t, counters), sizeof c);
+    return json ? rz__format_counters_json(c, out, cap) : rz__format_counters(c, out, cap);
+}
+
+VIEW size_t rzv_zone_header(char *out, size_t cap) { return rz__format_zone_header(out, cap); }
+
+/* Decode one node: returns its state (0 unused), and the fields a list filter needs. */
+VIEW int rzv_zone_fields(const void *node_bytes, uint64_t *index, uint32_t *next, int *violated) {
+    rz_zone_node_t z;
+    memcpy(&z, node_bytes, sizeof z);
+    *index = z.index;
+    *next = z.next;
+    *violated = (z.flags & RZ_ZONE_VIOLATED) != 0;
+    return z.state;
+}
+
+VIEW size_t rzv_zone_row(const void *node_bytes, int json, char *out, size_t cap) {
+    rz_zone_node_t z;
+    memcpy(&z, node_bytes, sizeof z);
+    return json ? rz__format_zone_json(&z, out, cap) : rz__format_zone_row(&z, out, cap);
+}
+
+VIEW size_t rzv_violation(const void *bytes, char *out, size_t cap) {
+    rz_violation_t v;
+    memcpy(&v, bytes, sizeof v);
+    return rz__format_violation(&v, out, cap);
+}
+
+VIEW size_t rzv_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap) {
+    return rz__format_scan_summary(checked, violated, out, cap);
+}
+
+VIEW const char *rzv_status_name(int status) {
+    switch (status) {
+#define RZV_NAME(name, value, msg)                                                                           \
+    case value:                                                                                              \
+        return #name ": " msg;
+        RZ_STATUS_MAP(RZV_NAME)
+#undef RZV_NAME
+    default:
+        return "unknown status";
+    }
+}

@@ -1,0 +1,96 @@
+/* The debugger agent, driven in-process the way gdb drives it (write the request, wake, wait for the
+ * answer): scans and poisons with their report lines captured, a registry held by another thread, naming. */
+#include <dirent.h>
+#include <pthread.h>
+
+#include "rz_test.h"
+
+static void setup(void) {
+    setenv("METRALE_REDZONE", "32", 1);
+    rzt_log_to_file();
+    rzt_context(0);
+}
+
+TestSuite(agent, .init = setup, .timeout = 60);
+
+static void wait_alive(void) {
+    for (int i = 0; i < 5000 && !atomic_load(&__redzone_agent.alive); i++)
+        usleep(1000);
+    cr_assert(atomic_load(&__redzone_agent.alive), "the agent started at the first allocation");
+}
+
+Test(agent, scan_request_captures_the_library_lines) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    wait_alive();
+    uint8_t bad = 0x42;
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 100, &bad, 1), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__agent_request(RZ_AGENT_SCAN, 0, 0), 1);
+    cr_assert_str_eq(__redzone_agent.out,
+                     "REDZONE VIOLATION alloc#0 user_bytes=100 pad=32 : bytes [0..=0] past the end were written "
+                     "(1 of 32 pad bytes changed), first bad value 0x42\n"
+                     "redzone scan: 1 zones checked, 1 violated\n");
+    cr_assert_eq(__redzone_agent.serving, 0);
+    cr_assert_eq(rz__agent_request(RZ_AGENT_SCAN, 0, 0), 0, "re-filled");
+    cr_assert_str_eq(__redzone_agent.out, "redzone scan: 1 zones checked, 0 violated\n");
+}
+
+Test(agent, poison_and_unpoison_requests) {
+    rz_devptr_t p[3];
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(rz_mem_alloc(&p[i], 64), RZCUDA_SUCCESS);
+    wait_alive();
+    cr_assert_eq(rz__agent_request(RZ_AGENT_POISON, 1, 2), RZ_OK);
+    uint8_t b;
+    cr_assert_eq(cuMemcpyDtoH_v2(&b, p[0] + 64, 1), RZCUDA_SUCCESS);
+    cr_assert_eq(b, 0x00);
+    cr_assert_eq(cuMemcpyDtoH_v2(&b, p[1] + 64, 1), RZCUDA_SUCCESS);
+    cr_assert_eq(b, 0xEE);
+    cr_assert_eq(rz__agent_request(RZ_AGENT_SCAN, 0, 0), 0);
+    cr_assert_eq(rz__agent_request(RZ_AGENT_POISON, 5, 4), RZ_EINVAL);
+    cr_assert_eq(rz__agent_request(RZ_AGENT_UNPOISON, 0, 0), RZ_OK);
+    cr_assert_eq(cuMemcpyDtoH_v2(&b, p[0] + 64, 1), RZCUDA_SUCCESS);
+    cr_assert_eq(b, 0xEE);
+    cr_assert_eq(rz__agent_request(99, 0, 0), RZ_EINVAL, "unknown operation");
+}
+
+Test(agent, registry_held_elsewhere_answers_busy_instead_of_hanging) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    wait_alive();
+    rz__registry_lock(); /* as a user thread stopped inside the registry would */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t r = rz__agent_request(RZ_AGENT_SCAN, 0, 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    rz__registry_unlock();
+    cr_assert_eq(r, RZ_EBUSY);
+    cr_assert(strstr(__redzone_agent.out, "the zone registry is held by a stopped thread"), "%s", __redzone_agent.out);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    cr_assert(waited >= 1.0 && waited < 10.0, "bounded wait, got %.2f s", waited);
+    cr_assert_eq(rz__agent_request(RZ_AGENT_SCAN, 0, 0), 0, "works again once the lock is free");
+}
+
+Test(agent, thread_is_named_and_known_by_lwp) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    wait_alive();
+    char path[64], name[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)__redzone_agent.tid);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_not_null(fgets(name, sizeof name, f));
+    fclose(f);
+    cr_assert_str_eq(name, "redzone-agent\n");
+    cr_assert_eq(__redzone_agent.magic, RZ_AGENT_MAGIC);
+}
+
+Test(agent_off, disabled_by_option) {
+    setenv("METRALE_REDZONE", "32", 1);
+    setenv("METRALE_REDZONE_AGENT", "0", 1);
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    usleep(50000);
+    cr_assert_eq(atomic_load(&__redzone_agent.alive), 0);
+}
