@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <signal.h>
@@ -760,6 +761,143 @@ static rzcu_memcpy_attributes attr_order(unsigned order)
     return a;
 }
 
+/*
+ * Inline execution (the emulator's rule): a copy, memset, batched copy or event record submitted to an idle
+ * stream whose dependencies are complete runs in the calling thread before the call returns, as a GPU's
+ * copy engines need no host thread; kernels and host functions always run on the stream's worker thread.
+ */
+
+#define WORKER_PREFIX "cuda-emu-s"
+
+/* Threads of this process whose name starts with the worker prefix. */
+static int count_worker_threads(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[300], comm[32] = {0};
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue; /* the thread exited meanwhile */
+        if (fgets(comm, sizeof comm, f) && strncmp(comm, WORKER_PREFIX, strlen(WORKER_PREFIX)) == 0)
+            n++;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+Test(emu, idle_stream_copies_complete_before_the_call_returns)
+{
+    primary_current();
+    rzcu_deviceptr band;
+    OK(cuMemAlloc_v2(&band, 64));
+    OK(cuMemcpyHtoD_v2(band, "guard-band-bytes", 16));
+    cr_assert_eq(count_worker_threads(), 0);
+    /* what redzone's agent does, possibly as the only thread a debugger lets run */
+    rzcu_context ctx;
+    OK(cuCtxGetCurrent(&ctx));
+    OK(cuCtxPushCurrent_v2(ctx));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    char host[17] = "untouched";
+    OK(cuMemcpyDtoHAsync_v2(host, band, 16, s));
+    cr_assert_str_eq(host, "guard-band-bytes", "the async copy had not run when the call returned");
+    OK(cuMemsetD8Async(band + 32, 0xab, 8, s));
+    unsigned char set[8] = {0};
+    OK(cuMemcpyDtoHAsync_v2(set, band + 32, 8, s));
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(set[i], 0xab, "byte %d", i);
+    OK(cuMemcpyHtoDAsync_v2(band + 48, "HtoD", 4, s));
+    OK(cuMemcpyDtoDAsync_v2(band + 52, band + 48, 4, s));
+    char out[2][9] = {{0}, {0}};
+    rzcu_deviceptr dsts[2] = {(uintptr_t)out[0], (uintptr_t)out[1]}, srcs[2] = {band, band + 48};
+    size_t sizes[2] = {8, 8};
+    rzcu_memcpy_attributes attrs[1] = {attr_order(RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM)};
+    size_t idxs[1] = {0};
+    OK(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, attrs, idxs, 1, s));
+    cr_assert_str_eq(out[0], "guard-ba", "the batched copy had not run when the call returned");
+    cr_assert_str_eq(out[1], "HtoDHtoD");
+    memset(out, 0, sizeof out);
+    size_t fail = 0;
+    OK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, attrs, idxs, 1, &fail, s));
+    cr_assert_str_eq(out[0], "guard-ba");
+    /* synchronising on complete work needs no other thread either */
+    rzcu_event e;
+    OK(cuEventCreate(&e, 0x2));
+    OK(cuEventRecord(e, s));
+    OK(cuEventSynchronize(e));
+    OK(cuStreamSynchronize(s));
+    OK(cuCtxSynchronize());
+    OK(cuCtxPopCurrent_v2(NULL));
+    /* blocking, legacy and per-thread streams too, when no legacy/blocking work is pending */
+    rzcu_stream blocking;
+    OK(cuStreamCreate(&blocking, 0));
+    memset(host, 0, sizeof host);
+    OK(cuMemcpyDtoHAsync_v2(host, band, 4, blocking));
+    cr_assert_str_eq(host, "guar");
+    OK(cuMemcpyDtoHAsync_v2(host, band + 4, 4, NULL));
+    cr_assert_str_eq(host, "d-ba");
+    OK(cuMemcpyDtoHAsync_v2_ptsz(host, band + 8, 4, NULL));
+    cr_assert_str_eq(host, "nd-b");
+    OK(cuEventRecord(e, NULL));
+    OK(cuEventSynchronize(e));
+    OK(cuStreamSynchronize(NULL));
+    cr_assert_eq(count_worker_threads(), 0, "a worker thread ran work of an idle stream");
+    OK(cuEventDestroy_v2(e));
+    OK(cuStreamDestroy_v2(blocking));
+    OK(cuStreamDestroy_v2(s));
+}
+
+Test(emu, copies_behind_pending_work_stay_asynchronous)
+{
+    primary_current();
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 16));
+    OK(cuMemcpyHtoD_v2(d, "device-content!", 16));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    /* queued behind a host function that blocks: nothing runs until it returns */
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    gate_await_entered(&g); /* running, the queue empty: the stream is still busy */
+    char host[16] = "untouched", batch_out[16] = "untouched";
+    OK(cuMemcpyDtoHAsync_v2(host, d, 16, s));
+    OK(cuMemsetD8Async(d, 'x', 1, s));
+    rzcu_deviceptr dsts[1] = {(uintptr_t)batch_out}, srcs[1] = {d};
+    size_t sizes[1] = {16}, idxs[1] = {0};
+    rzcu_memcpy_attributes attrs[1] = {attr_order(RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM)};
+    OK(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 1, attrs, idxs, 1, s));
+    cr_assert_str_eq(host, "untouched", "a copy ran ahead of the work before it");
+    cr_assert_str_eq(batch_out, "untouched");
+    gate_open(&g);
+    OK(cuStreamSynchronize(s));
+    cr_assert_str_eq(host, "device-content!");
+    cr_assert_str_eq(batch_out, "xevice-content!");
+    /* a blocking stream's copy waits for pending legacy stream work; a non-blocking stream's does not */
+    struct gate lg = GATE_INIT;
+    rzcu_stream blocking;
+    OK(cuStreamCreate(&blocking, 0));
+    OK(cuLaunchHostFunc(NULL, gate_wait_fn, &lg));
+    char b_host[16] = "untouched", pt_host[16] = "untouched", nb_host[16] = "untouched";
+    OK(cuMemcpyDtoHAsync_v2(b_host, d, 16, blocking));
+    OK(cuMemcpyDtoHAsync_v2_ptsz(pt_host, d, 16, NULL));
+    OK(cuMemcpyDtoHAsync_v2(nb_host, d, 16, s));
+    cr_assert_str_eq(nb_host, "xevice-content!", "an idle non-blocking stream waited for the legacy stream");
+    gate_await_entered(&lg);
+    cr_assert_str_eq(b_host, "untouched", "a blocking stream's copy ran before the legacy stream's work");
+    cr_assert_str_eq(pt_host, "untouched");
+    gate_open(&lg);
+    OK(cuCtxSynchronize());
+    cr_assert_str_eq(b_host, "xevice-content!");
+    cr_assert_str_eq(pt_host, "xevice-content!");
+}
+
 Test(emu, batch_copies_mixed_directions)
 {
     primary_current();
@@ -1123,6 +1261,60 @@ static rzcu_function get_kernel(const char *name)
     OK(cuModuleGetFunction(&f, m, name));
     cr_assert_not_null(f);
     return f;
+}
+
+/* Where a kernel or host function ran: on the launching thread, or on a worker (its name, then a gate). */
+struct where_probe {
+    pthread_t caller;
+    int on_caller, done;
+    char name[16];
+    struct gate g;
+};
+
+static void where_probe_run(struct where_probe *p)
+{
+    if (pthread_equal(pthread_self(), p->caller)) {
+        __atomic_store_n(&p->on_caller, 1, __ATOMIC_SEQ_CST); /* never block the launching thread */
+        return;
+    }
+    pthread_getname_np(pthread_self(), p->name, sizeof p->name);
+    gate_wait_fn(&p->g);
+    __atomic_store_n(&p->done, 1, __ATOMIC_SEQ_CST);
+}
+
+static void where_probe_fn(void *arg) { where_probe_run(arg); }
+
+CUDA_EMU_KERNEL(emu_test_where, sizeof(rzcu_deviceptr))
+{
+    where_probe_run((struct where_probe *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0));
+}
+
+Test(emu, kernels_and_host_functions_run_on_named_workers)
+{
+    primary_current();
+    rzcu_function where = get_kernel("emu_test_where");
+    for (int kernel = 0; kernel < 2; kernel++) {
+        rzcu_stream s;
+        OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+        struct where_probe p = {.caller = pthread_self(), .g = GATE_INIT};
+        if (kernel) {
+            rzcu_deviceptr arg = (uintptr_t)&p;
+            void *args[] = {&arg};
+            OK(cuLaunchKernel(where, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+        } else {
+            OK(cuLaunchHostFunc(s, where_probe_fn, &p));
+        }
+        cr_assert_eq(__atomic_load_n(&p.on_caller, __ATOMIC_SEQ_CST), 0, "%s ran inline on an idle stream",
+                     kernel ? "a kernel" : "a host function");
+        gate_await_entered(&p.g);
+        cr_assert_eq(get_flag(&p.done), 0, "the launch waited for the work to complete");
+        cr_assert_eq(strncmp(p.name, WORKER_PREFIX, strlen(WORKER_PREFIX)), 0, "worker named '%s'", p.name);
+        cr_assert_geq(count_worker_threads(), 1);
+        gate_open(&p.g);
+        OK(cuStreamSynchronize(s));
+        cr_assert_eq(get_flag(&p.done), 1);
+        OK(cuStreamDestroy_v2(s));
+    }
 }
 
 Test(emu, modules_and_function_lookup)

@@ -44,8 +44,14 @@
  * Emulation notes: device allocations are CUDA_EMU_ALLOC_ALIGN-aligned addresses in one reserved address
  * range shared by all devices (unified addressing), distinct from the host heap; device memory accounting
  * (cuMemGetInfo) counts each allocation rounded up to CUDA_EMU_ALLOC_ALIGN. A device range given to a copy
- * or memset must lie within the requested size of one live allocation. Work on streams runs asynchronously
- * on worker threads, in stream order, with legacy default stream semantics. cuMemAllocAsync allocates at the
+ * or memset must lie within the requested size of one live allocation. Work on streams runs in stream
+ * order, with legacy default stream semantics, asynchronously on per-stream worker threads named
+ * "cuda-emu-s<N>", except that a copy, memset, batched copy or event record submitted to an idle stream
+ * (nothing queued or running) with no pending dependency (none on a non-blocking stream; earlier
+ * blocking-stream work for the legacy stream, earlier legacy work for a blocking one) runs in the calling
+ * thread before the call returns, as a GPU's copy engines need no host thread: a debugger that resumes
+ * only one thread can still copy and synchronise on its own stream. Kernels and host functions always run
+ * on the worker. Synchronising on completed work needs no other thread. cuMemAllocAsync allocates at the
  * call (the memory is valid earlier than the driver promises); cuMemFreeAsync (of memory from any
  * allocation call) takes the allocation out of use at the call (later copies, memsets and frees of it are
  * CUDA_ERROR_INVALID_VALUE) and releases it when the stream reaches the free.

@@ -98,6 +98,7 @@ int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) {
     rz__format_violation(&v, line, sizeof line);
     rz__log("%s", line);
     rz__launch_report(z);
+    rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     record_violation(&v);
     __redzone_violation(&v);
     return 1;
@@ -199,7 +200,6 @@ RZ_EXPORT int rz_scan(void) {
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
     rz__count(RZ_C_scans, 1);
-    rz__count(RZ_C_violations, (int64_t)violated);
     if (rc == RZ_OK) {
         char line[128];
         rz__format_scan_summary(checked, violated, line, sizeof line);

@@ -145,7 +145,6 @@ static void judge_freed(const rz_zone_node_t *zone, const uint8_t *band) {
     int bad = rz__band_judge(zone, band);
     rz__registry_unlock();
     if (bad) {
-        rz__count(RZ_C_violations, 1);
         rz__log("redzone: alloc#%llu was violated when it was freed", (unsigned long long)zone->index);
     }
 }

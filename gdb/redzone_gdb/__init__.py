@@ -1,0 +1,1 @@
+"""redzone gdb plugin package (see ../redzone.py)."""

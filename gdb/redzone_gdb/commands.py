@@ -1,0 +1,487 @@
+"""The redzone commands, settings, breakpoint and convenience function: thin gdb glue over args.py
+(parsing), view.py (the library's own formatting) and target.py (memory reads and agent requests)."""
+import json
+
+import gdb
+
+from . import args, paths, target, view
+from .args import USAGE, UsageError
+
+
+def _fail(command, message):
+    raise gdb.GdbError(f"redzone {command}: {message}\n{USAGE[command]}")
+
+
+def _guard(command, fn, argv):
+    try:
+        return fn(argv)
+    except UsageError as e:
+        _fail(command, str(e))
+    except (target.TargetError, OSError) as e:
+        raise gdb.GdbError(f"redzone {command}: {e}")
+
+
+def _write(text):
+    if text:
+        gdb.write(text if text.endswith("\n") else text + "\n")
+
+
+class RedzonePrefix(gdb.Command):
+    """Red zones: find CUDA device-memory overruns.
+
+Usage: redzone SUBCOMMAND [ARGS]
+
+Subcommands: list, scan, poison, unpoison, stats (counters), status, break.
+Settings: set/show redzone autoscan|timeout|bytes|fill|min-idx|trace-idx|scan|emulated-device.
+Reference: docs/gdb.md."""
+
+    def __init__(self):
+        super().__init__("redzone", gdb.COMMAND_DATA, prefix=True)
+
+
+class ListCommand(gdb.Command):
+    """List the zones (allocations) redzone watches, in creation-index order.
+
+Usage: redzone list [--violated] [--from N] [--to N] [--limit N] [--json]
+
+Columns: creation index, user pointer, user bytes, pad bytes, expected band byte, state.
+--violated: only zones the last scan found violated. --from/--to: index range (inclusive).
+--limit N: at most N rows (default 100; 0 = all). Reads memory only: works on a core file."""
+
+    def __init__(self):
+        super().__init__("redzone list", gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        _guard("list", self.run, gdb.string_to_argv(arg))
+
+    def run(self, argv):
+        opts = args.parse_list(argv)
+        addr, data = target.state()
+        stable = target.seq_stable(addr)
+        limit = 100 if opts["--limit"] is None else opts["--limit"]
+        lo, hi = opts["--from"], opts["--to"]
+        rows, shown, total = [], 0, 0
+        for nb, index, violated in target.Registry(data).walk():
+            if (lo is not None and index < lo) or (hi is not None and index > hi):
+                continue
+            if opts["--violated"] and not violated:
+                continue
+            total += 1
+            if limit and shown >= limit:
+                continue
+            rows.append(view.zone_row(nb, json=opts["--json"]))
+            shown += 1
+        if opts["--json"]:
+            _write("[" + ", ".join(rows) + "]")
+            return
+        if not stable:
+            _write("redzone: warning: a thread was changing the registry when the program stopped; "
+                   "this view may be torn")
+        _write(view.zone_header())
+        for r in rows:
+            _write(r)
+        more = f" (showing {shown}; --limit 0 for all)" if shown < total else ""
+        _write(f"{total} zone(s){more}")
+
+
+class ScanCommand(gdb.Command):
+    """Check every band now, through the library's agent thread (no code runs on your threads).
+
+Usage: redzone scan [--json]
+
+Prints the library's own report lines and its `redzone scan: N zones checked, M violated` summary.
+Violated bands are re-filled, so a later scan reports only new writes."""
+
+    def __init__(self):
+        super().__init__("redzone scan", gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        _guard("scan", self.run, gdb.string_to_argv(arg))
+
+    def run(self, argv):
+        as_json = args.parse_json_only(argv, "scan")
+        result, out = agent().request(target.OP_SCAN)
+        if as_json:
+            lines = [l for l in out.splitlines() if l.startswith("REDZONE VIOLATION")]
+            _write(json.dumps({"result": result, "violated": max(result, 0), "violations": lines,
+                               "error": None if result >= 0 else view.status_name(result)}))
+            return
+        _write(out)
+        if result < 0:
+            raise target.TargetError(f"the scan failed: {view.status_name(result)}")
+
+
+class PoisonCommand(gdb.Command):
+    """Poison window: bands of zones with creation index in [LO, HI) get 0xEE, all others 0x00.
+
+Usage: redzone poison LO HI
+
+LO and HI are gdb expressions ($lo, 100, $i+1). Zones allocated later follow the same rule until
+`redzone unpoison`. A scan right after reports nothing. Use it to bisect a read past the end."""
+
+    def __init__(self):
+        super().__init__("redzone poison", gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        _guard("poison", self.run, gdb.string_to_argv(arg))
+
+    def run(self, argv):
+        lo_text, hi_text = args.parse_poison(argv)
+        lo, hi = args.check_window(_eval_int(lo_text, "LO"), _eval_int(hi_text, "HI"))
+        result, out = agent().request(target.OP_POISON, lo, hi)
+        _write(out)
+        if result < 0:
+            raise target.TargetError(f"poison failed: {view.status_name(result)}")
+        inside = outside = 0
+        _, data = target.state()
+        for nb, index, _v in target.Registry(data).walk():
+            row = view.zone_row(nb, json=True)
+            if '"state": "watched"' not in row:
+                continue
+            if lo <= index < hi:
+                inside += 1
+            else:
+                outside += 1
+        _write(f"redzone poison [{lo}, {hi}): {inside} zone(s) now hold 0xEE, {outside} hold 0x00")
+
+
+class UnpoisonCommand(gdb.Command):
+    """End the poison window: every band gets the fill byte again.
+
+Usage: redzone unpoison"""
+
+    def __init__(self):
+        super().__init__("redzone unpoison", gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        _guard("unpoison", self.run, gdb.string_to_argv(arg))
+
+    def run(self, argv):
+        args.parse_none(argv, "unpoison")
+        result, out = agent().request(target.OP_UNPOISON)
+        _write(out)
+        if result < 0:
+            raise target.TargetError(f"unpoison failed: {view.status_name(result)}")
+        _write("redzone unpoison: every band holds the fill byte again")
+
+
+def _eval_int(text, what):
+    try:
+        return int(gdb.parse_and_eval(text))
+    except gdb.error as e:
+        raise UsageError(f"{what} {text!r} is not a number: {e}")
+
+
+class StatsCommand(gdb.Command):
+    """Print every mapping counter as `name: value` (read from memory: works on a core file).
+
+Usage: redzone stats [--json]"""
+
+    def __init__(self, name="redzone stats"):
+        super().__init__(name, gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        _guard("stats", self.run, gdb.string_to_argv(arg))
+
+    def run(self, argv):
+        as_json = args.parse_json_only(argv, "stats")
+        _, data = target.state()
+        _write(view.counters(data, json=as_json))
+
+
+class StatusCommand(gdb.Command):
+    """Show whether the library is loaded, the agent alive, and the options in effect.
+
+Usage: redzone status"""
+
+    def __init__(self):
+        super().__init__("redzone status", gdb.COMMAND_STATUS)
+
+    def invoke(self, arg, from_tty):
+        _guard("status", self.run, gdb.string_to_argv(arg))
+
+    def run(self, argv):
+        args.parse_none(argv, "status")
+        lines = []
+        try:
+            addr, data = target.state()
+        except target.TargetError as e:
+            _write(f"library: not loaded ({e})")
+            return
+        o = lambda f: view.u64(data, view.offset(f))
+        b = lambda f: data[view.offset(f)]
+        lines.append(f"library: loaded (state block at 0x{addr:x}, {'core file' if target.is_core() else 'live process'})")
+        pad = o("state.pad_bytes")
+        lines.append(f"bands: {pad} bytes" + (" (off)" if pad == 0 else "") +
+                     f", fill 0x{b('state.fill'):02x}, min-idx {o('state.min_idx')}")
+        tr = o("state.trace_idx")
+        lines.append(f"trace-idx: {'unset' if tr == (1 << 64) - 1 else tr}")
+        if b("state.poison_active"):
+            lines.append(f"poison window: [{o('state.poison_lo')}, {o('state.poison_hi')})")
+        lines.append(f"zones: {o('state.zone_count')} registered, next creation index {o('state.next_index')}")
+        try:
+            head = target.read(target.symbol_address("__redzone_agent"), view.size("agent.header"))
+            alive = view.u32(head, view.offset("agent.alive"))
+            lines.append(f"agent: {'alive, LWP ' + str(view.u64(head, view.offset('agent.tid'))) if alive else 'not running'}"
+                         " (transport: futex request block + scheduler-locking; no inferior calls)")
+        except target.TargetError as e:
+            lines.append(f"agent: unavailable ({e})")
+        lines.append(f"autoscan: {args.autoscan_text(SETTINGS.autoscan)}; timeout {SETTINGS.timeout:g} s")
+        lines.append("note: gdb never runs code on your threads; scans run on the redzone-agent thread")
+        _write("\n".join(lines))
+
+
+# ---- break on violation --------------------------------------------------------------------------------
+class ViolationBreakpoint(gdb.Breakpoint):
+    """Stops where the library reports a violation on its own (free, sync, exit scans)."""
+
+    def __init__(self):
+        super().__init__("__redzone_violation", internal=True)
+        self.silent = True
+
+    def stop(self):
+        if target.Agent.busy or target.agent_serving():
+            return False  # a scan gdb asked for reports instead of stopping
+        try:
+            rec = gdb.parse_and_eval("violation")
+            data = target.read(int(rec), view.size("violation"))
+            gdb.write(view.violation(data) + "\n")
+        except (gdb.error, target.TargetError) as e:
+            gdb.write(f"redzone: violation reported (record unreadable: {e})\n")
+        gdb.write("redzone: stopped where the library found this violation; `bt` shows the host stack\n")
+        return True
+
+
+class BreakCommand(gdb.Command):
+    """Stop when the library reports a violation by itself (at free, sync or exit).
+
+Usage: redzone break on|off
+
+Scans that gdb asks for (redzone scan, autoscan) never stop; they print their reports."""
+
+    def __init__(self):
+        super().__init__("redzone break", gdb.COMMAND_BREAKPOINTS)
+        self.bp = None
+
+    def invoke(self, arg, from_tty):
+        _guard("break", self.run, gdb.string_to_argv(arg))
+
+    def run(self, argv):
+        on = args.parse_on_off(argv, "break")
+        if on and self.bp is None:
+            self.bp = ViolationBreakpoint()
+        elif not on and self.bp is not None:
+            self.bp.delete()
+            self.bp = None
+        _write(f"redzone break: {'on' if on else 'off'}")
+
+
+# ---- settings ------------------------------------------------------------------------------------------
+class Settings:
+    autoscan = "off"
+    timeout = 2.0
+    env = {name: None for name in args.ENV_VARS}
+    emulated = False
+
+
+SETTINGS = Settings()
+
+
+class RedzoneSetPrefix(gdb.Command):
+    """Settings of the redzone plugin.
+
+Usage: set redzone autoscan|timeout|bytes|fill|min-idx|trace-idx|scan|emulated-device VALUE"""
+
+    def __init__(self):
+        super().__init__("set redzone", gdb.COMMAND_DATA, prefix=True)
+
+
+class RedzoneShowPrefix(gdb.Command):
+    """Show the redzone plugin's settings.
+
+Usage: show redzone [autoscan|timeout|bytes|fill|min-idx|trace-idx|scan|emulated-device]"""
+
+    def __init__(self):
+        super().__init__("show redzone", gdb.COMMAND_DATA, prefix=True)
+
+
+class AutoscanParameter(gdb.Parameter):
+    """Scan after every stop (on), never (off), or only after the listed breakpoints (2,5).
+
+Usage: set redzone autoscan off|on|BPNUM[,BPNUM...]"""
+
+    set_doc = "Set when redzone scans automatically."
+    show_doc = "Show when redzone scans automatically."
+
+    def __init__(self):
+        super().__init__("redzone autoscan", gdb.COMMAND_DATA, gdb.PARAM_STRING)
+        self.value = "off"
+
+    def get_set_string(self):
+        try:
+            SETTINGS.autoscan = args.parse_autoscan(self.value)
+        except UsageError as e:
+            self.value = args.autoscan_text(SETTINGS.autoscan)
+            raise gdb.GdbError(f"redzone autoscan: {e}\nUsage: set redzone autoscan off|on|BPNUM[,BPNUM...]")
+        return ""
+
+    def get_show_string(self, svalue):
+        return f"redzone autoscan is {args.autoscan_text(SETTINGS.autoscan)}."
+
+
+class TimeoutParameter(gdb.Parameter):
+    """Seconds gdb waits for the agent before giving up with an error (default 2).
+
+Usage: set redzone timeout SECONDS"""
+
+    set_doc = "Set how long redzone waits for its agent."
+    show_doc = "Show how long redzone waits for its agent."
+
+    def __init__(self):
+        super().__init__("redzone timeout", gdb.COMMAND_DATA, gdb.PARAM_ZUINTEGER)
+        self.value = 2
+
+    def get_set_string(self):
+        if self.value == 0:
+            self.value = int(SETTINGS.timeout)
+            raise gdb.GdbError("redzone timeout: must be at least 1 second\nUsage: set redzone timeout SECONDS")
+        SETTINGS.timeout = float(self.value)
+        return ""
+
+    def get_show_string(self, svalue):
+        return f"redzone timeout is {svalue} s."
+
+
+class EnvParameter(gdb.Parameter):
+    """A METRALE_REDZONE* variable given to the program at `run` (unless you set the variable yourself).
+
+Usage: set redzone NAME VALUE   (empty VALUE: the library's default)"""
+
+    set_doc = "Set a redzone option for the next run."
+    show_doc = "Show a redzone option for the next run."
+
+    def __init__(self, name):
+        self.name = name
+        super().__init__(f"redzone {name}", gdb.COMMAND_DATA, gdb.PARAM_STRING)
+        self.value = ""
+
+    def get_set_string(self):
+        try:
+            SETTINGS.env[self.name] = args.check_env_value(self.name, self.value)
+        except UsageError as e:
+            self.value = SETTINGS.env[self.name] or ""
+            raise gdb.GdbError(f"redzone {self.name}: {e}\nUsage: set redzone {self.name} VALUE")
+        update_exec_wrapper()
+        return ""
+
+    def get_show_string(self, svalue):
+        shown = svalue or ("64 (default)" if self.name == "bytes" else "the library's default")
+        return f"redzone {self.name} is {shown} ({args.ENV_VARS[self.name]})."
+
+
+class EmulatedParameter(gdb.Parameter):
+    """Run the program on the emulated CUDA driver (for machines without a GPU).
+
+Usage: set redzone emulated-device on|off"""
+
+    set_doc = "Set whether the program runs on the emulated driver."
+    show_doc = "Show whether the program runs on the emulated driver."
+
+    def __init__(self):
+        super().__init__("redzone emulated-device", gdb.COMMAND_DATA, gdb.PARAM_BOOLEAN)
+        self.value = False
+
+    def get_set_string(self):
+        SETTINGS.emulated = bool(self.value)
+        update_exec_wrapper()
+        return ""
+
+    def get_show_string(self, svalue):
+        return f"redzone emulated-device is {svalue}."
+
+
+def _user_env():
+    """Variables the user set for the inferior (`set environment`) or that gdb itself has."""
+    import os
+    env = dict(os.environ)
+    for var in list(args.ENV_VARS.values()) + ["LD_LIBRARY_PATH"]:
+        out = gdb.execute(f"show environment {var}", to_string=True)
+        if "not defined" not in out and "=" in out:
+            env[var] = out.split("=", 1)[1].strip()
+        elif var in env and "not defined" in out:
+            del env[var]
+    return env
+
+
+def update_exec_wrapper():
+    wrapper = args.wrapper_command(paths.LIBREDZONE, paths.EMU_DIR if SETTINGS.emulated else None,
+                                   SETTINGS.env, _user_env())
+    gdb.execute(f"set exec-wrapper {wrapper}", to_string=True)
+
+
+# ---- autoscan -------------------------------------------------------------------------------------------
+def _on_stop(event):
+    if target.Agent.busy or SETTINGS.autoscan == "off":
+        return
+    if isinstance(SETTINGS.autoscan, frozenset):
+        bps = getattr(event, "breakpoints", None) or []
+        if not any(b.number in SETTINGS.autoscan for b in bps):
+            return
+    _autoscan()
+
+
+def _autoscan():
+    try:
+        result, out = agent().request(target.OP_SCAN)
+        _write(out)  # the library's own lines, unchanged
+    except target.TargetError as e:
+        _write(f"redzone autoscan: skipped ({e})")
+    except gdb.error as e:
+        _write(f"redzone autoscan: skipped ({e})")
+
+
+def agent():
+    return target.Agent(SETTINGS.timeout)
+
+
+class ViolationsFunction(gdb.Function):
+    """$redzone_violations() - violations found so far (read from memory), for breakpoint conditions.
+
+Usage: $redzone_violations()"""
+
+    def __init__(self):
+        super().__init__("redzone_violations")
+
+    def invoke(self):
+        try:
+            _, data = target.state()
+        except target.TargetError as e:
+            raise gdb.GdbError(f"$redzone_violations: {e}")
+        counters = view.counters(data)
+        for line in counters.splitlines():
+            name, value = line.split(": ")
+            if name == "violations":
+                return int(value)
+        return 0
+
+
+def register():
+    RedzonePrefix()
+    ListCommand()
+    ScanCommand()
+    PoisonCommand()
+    UnpoisonCommand()
+    StatsCommand()
+    StatsCommand("redzone counters")
+    StatusCommand()
+    BreakCommand()
+    RedzoneSetPrefix()
+    RedzoneShowPrefix()
+    AutoscanParameter()
+    TimeoutParameter()
+    for name in args.ENV_VARS:
+        EnvParameter(name)
+    EmulatedParameter()
+    ViolationsFunction()
+    gdb.events.stop.connect(_on_stop)
+    update_exec_wrapper()

@@ -1,0 +1,206 @@
+"""gdb glue: reading redzone's exported state out of the program's memory, and requests to the library's
+agent thread. gdb never runs code on the program's threads: reads are plain memory reads (live process or
+core file); scans and poisons are served by the "redzone-agent" thread, which alone is resumed."""
+import ctypes
+import platform
+import threading
+
+import gdb
+
+from . import view
+
+OP_PING, OP_SCAN, OP_POISON, OP_UNPOISON = 1, 2, 3, 4
+
+
+class TargetError(Exception):
+    """The program cannot answer (no process, no library, core file, timeout)."""
+
+
+def inferior():
+    inf = gdb.selected_inferior()
+    if inf is None or inf.pid == 0 and not is_core():
+        raise TargetError("no process: start the program (run) or load a core file first")
+    return inf
+
+
+def is_core():
+    inf = gdb.selected_inferior()
+    conn = getattr(inf, "connection", None)
+    return conn is not None and conn.type == "core"
+
+
+def symbol_address(name):
+    sym = gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)
+    if sym is None:
+        try:
+            return int(gdb.parse_and_eval(f"(unsigned long)&'{name}'"))
+        except gdb.error:
+            raise TargetError("libredzone is not loaded in this program (no __redzone_state): "
+                              "run it under `redzone run`/`redzone gdb`, or preload libredzone.so")
+    return int(sym.value().address)
+
+
+def read(addr, n):
+    try:
+        return bytes(inferior().read_memory(addr, n))
+    except gdb.MemoryError as e:
+        raise TargetError(f"cannot read the program's memory at 0x{addr:x}: {e}")
+
+
+def state():
+    """(address, bytes) of __redzone_state, checked against the view's layout."""
+    addr = symbol_address("__redzone_state")
+    data = read(addr, view.size("state"))
+    rc = view.check_state(data)
+    if rc != 0:
+        raise TargetError({-1: "the state block has a bad magic (not redzone, or memory is corrupt)",
+                           -2: "the state block has another version than this plugin understands",
+                           -3: "the state block has another size than this plugin expects"}[rc])
+    return addr, data
+
+
+class Registry:
+    """Walks the zone list of a state snapshot, reading node chunks on demand."""
+
+    def __init__(self, state_bytes):
+        self.state = state_bytes
+        self.node = view.size("node")
+        self.shift = view.size("chunk_shift")
+        self.chunk_bytes = view.size("chunk")
+        base = view.offset("state.chunks")
+        self.chunk_ptrs = [view.u64(state_bytes, base + 8 * i) for i in range(view.size("max_chunks"))]
+        self.cache = {}
+
+    def node_bytes(self, id1):
+        i = id1 - 1
+        c = i >> self.shift
+        if c not in self.cache:
+            if not self.chunk_ptrs[c]:
+                raise TargetError("the registry points outside its chunks (memory is corrupt)")
+            self.cache[c] = read(self.chunk_ptrs[c], self.chunk_bytes)
+        off = (i & ((1 << self.shift) - 1)) * self.node
+        return self.cache[c][off:off + self.node]
+
+    def walk(self):
+        id1 = view.u32(self.state, view.offset("state.head"))
+        seen = 0
+        limit = view.u64(self.state, view.offset("state.zone_count")) + 1
+        while id1:
+            nb = self.node_bytes(id1)
+            st, index, nxt, violated = view.zone_fields(nb)
+            yield nb, index, violated
+            seen += 1
+            if seen > limit:
+                raise TargetError("the zone list is longer than its count (the registry changed while read)")
+            id1 = nxt
+
+
+def seq_stable(addr_state):
+    """True when no thread is in the middle of changing the registry."""
+    seq = view.u64(read(addr_state + view.offset("state.seq"), 8), 0)
+    return seq % 2 == 0
+
+
+# ---- the agent ------------------------------------------------------------------------------------------
+class Agent:
+    """One request at a time to the library's agent thread."""
+
+    busy = False  # a request is in flight: stop events and violation breakpoints are ours
+
+    def __init__(self, timeout):
+        self.timeout = timeout
+
+    def request(self, op, arg0=0, arg1=0):
+        if is_core():
+            raise TargetError("this is a core file: scan and poison need a running program")
+        inf = inferior()
+        if inf.pid == 0:
+            raise TargetError("no process: start the program (run) first")
+        if gdb.parameter("non-stop"):
+            raise TargetError("non-stop mode is not supported: the agent needs all-stop mode")
+        addr = symbol_address("__redzone_agent")
+        head = read(addr, view.size("agent.header"))
+        if view.check_agent(head) != 0:
+            raise TargetError("the agent block is not one this plugin understands (version mismatch?)")
+        if not view.u32(head, view.offset("agent.alive")):
+            raise TargetError("the agent thread is not running yet (it starts at the program's first device "
+                              "allocation) or was disabled with METRALE_REDZONE_AGENT=0")
+        tid = view.u64(head, view.offset("agent.tid"))
+        agent_thread = next((t for t in inf.threads() if t.ptid[1] == tid), None)
+        if agent_thread is None:
+            raise TargetError(f"the agent thread (LWP {tid}) is not among the program's threads")
+        answered = view.u32(head, view.offset("agent.answered"))
+        req = (answered + 1) & 0xFFFFFFFF or 1
+
+        user_thread = gdb.selected_thread()
+        try:
+            frame_level = gdb.selected_frame().level()
+        except gdb.error:
+            frame_level = None
+        locking = gdb.parameter("scheduler-locking")
+
+        inf.write_memory(addr + view.offset("agent.op"), op.to_bytes(4, "little"))
+        inf.write_memory(addr + view.offset("agent.arg0"), arg0.to_bytes(8, "little"))
+        inf.write_memory(addr + view.offset("agent.arg1"), arg1.to_bytes(8, "little"))
+        inf.write_memory(addr + view.offset("agent.request"), req.to_bytes(4, "little"))
+
+        bp = gdb.Breakpoint("__redzone_agent_done", internal=True)
+        bp.silent = True
+        bp.thread = agent_thread.num
+        timer = threading.Timer(self.timeout, _interrupt, (inf.pid, tid))
+        timed_out = False
+        Agent.busy = True
+        try:
+            gdb.execute("set scheduler-locking on", to_string=True)
+            agent_thread.switch()  # the Python API switches without printing
+            hits = bp.hit_count
+            timer.start()
+            gdb.execute("continue", to_string=True)
+            timer.cancel()
+            if bp.hit_count == hits:
+                timed_out = True
+        finally:
+            timer.cancel()
+            Agent.busy = False
+            bp.delete()
+            if inf.pid != 0 and user_thread is not None and user_thread.is_valid():
+                user_thread.switch()
+                if frame_level is not None:
+                    _select_frame(frame_level)
+            gdb.execute(f"set scheduler-locking {locking}", to_string=True)
+        if inf.pid == 0:
+            raise TargetError("the program exited while the agent was serving the request")
+        if timed_out:
+            raise TargetError(f"the agent did not answer within {self.timeout:g} s (a stopped thread may be "
+                              "inside the driver); your thread and frame are restored, and the request "
+                              "completes harmlessly when the program runs")
+        head = read(addr, view.size("agent.header"))
+        n = view.u32(head, view.offset("agent.out_len"))
+        out = read(addr + view.offset("agent.out"), n).decode(errors="replace") if n else ""
+        if view.u32(head, view.offset("agent.out_truncated")):
+            out += "redzone: (output truncated: more lines than the agent's buffer holds)\n"
+        return view.i64(head, view.offset("agent.result")), out
+
+
+def _select_frame(level):
+    frame = gdb.newest_frame()
+    while frame is not None and frame.level() < level:
+        frame = frame.older()
+    if frame is not None:
+        frame.select()
+
+
+def _interrupt(pid, tid):
+    """SIGINT to the agent thread only (tgkill): gdb stops, and by default does not pass SIGINT on."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr = {"x86_64": 234, "aarch64": 131}.get(platform.machine(), 234)  # tgkill
+    libc.syscall(nr, pid, tid, 2)
+
+
+def agent_serving():
+    """True while the agent serves a request (read from memory; for breakpoint conditions)."""
+    try:
+        addr = symbol_address("__redzone_agent")
+        return bool(view.u32(read(addr + view.offset("agent.serving"), 4), 0))
+    except TargetError:
+        return False

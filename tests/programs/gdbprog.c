@@ -1,0 +1,70 @@
+/*
+ * The program the gdb tests debug: plain driver-API code with named stopping points.
+ *   gdbprog overrun      3 allocations, #1 written past its end, then stop_here(1); frees all (stop_here(2))
+ *   gdbprog threads N    N threads each allocating, overrunning nothing, calling tick() 50 times
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_emu.h"
+
+#define CHECK(call)                                                                                          \
+    do {                                                                                                     \
+        if ((call) != 0) {                                                                                   \
+            fprintf(stderr, "gdbprog: %s failed\n", #call);                                                  \
+            exit(100);                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+volatile int g_sink;
+void stop_here(int where);
+void tick(int thread);
+__attribute__((noinline)) void stop_here(int where) { g_sink = where; }
+__attribute__((noinline)) void tick(int thread) { g_sink += thread; }
+
+static rzcu_context g_ctx;
+
+static void *worker(void *arg) {
+    int id = (int)(long)arg;
+    CHECK(cuCtxSetCurrent(g_ctx));
+    for (int i = 0; i < 50; i++) {
+        rzcu_deviceptr p;
+        CHECK(cuMemAlloc_v2(&p, 64 + (size_t)i));
+        tick(id);
+        CHECK(cuMemFree_v2(p));
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    const char *mode = argc > 1 ? argv[1] : "overrun";
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&g_ctx, 0));
+    CHECK(cuCtxSetCurrent(g_ctx));
+    if (strcmp(mode, "threads") == 0) {
+        int n = argc > 2 ? atoi(argv[2]) : 4;
+        pthread_t t[16];
+        for (long i = 0; i < n && i < 16; i++)
+            pthread_create(&t[i], NULL, worker, (void *)(i + 1));
+        for (int i = 0; i < n && i < 16; i++)
+            pthread_join(t[i], NULL);
+        stop_here(9);
+        return 0;
+    }
+    rzcu_deviceptr p[3];
+    CHECK(cuMemAlloc_v2(&p[0], 256));
+    CHECK(cuMemAlloc_v2(&p[1], 1000));
+    CHECK(cuMemAlloc_v2(&p[2], 512));
+    unsigned char host[1008];
+    memset(host, 0x42, sizeof host);
+    host[1000] = 0xab;
+    CHECK(cuMemcpyHtoD_v2(p[1], host, sizeof host));
+    stop_here(1);
+    for (int i = 0; i < 3; i++)
+        CHECK(cuMemFree_v2(p[i]));
+    stop_here(2);
+    printf("gdbprog: done\n");
+    return 0;
+}
