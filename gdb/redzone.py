@@ -6,7 +6,8 @@ METRALE_REDZONE* variables are set. Works in gdb and cuda-gdb (Python 3.8+)."""
 import os
 import sys
 
-_here = os.path.dirname(os.path.abspath(__file__))
+# This file's own path (not __file__: when sourced from another gdb Python script, __file__ is that one's).
+_here = os.path.dirname(os.path.abspath(sys._getframe().f_code.co_filename))
 if _here not in sys.path:
     sys.path.insert(0, _here)
 

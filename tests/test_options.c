@@ -165,7 +165,7 @@ Test(options, status_table) {
     cr_assert_str_eq(rz_status_name(RZ_OK), "RZ_OK");
     cr_assert_str_eq(rz_status_name(RZ_EINVAL), "RZ_EINVAL");
     cr_assert_str_eq(rz_status_name(12345), "RZ_UNKNOWN");
-    cr_assert_str_eq(rz_strerror(RZ_EBUSY), "another scan or poison is running on this thread");
+    cr_assert_str_eq(rz_strerror(RZ_EBUSY), "busy: a scan or poison is already running on this thread, or the registry is held by a stopped thread");
 #define RZ_CHECK_NEGATIVE(name, value, msg) cr_assert(value <= 0 && strcmp(rz_status_name(value), #name) == 0);
     RZ_STATUS_MAP(RZ_CHECK_NEGATIVE)
 #undef RZ_CHECK_NEGATIVE

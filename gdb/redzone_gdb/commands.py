@@ -430,10 +430,15 @@ def _on_stop(event):
     _autoscan()
 
 
+AUTOSCANS = []  # what each autoscan printed, newest last (kept for `redzone status` and tests)
+
+
 def _autoscan():
     try:
         result, out = agent().request(target.OP_SCAN)
         _write(out)  # the library's own lines, unchanged
+        AUTOSCANS.append(out)
+        del AUTOSCANS[:-100]
     except target.TargetError as e:
         _write(f"redzone autoscan: skipped ({e})")
     except gdb.error as e:

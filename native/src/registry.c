@@ -102,7 +102,7 @@ int rz__registry_add(const rz_zone_node_t *zone) {
             goto out;
         }
     }
-    uint32_t id1 = take_node();
+    uint32_t id1 = take_node(); /* rz-test: registry locked (the gdb lock test stops here) */
     if (id1 == 0) {
         rc = RZ_ENOMEM;
         goto out;

@@ -26,6 +26,17 @@ __attribute__((noinline)) void tick(int thread) { g_sink += thread; }
 
 static rzcu_context g_ctx;
 
+/* Puts a known pattern in ymm0 (AVX2 code on the user's thread) right before stopping, so a test can check
+ * that a scan leaves the stopped thread's vector registers alone. */
+static void load_ymm0(void) {
+#if defined(__x86_64__)
+    static const int pattern[8] = {0x11111111, 0x22222222, 0x33333333, 0x44444444,
+                                   0x55555555, 0x66666666, 0x77777777, 0x0badcafe};
+    if (__builtin_cpu_supports("avx2"))
+        __asm__ volatile("vmovdqu %0, %%ymm0" ::"m"(pattern) : "xmm0");
+#endif
+}
+
 static void *worker(void *arg) {
     int id = (int)(long)arg;
     CHECK(cuCtxSetCurrent(g_ctx));
@@ -61,6 +72,7 @@ int main(int argc, char **argv) {
     memset(host, 0x42, sizeof host);
     host[1000] = 0xab;
     CHECK(cuMemcpyHtoD_v2(p[1], host, sizeof host));
+    load_ymm0();
     stop_here(1);
     for (int i = 0; i < 3; i++)
         CHECK(cuMemFree_v2(p[i]));

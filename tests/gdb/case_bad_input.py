@@ -1,0 +1,57 @@
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import *
+
+# Before the program runs: no process.
+ex(f"source {PLUGIN}")
+ex(f"file {PROG}")
+expect_error("redzone scan", "no process")
+expect_error("redzone poison 0 1", "no process")
+expect_error("redzone list", "not loaded")
+start()
+CASES = [
+    ("redzone list --bogus", "unknown option", "Usage: redzone list"),
+    ("redzone list extra", "unexpected argument", "Usage: redzone list"),
+    ("redzone list --from", "needs a value", "Usage: redzone list"),
+    ("redzone list --from x", "non-negative integer", "Usage: redzone list"),
+    ("redzone list --limit -3", "non-negative integer", "Usage: redzone list"),
+    ("redzone list --to 1.5", "non-negative integer", "Usage: redzone list"),
+    ("redzone list --from 5 --to 2", "is after", "Usage: redzone list"),
+    ("redzone scan now", "unexpected argument", "Usage: redzone scan"),
+    ("redzone scan --all", "unknown option", "Usage: redzone scan"),
+    ("redzone poison", "exactly two", "Usage: redzone poison LO HI"),
+    ("redzone poison 1", "exactly two", "Usage: redzone poison LO HI"),
+    ("redzone poison 1 2 3", "exactly two", "Usage: redzone poison LO HI"),
+    ("redzone poison 5 2", "greater than", "Usage: redzone poison LO HI"),
+    ("redzone poison -1 2", "negative", "Usage: redzone poison LO HI"),
+    ("redzone poison abc 2", "not a number", "Usage: redzone poison LO HI"),
+    ("redzone poison 1 $nosuchvar+", "not a number", "Usage: redzone poison LO HI"),
+    ("redzone unpoison now", "takes no arguments", "Usage: redzone unpoison"),
+    ("redzone stats --xml", "unknown option", "Usage: redzone stats"),
+    ("redzone stats 1", "unexpected argument", "Usage: redzone stats"),
+    ("redzone counters -j", "unknown option", "Usage: redzone stats"),
+    ("redzone status verbose", "takes no arguments", "Usage: redzone status"),
+    ("redzone break", "on or off", "Usage: redzone break on|off"),
+    ("redzone break maybe", "on or off", "Usage: redzone break on|off"),
+    ("redzone break on off", "on or off", "Usage: redzone break on|off"),
+    ("set redzone autoscan sometimes", "breakpoint numbers", "Usage: set redzone autoscan"),
+    ("set redzone autoscan 0", "breakpoint numbers", "Usage: set redzone autoscan"),
+    ("set redzone autoscan 1,,2", "breakpoint numbers", "Usage: set redzone autoscan"),
+    ("set redzone timeout 0", "at least 1 second", "Usage: set redzone timeout"),
+    ("set redzone fill 300", "byte", "Usage: set redzone fill"),
+    ("set redzone fill abc", "non-negative integer", "Usage: set redzone fill"),
+    ("set redzone bytes -4", "non-negative integer", "Usage: set redzone bytes"),
+    ("set redzone min-idx x", "non-negative integer", "Usage: set redzone min-idx"),
+    ("set redzone trace-idx 1e3", "non-negative integer", "Usage: set redzone trace-idx"),
+    ("set redzone scan free,later", "comma list", "Usage: set redzone scan"),
+    ("set redzone scan none,exit", "comma list", "Usage: set redzone scan"),
+]
+for cmd, *fragments in CASES:
+    expect_error(cmd, *fragments)
+check(len(CASES) >= 30, "at least 30 bad-input cases")
+# Settings survive a rejected value.
+check("redzone autoscan is off." in ex("show redzone autoscan"), ex("show redzone autoscan"))
+ex("set redzone autoscan 1,2")
+check("redzone autoscan is 1,2." in ex("show redzone autoscan"), "autoscan list")
+ex("set redzone autoscan off")
+done()

@@ -1,0 +1,37 @@
+import os, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import *
+
+# The program stopped while its thread holds the registry lock: the scan answers with a clear error within
+# the timeout, the user's selection is restored, and the program still completes.
+src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "src", "registry.c")
+line = next(i for i, l in enumerate(open(src), 1) if "rz-test: registry locked" in l)
+ex("set pagination off")
+ex(f"source {PLUGIN}")
+ex("set redzone emulated-device on")
+ex("set redzone timeout 10")  # the agent's own 1.5 s lock timeout must answer first
+ex(f"file {PROG}")
+ex("set breakpoint pending on")
+ex("break stop_here")
+ex(f"break registry.c:{line}")
+ex("ignore 2 1")  # the second allocation: the agent is running by then
+go("run overrun")
+check(gdb.selected_frame().name() in ("rz__registry_add", "take_node"), gdb.selected_frame().name())
+before = selected()
+t0 = time.time()
+text = expect_error("redzone scan", "RZ_EBUSY")
+took = time.time() - t0
+check(took < 4.0, f"answered within the timeout ({took:.2f} s)")
+check(selected() == before, f"selection restored: {before} -> {selected()}")
+ex("delete 2")
+go("continue")
+check(gdb.selected_frame().name() == "stop_here", "the program went on")
+try:
+    again = ex("redzone scan")
+except gdb.error as e:
+    raise AssertionError(f"second scan failed: {e}; agent said: {bytes(gdb.selected_inferior().read_memory(int(gdb.parse_and_eval('(long)&__redzone_agent.out')), 300))!r}")
+check("REDZONE VIOLATION alloc#1" in again, "the agent works again")
+go("continue")
+go("continue")
+check(gdb.selected_inferior().pid == 0, "the program completed")
+done()
