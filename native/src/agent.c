@@ -107,9 +107,18 @@ static void start(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 << 10);
     pthread_t t;
-    if (pthread_create(&t, &attr, agent_main, NULL) != 0)
+    if (pthread_create(&t, &attr, agent_main, NULL) != 0) {
         rz__warn("cannot start the debugger agent thread; gdb's redzone scan and poison will not work");
+        pthread_attr_destroy(&attr);
+        return;
+    }
     pthread_attr_destroy(&attr);
+    /* Wait until the agent has published its thread id, so a debugger that stops the program right after
+     * this first allocation already finds it (once, at start-up: microseconds). */
+    while (!atomic_load(&__redzone_agent.alive)) {
+        struct timespec tick = {.tv_nsec = 50000};
+        nanosleep(&tick, NULL);
+    }
 }
 
 static void register_fork_handler(void) { pthread_atfork(NULL, NULL, rz__agent_after_fork); }

@@ -17,6 +17,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIBREDZONE = os.path.normpath(os.path.join(HERE, "@RZ_LIBREDZONE@"))
 EMU_DIR = os.path.normpath(os.path.join(HERE, "@RZ_EMU_DIR@"))
+GDB_PLUGIN = os.path.normpath(os.path.join(HERE, "@RZ_GDB_PLUGIN@"))
 
 # option -> (environment variable, help)
 RUN_OPTIONS = [
@@ -48,7 +49,8 @@ def build_parser():
         prog="redzone",
         description="Catch CUDA device-memory overruns with guard bands (red zones).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="commands:\n  run   run a program with red zones (redzone run --help)\n\n"
+        epilog="commands:\n  run   run a program with red zones (redzone run --help)\n"
+        "  gdb   debug a program with red zones in cuda-gdb or gdb (redzone gdb --help)\n\n"
         "Reference: docs/options.md, docs/report-format.md, docs/scan-policies.md",
     )
     sub = top.add_subparsers(dest="command", metavar="COMMAND")
@@ -66,7 +68,34 @@ def build_parser():
     run.add_argument("--emulated-device", action="store_true",
                      help="use the emulated CUDA driver (host memory; for machines without a GPU)")
     run.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
-    return top, run
+    dbg = sub.add_parser(
+        "gdb",
+        help="debug a program with red zones in cuda-gdb or gdb",
+        usage="redzone gdb [--emulated-device] [--gdb PATH] -- PROGRAM [ARGS...]",
+        description="Starts cuda-gdb when it is found (else gdb) with the redzone plugin loaded; `run` then "
+        "starts PROGRAM with libredzone.so preloaded. Commands: redzone list|scan|poison|stats|status|break "
+        "(see `help redzone` and docs/gdb.md).",
+    )
+    dbg.add_argument("--emulated-device", action="store_true", help="run the program on the emulated driver")
+    dbg.add_argument("--gdb", metavar="PATH", help="the debugger to start (default: cuda-gdb, else gdb)")
+    dbg.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS...]")
+    return top, run, dbg
+
+
+def cmd_gdb(args, parser):
+    import shutil
+    program = args.program[1:] if args.program and args.program[0] == "--" else args.program
+    if not program:
+        parser.error("no PROGRAM given (usage: redzone gdb [--emulated-device] [--gdb PATH] -- PROGRAM [ARGS...])")
+    debugger = args.gdb or shutil.which("cuda-gdb") or shutil.which("gdb")
+    if not debugger:
+        print("redzone: neither cuda-gdb nor gdb was found (apt-get install gdb)", file=sys.stderr)
+        return 127
+    cmd = [debugger, "-q", "-ex", f"source {GDB_PLUGIN}"]
+    if args.emulated_device:
+        cmd += ["-ex", "set redzone emulated-device on"]
+    cmd += ["--args"] + program
+    os.execvp(cmd[0], cmd)
 
 
 def check_value(run_parser, var, value):
@@ -150,10 +179,12 @@ def cmd_run(args, run_parser):
 
 
 def main(argv=None):
-    top, run = build_parser()
+    top, run, dbg = build_parser()
     args = top.parse_args(argv)
     if args.command == "run":
         return cmd_run(args, run)
+    if args.command == "gdb":
+        return cmd_gdb(args, dbg)
     top.print_help()
     return 2
 

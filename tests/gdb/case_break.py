@@ -4,14 +4,21 @@ from harness import *
 
 start()
 check("redzone break: on" in ex("redzone break on"), "break on")
-out = go("continue")
+# A scan gdb asks for reports and never stops at the violation breakpoint.
+out = ex("redzone scan")
+check("REDZONE VIOLATION alloc#1" in out and gdb.selected_frame().name() == "stop_here", out)
+# Write past the end again (the emulated device's memory is host memory), then let the free find it.
+ex("up")
+ex("set {unsigned char}(p[1] + 1000) = 0x77")
+ex("down")
+go("continue")
 bt = ex("bt")
 check("__redzone_violation" in bt and "rz__scan_before_free" in bt and "cuMemFree_v2" in bt and " main " in bt,
       f"stopped where the free-time check found it: {bt}")
-check(int(gdb.parse_and_eval("$redzone_violations()")) == 1, "counted before the hook")
-check(int(gdb.parse_and_eval("violation->index")) == 1, "the record is readable")
+check(int(gdb.parse_and_eval("$redzone_violations()")) == 2, "counted before the hook")
+check(int(gdb.parse_and_eval("violation->index")) == 1 and int(gdb.parse_and_eval("violation->first_bad")) == 0x77,
+      "the record is readable")
 ex("redzone break off")
 go("continue")
 check(gdb.selected_frame().name() == "stop_here" and int(gdb.parse_and_eval("where")) == 2, "off: runs to the end")
-# A scan gdb asks for never stops at the violation breakpoint.
 done()
