@@ -153,12 +153,19 @@ class Agent:
         try:
             gdb.execute("set scheduler-locking on", to_string=True)
             agent_thread.switch()  # the Python API switches without printing
-            hits = bp.hit_count
             timer.start()
-            gdb.execute("continue", to_string=True)
+            # The agent answers when `answered` equals our request number. A stop at the done breakpoint
+            # can also be stale: the agent may still sit where the previous request left it (a program
+            # that stopped again before the agent got the CPU). Resume until the answer is in memory.
+            while True:
+                hits = bp.hit_count
+                gdb.execute("continue", to_string=True)
+                if bp.hit_count == hits or inf.pid == 0:
+                    timed_out = bp.hit_count == hits
+                    break
+                if view.u32(read(addr + view.offset("agent.answered"), 4), 0) == req:
+                    break
             timer.cancel()
-            if bp.hit_count == hits:
-                timed_out = True
         finally:
             timer.cancel()
             Agent.busy = False
