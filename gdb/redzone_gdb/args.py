@@ -131,18 +131,19 @@ ENV_VARS = {
 }
 
 
-def wrapper_command(preload, emu_dir, settings, user_env):
-    """The exec-wrapper that starts the program with the library preloaded: `env VAR=... ` (no shell).
-    settings: name -> value or None; user_env: variables the user already set for the inferior (they win)."""
-    words = ["env", f"LD_PRELOAD={preload}"]
+def wrapper_command(exec_wrapper, preload, emu_dir, settings):
+    """The exec-wrapper that starts the program with the library preloaded: rz-exec applies each setting
+    only when the program's environment lacks that variable (the user's own wins), then execs the program."""
+    words = [exec_wrapper, "--preload", preload]
     values = dict(settings)
     if values.get("bytes") is None:
         values["bytes"] = "64"
     for name, var in ENV_VARS.items():
-        if values.get(name) is not None and var not in user_env:
-            words.append(f"{var}={values[name]}")
+        if values.get(name) is not None:
+            words += ["--default", f"{var}={values[name]}"]
     if emu_dir:
-        words.append(f"LD_LIBRARY_PATH={emu_dir}" + (":" + user_env["LD_LIBRARY_PATH"] if "LD_LIBRARY_PATH" in user_env else ""))
+        words += ["--path-prefix", emu_dir]
+    words.append("--")
     return " ".join(shell_quote(w) for w in words)
 
 

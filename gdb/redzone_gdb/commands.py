@@ -400,22 +400,9 @@ Usage: set redzone emulated-device on|off"""
         return f"redzone emulated-device is {svalue}."
 
 
-def _user_env():
-    """Variables the user set for the inferior (`set environment`) or that gdb itself has."""
-    import os
-    env = dict(os.environ)
-    for var in list(args.ENV_VARS.values()) + ["LD_LIBRARY_PATH"]:
-        out = gdb.execute(f"show environment {var}", to_string=True)
-        if "not defined" not in out and "=" in out:
-            env[var] = out.split("=", 1)[1].strip()
-        elif var in env and "not defined" in out:
-            del env[var]
-    return env
-
-
 def update_exec_wrapper():
-    wrapper = args.wrapper_command(paths.LIBREDZONE, paths.EMU_DIR if SETTINGS.emulated else None,
-                                   SETTINGS.env, _user_env())
+    wrapper = args.wrapper_command(paths.EXEC_WRAPPER, paths.LIBREDZONE,
+                                   paths.EMU_DIR if SETTINGS.emulated else None, SETTINGS.env)
     gdb.execute(f"set exec-wrapper {wrapper}", to_string=True)
 
 

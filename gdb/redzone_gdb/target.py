@@ -144,6 +144,7 @@ class Agent:
         inf.write_memory(addr + view.offset("agent.arg1"), arg1.to_bytes(8, "little"))
         inf.write_memory(addr + view.offset("agent.request"), req.to_bytes(4, "little"))
 
+        hook = _suspend_hook_stop()
         bp = gdb.Breakpoint("__redzone_agent_done", internal=True)
         bp.silent = True
         bp.thread = agent_thread.num
@@ -170,6 +171,7 @@ class Agent:
             timer.cancel()
             Agent.busy = False
             bp.delete()
+            _restore_hook_stop(hook)
             if inf.pid != 0 and user_thread is not None and user_thread.is_valid():
                 user_thread.switch()
                 if frame_level is not None:
@@ -178,15 +180,40 @@ class Agent:
         if inf.pid == 0:
             raise TargetError("the program exited while the agent was serving the request")
         if timed_out:
+            # Whenever the agent gets there, it writes its answer to the program's log instead.
+            try:
+                inf.write_memory(addr + view.offset("agent.abandoned"), req.to_bytes(4, "little"))
+            except gdb.MemoryError:
+                pass
             raise TargetError(f"the agent did not answer within {self.timeout:g} s (a stopped thread may be "
                               "inside the driver); your thread and frame are restored, and the request "
-                              "completes harmlessly when the program runs")
+                              "completes when the program runs, its report going to the program's log")
         head = read(addr, view.size("agent.header"))
         n = view.u32(head, view.offset("agent.out_len"))
         out = read(addr + view.offset("agent.out"), n).decode(errors="replace") if n else ""
         if view.u32(head, view.offset("agent.out_truncated")):
             out += "redzone: (output truncated: more lines than the agent's buffer holds)\n"
         return view.i64(head, view.offset("agent.result")), out
+
+
+def _suspend_hook_stop():
+    """A user's hook-stop must not run for the agent's internal stop: define it empty for the duration and
+    return the original body (None when there is none)."""
+    try:
+        text = gdb.execute("show user hook-stop", to_string=True)
+    except gdb.error:
+        return None
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("User command"):
+        return None
+    body = [l.strip() for l in lines[1:] if l.strip()]
+    gdb.execute("define hook-stop\nend", from_tty=False, to_string=True)
+    return body
+
+
+def _restore_hook_stop(body):
+    if body is not None:
+        gdb.execute("define hook-stop\n" + "\n".join(body) + "\nend", from_tty=False, to_string=True)
 
 
 def _select_frame(level):

@@ -203,7 +203,7 @@ typedef struct rz_agent {
     _Atomic uint32_t alive;     /* the agent thread is running */
     uint32_t out_truncated;     /* out filled up */
     uint32_t out_len;
-    uint32_t reserved;
+    _Atomic uint32_t abandoned; /* number of a request the debugger gave up on: its answer goes to the log */
     char out[RZ_AGENT_OUT];     /* report lines the request produced, '\n'-terminated */
 } rz_agent_t;
 extern rz_agent_t __redzone_agent;

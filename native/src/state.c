@@ -80,4 +80,5 @@ PIN(rz_agent_t, tid, 56);
 PIN(rz_agent_t, alive, 64);
 PIN(rz_agent_t, out_truncated, 68);
 PIN(rz_agent_t, out_len, 72);
+PIN(rz_agent_t, abandoned, 76);
 PIN(rz_agent_t, out, 80);

@@ -62,6 +62,7 @@ VIEW size_t rzv_offset(const char *field) {
     F("agent.alive", rz_agent_t, alive)
     F("agent.out_truncated", rz_agent_t, out_truncated)
     F("agent.out_len", rz_agent_t, out_len)
+    F("agent.abandoned", rz_agent_t, abandoned)
     F("agent.out", rz_agent_t, out)
     F("node.next", rz_zone_node_t, next)
     F("node.index", rz_zone_node_t, index)

@@ -2,6 +2,9 @@
  * The program the gdb tests debug: plain driver-API code with named stopping points.
  *   gdbprog overrun      3 allocations, #1 written past its end, then stop_here(1); frees all (stop_here(2))
  *   gdbprog threads N    N threads each allocating, overrunning nothing, calling tick() 50 times
+ *   gdbprog signal       raises SIGUSR1 (handled: sets g_got_signal), then stop_here(3)
+ *   gdbprog spin         tick(0), then spins until a debugger sets g_release, then stop_here(4)
+ *   gdbprog meminfo      overrun, cuMemGetInfo_v2 (a lock inside the driver), stop_here(5), free
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -18,13 +21,22 @@
         }                                                                                                    \
     } while (0)
 
+#include <signal.h>
+
 volatile int g_sink;
+volatile sig_atomic_t g_got_signal;
+volatile int g_release;
 void stop_here(int where);
 void tick(int thread);
 __attribute__((noinline)) void stop_here(int where) { g_sink = where; }
 __attribute__((noinline)) void tick(int thread) { g_sink += thread; }
 
 static rzcu_context g_ctx;
+
+static void on_usr1(int sig) {
+    (void)sig;
+    g_got_signal = 1;
+}
 
 /* Puts a known pattern in ymm0 (AVX2 code on the user's thread) right before stopping, so a test can check
  * that a scan leaves the stopped thread's vector registers alone. */
@@ -54,6 +66,28 @@ int main(int argc, char **argv) {
     CHECK(cuInit(0));
     CHECK(cuDevicePrimaryCtxRetain(&g_ctx, 0));
     CHECK(cuCtxSetCurrent(g_ctx));
+    if (strcmp(mode, "signal") == 0 || strcmp(mode, "spin") == 0 || strcmp(mode, "meminfo") == 0) {
+        rzcu_deviceptr q;
+        CHECK(cuMemAlloc_v2(&q, 100));
+        CHECK(cuMemsetD8_v2(q + 100, 0x33, 2)); /* past the end */
+        if (mode[1] == 'i') {
+            signal(SIGUSR1, on_usr1);
+            raise(SIGUSR1);
+            stop_here(3);
+        } else if (mode[1] == 'p') {
+            tick(0);
+            while (!g_release)
+                g_sink++;
+            stop_here(4);
+        } else {
+            size_t free_bytes, total;
+            CHECK(cuMemGetInfo_v2(&free_bytes, &total));
+            stop_here(5);
+        }
+        CHECK(cuMemFree_v2(q));
+        printf("gdbprog: %s done\n", mode);
+        return 0;
+    }
     if (strcmp(mode, "threads") == 0) {
         int n = argc > 2 ? atoi(argv[2]) : 4;
         pthread_t t[16];

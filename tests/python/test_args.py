@@ -56,10 +56,10 @@ def test_env_values():
             args.check_env_value(name, value)
 
 
-def test_exec_wrapper_respects_user_variables():
-    w = args.wrapper_command("/p/libredzone.so", "/p/emu", {"bytes": None, "fill": "7", "min-idx": None,
-                                                            "trace-idx": None, "scan": None}, {})
-    assert w == "env LD_PRELOAD=/p/libredzone.so METRALE_REDZONE=64 METRALE_REDZONE_FILL=7 LD_LIBRARY_PATH=/p/emu"
-    w = args.wrapper_command("/p/libredzone.so", None, {"bytes": "32"}, {"METRALE_REDZONE": "16"})
-    assert "METRALE_REDZONE=" not in w.replace("LD_PRELOAD", "")  # the user's variable wins
-    assert args.shell_quote("a b") == "'a b'"
+def test_exec_wrapper():
+    w = args.wrapper_command("/p/rz-exec", "/p/libredzone.so", "/p/emu",
+                             {"bytes": None, "fill": "7", "min-idx": None, "trace-idx": None, "scan": None})
+    assert w == ("/p/rz-exec --preload /p/libredzone.so --default METRALE_REDZONE=64 "
+                 "--default METRALE_REDZONE_FILL=7 --path-prefix /p/emu --")
+    w = args.wrapper_command("/p/rz-exec", "/p/lib redzone.so", None, {"bytes": "32"})
+    assert "--preload '/p/lib redzone.so'" in w and "METRALE_REDZONE=32" in w and "--path-prefix" not in w

@@ -1,0 +1,69 @@
+/*
+ * rz-exec: the gdb plugin's exec-wrapper. gdb runs it in place of the program; it adjusts the environment
+ * and execs the program, so the library is preloaded into the program only (not into gdb, not into a shell).
+ *   rz-exec [--preload LIB] [--default VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]
+ * --default sets VAR only when the environment does not have it already: a variable the user set
+ * (`set environment` in gdb, or gdb's own environment) wins. --preload prepends LIB to LD_PRELOAD;
+ * --path-prefix prepends DIR to LD_LIBRARY_PATH (the emulated driver).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void prepend(const char *var, const char *value) {
+    const char *old = getenv(var);
+    if (old == NULL || *old == '\0') {
+        setenv(var, value, 1);
+        return;
+    }
+    size_t n = strlen(value) + strlen(old) + 2;
+    char *both = malloc(n);
+    if (both == NULL)
+        return;
+    snprintf(both, n, "%s:%s", value, old);
+    setenv(var, both, 1);
+    free(both);
+}
+
+int main(int argc, char **argv) {
+    int i = 1;
+    for (; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            i++;
+            break;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "rz-exec: %s needs a value\n", argv[i]);
+            return 127;
+        }
+        const char *value = argv[++i];
+        if (strcmp(argv[i - 1], "--preload") == 0) {
+            prepend("LD_PRELOAD", value);
+        } else if (strcmp(argv[i - 1], "--path-prefix") == 0) {
+            prepend("LD_LIBRARY_PATH", value);
+        } else if (strcmp(argv[i - 1], "--default") == 0) {
+            const char *eq = strchr(value, '=');
+            if (eq == NULL || eq == value) {
+                fprintf(stderr, "rz-exec: --default wants VAR=VALUE, not %s\n", value);
+                return 127;
+            }
+            char name[128];
+            size_t len = (size_t)(eq - value) < sizeof name - 1 ? (size_t)(eq - value) : sizeof name - 1;
+            memcpy(name, value, len);
+            name[len] = '\0';
+            setenv(name, eq + 1, 0);
+        } else {
+            fprintf(stderr, "rz-exec: unknown option %s\n", argv[i - 1]);
+            return 127;
+        }
+    }
+    if (i >= argc) {
+        fprintf(stderr, "usage: rz-exec [--preload LIB] [--default VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]\n");
+        return 127;
+    }
+    execvp(argv[i], argv + i);
+    perror("rz-exec");
+    return 127;
+}

@@ -1,0 +1,38 @@
+import os, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import *
+
+# A thread stopped inside the driver holding the driver's lock: the agent cannot finish; gdb gives up after
+# `set redzone timeout`, restores the selection, and the abandoned scan completes when the program runs
+# (its report goes to the program's log; the band is re-filled).
+src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "emu", "emu_mem.c")
+line = next(i for i, l in enumerate(open(src), 1) if "*free_bytes = emu_cfg.mem_bytes - used[device];" in l)
+ex("set pagination off")
+ex(f"source {PLUGIN}")
+ex("set redzone emulated-device on")
+ex("set breakpoint pending on")
+ex(f"file {PROG}")
+ex("break stop_here")
+ex(f"break emu_mem.c:{line}")
+go("run meminfo")
+check(gdb.selected_frame().name() == "emu_mem_info", gdb.selected_frame().name())
+before = selected()
+ex("set redzone timeout 1")
+t0 = time.time()
+expect_error("redzone scan", "did not answer within 1 s", "restored")
+check(time.time() - t0 < 5, "gave up in time")
+check(selected() == before, f"{before} -> {selected()}")
+ex("delete")
+ex("break stop_here")
+go("continue")
+check(gdb.selected_frame().name() == "stop_here" and int(gdb.parse_and_eval("where")) == 5, "the program went on")
+# The abandoned scan may or may not have finished by now (the agent competes for the CPU); the next scan
+# waits behind it. Either way the overrun is found exactly once: by the abandoned scan (its report goes to
+# the program's log) or by this one.
+ex("set redzone timeout 5")
+again = ex("redzone scan")
+check("redzone scan: 1 zones checked, " in again, f"the agent answers again: {again!r}")
+check("violations: 1\n" in ex("redzone stats"), "found once, not lost, not twice")
+go("continue")
+check(int(gdb.parse_and_eval("$_exitcode")) == 0, "exited normally")
+done()
