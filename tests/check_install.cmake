@@ -25,3 +25,14 @@ if(NOT rc EQUAL 0 OR at EQUAL -1)
   message(FATAL_ERROR "installed redzone run did not report the overrun (rc ${rc}):\n${out}")
 endif()
 message(STATUS "installed bin/redzone run works")
+
+# The installed gdb plugin finds the installed view library, rz-exec, library and emulated driver.
+execute_process(COMMAND gdb -nx -batch -ex "set pagination off" -ex "source ${PREFIX}/share/redzone/gdb/redzone.py"
+                        -ex "set redzone emulated-device on" -ex "break stop_here" -ex "run overrun"
+                        -ex "redzone scan" -ex "kill" ${BUILD}/tests/gdbprog
+                OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
+string(FIND "${out}" "redzone scan: 3 zones checked, 1 violated" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "the installed gdb plugin did not scan:\n${out}")
+endif()
+message(STATUS "installed gdb plugin works")

@@ -227,8 +227,20 @@ Usage: redzone status"""
         except target.TargetError as e:
             lines.append(f"agent: unavailable ({e})")
         lines.append(f"autoscan: {args.autoscan_text(SETTINGS.autoscan)}; timeout {SETTINGS.timeout:g} s")
+        lines.append(f"gdb: {gdb.VERSION}; {_cpu_note()}")
         lines.append("note: gdb never runs code on your threads; scans run on the redzone-agent thread")
         _write("\n".join(lines))
+
+
+def _cpu_note():
+    try:
+        with open("/proc/cpuinfo") as f:
+            amx = any(" amx_tile" in line for line in f if line.startswith("flags"))
+    except OSError:
+        amx = False
+    if amx:
+        return "the CPU has AMX: gdb 13 cannot make inferior calls here, and redzone needs none"
+    return "redzone makes no inferior calls"
 
 
 # ---- break on violation --------------------------------------------------------------------------------
@@ -243,9 +255,11 @@ class ViolationBreakpoint(gdb.Breakpoint):
         if target.Agent.busy or target.agent_serving():
             return False  # a scan gdb asked for reports instead of stopping
         try:
-            rec = gdb.parse_and_eval("violation")
-            data = target.read(int(rec), view.size("violation"))
-            gdb.write(view.violation(data) + "\n")
+            _, state = target.state()
+            if view.u32(state, view.offset("state.log_fd")) != 2:
+                # The library's own line went to its log file: show it here too.
+                rec = gdb.parse_and_eval("violation")
+                gdb.write(view.violation(target.read(int(rec), view.size("violation"))) + "\n")
         except (gdb.error, target.TargetError) as e:
             gdb.write(f"redzone: violation reported (record unreadable: {e})\n")
         gdb.write("redzone: stopped where the library found this violation; `bt` shows the host stack\n")

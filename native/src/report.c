@@ -32,6 +32,7 @@ void rz__log_open(const char *path) {
         return;
     }
     g_log_fd = fd;
+    RZ_STATE.log_fd = fd;
 }
 
 int rz__log_fd(void) { return g_log_fd; }

@@ -158,7 +158,7 @@ typedef struct rz_state {
     uint8_t options_loaded;
     uint8_t poison_active;
     uint8_t driver_loaded;
-    uint32_t reserved0;
+    int32_t log_fd; /* where the library's lines go (2: stderr) */
     uint64_t poison_lo;
     uint64_t poison_hi;
     _Atomic uint64_t counters[RZ_NCOUNTERS];

@@ -12,6 +12,7 @@ RZ_EXPORT rz_state_t __redzone_state = {
     .size = sizeof(rz_state_t),
     .trace_idx = RZ_INDEX_NONE,
     .fill = RZ_FILL_DEFAULT,
+    .log_fd = 2,
     .chunk_shift = RZ_CHUNK_SHIFT,
     .node_size = sizeof(rz_zone_node_t),
     .off_ptr = offsetof(rz_zone_node_t, ptr),
@@ -38,6 +39,7 @@ PIN(rz_state_t, fill, 56);
 PIN(rz_state_t, options_loaded, 57);
 PIN(rz_state_t, poison_active, 58);
 PIN(rz_state_t, driver_loaded, 59);
+PIN(rz_state_t, log_fd, 60);
 PIN(rz_state_t, poison_lo, 64);
 PIN(rz_state_t, poison_hi, 72);
 PIN(rz_state_t, counters, 80);

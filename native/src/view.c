@@ -40,6 +40,7 @@ VIEW size_t rzv_offset(const char *field) {
     F("state.options_loaded", rz_state_t, options_loaded)
     F("state.poison_active", rz_state_t, poison_active)
     F("state.driver_loaded", rz_state_t, driver_loaded)
+    F("state.log_fd", rz_state_t, log_fd)
     F("state.poison_lo", rz_state_t, poison_lo)
     F("state.poison_hi", rz_state_t, poison_hi)
     F("state.counters", rz_state_t, counters)
