@@ -61,7 +61,7 @@ Columns: creation index, user pointer, user bytes, pad bytes, expected band byte
         limit = 100 if opts["--limit"] is None else opts["--limit"]
         lo, hi = opts["--from"], opts["--to"]
         rows, shown, total = [], 0, 0
-        for nb, index, violated in target.Registry(data).walk():
+        for nb, index, violated, _watched in target.Registry(data).walk():
             if (lo is not None and index < lo) or (hi is not None and index > hi):
                 continue
             if opts["--violated"] and not violated:
@@ -134,9 +134,8 @@ LO and HI are gdb expressions ($lo, 100, $i+1). Zones allocated later follow the
             raise target.TargetError(f"poison failed: {view.status_name(result)}")
         inside = outside = 0
         _, data = target.state()
-        for nb, index, _v in target.Registry(data).walk():
-            row = view.zone_row(nb, json=True)
-            if '"state": "watched"' not in row:
+        for _nb, index, _violated, watched in target.Registry(data).walk():
+            if not watched:
                 continue
             if lo <= index < hi:
                 inside += 1

@@ -87,8 +87,8 @@ class Registry:
         limit = view.u64(self.state, view.offset("state.zone_count")) + 1
         while id1:
             nb = self.node_bytes(id1)
-            st, index, nxt, violated = view.zone_fields(nb)
-            yield nb, index, violated
+            st, index, nxt, violated, watched = view.zone_fields(nb)
+            yield nb, index, violated, watched
             seen += 1
             if seen > limit:
                 raise TargetError("the zone list is longer than its count (the registry changed while read)")

@@ -28,7 +28,8 @@ def lib():
         l.rzv_zone_header.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
         l.rzv_zone_fields.restype = ctypes.c_int
         l.rzv_zone_fields.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64),
-                                      ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_int)]
+                                      ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_int),
+                                      ctypes.POINTER(ctypes.c_int)]
         l.rzv_violation.restype = ctypes.c_size_t
         l.rzv_violation.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         l.rzv_scan_summary.restype = ctypes.c_size_t
@@ -73,10 +74,11 @@ def zone_header():
 
 
 def zone_fields(node_bytes):
-    """(state, index, next node id + 1, violated)"""
-    index, nxt, violated = ctypes.c_uint64(), ctypes.c_uint32(), ctypes.c_int()
-    st = lib().rzv_zone_fields(node_bytes, ctypes.byref(index), ctypes.byref(nxt), ctypes.byref(violated))
-    return st, index.value, nxt.value, bool(violated.value)
+    """(state, index, next node id + 1, violated, watched)"""
+    index, nxt, violated, watched = ctypes.c_uint64(), ctypes.c_uint32(), ctypes.c_int(), ctypes.c_int()
+    st = lib().rzv_zone_fields(node_bytes, ctypes.byref(index), ctypes.byref(nxt), ctypes.byref(violated),
+                               ctypes.byref(watched))
+    return st, index.value, nxt.value, bool(violated.value), bool(watched.value)
 
 
 def zone_row(node_bytes, json=False):

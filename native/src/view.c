@@ -17,7 +17,7 @@ VIEW int rzv_check_state(const void *bytes);
 VIEW int rzv_check_agent(const void *bytes);
 VIEW size_t rzv_counters(const void *state_bytes, int json, char *out, size_t cap);
 VIEW size_t rzv_zone_header(char *out, size_t cap);
-VIEW int rzv_zone_fields(const void *node_bytes, uint64_t *index, uint32_t *next, int *violated);
+VIEW int rzv_zone_fields(const void *node_bytes, uint64_t *index, uint32_t *next, int *violated, int *watched);
 VIEW size_t rzv_zone_row(const void *node_bytes, int json, char *out, size_t cap);
 VIEW size_t rzv_violation(const void *bytes, char *out, size_t cap);
 VIEW size_t rzv_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap);
@@ -122,13 +122,14 @@ VIEW size_t rzv_counters(const void *state_bytes, int json, char *out, size_t ca
 
 VIEW size_t rzv_zone_header(char *out, size_t cap) { return rz__format_zone_header(out, cap); }
 
-/* Decode one node: returns its state (0 unused), and the fields a list filter needs. */
-VIEW int rzv_zone_fields(const void *node_bytes, uint64_t *index, uint32_t *next, int *violated) {
+/* Decode one node: returns its state (0 unused), and the fields list and poison filters need. */
+VIEW int rzv_zone_fields(const void *node_bytes, uint64_t *index, uint32_t *next, int *violated, int *watched) {
     rz_zone_node_t z;
     memcpy(&z, node_bytes, sizeof z);
     *index = z.index;
     *next = z.next;
     *violated = (z.flags & RZ_ZONE_VIOLATED) != 0;
+    *watched = rz__zone_watched(&z);
     return z.state;
 }
 
