@@ -266,3 +266,64 @@ Test(band_env, zones_remember_their_context_and_scans_use_it) {
     cr_assert_eq(cuCtxGetCurrent(&cur), RZCUDA_SUCCESS);
     cr_assert_null(cur, "the caller's context stack is restored");
 }
+
+/* Batched and per-band (fallback) methods: identical reports, and the batched one in O(1) driver calls. */
+static void overrun_pattern(rz_devptr_t *z, int n) {
+    for (int i = 0; i < n; i += 7)
+        poke(z[i] + 24 + (i % 64), (uint8_t)(i & 0xff));
+}
+
+static char *scan_text(void) {
+    cr_assert_eq(truncate(g_log, 0), 0); /* the library appends to its open log */
+    cr_assert_geq(rz_scan(), 0);
+    return rzt_read_log(g_log);
+}
+
+Test(band, batched_and_per_band_scans_report_the_same) {
+    enum { N = 500 };
+    rz_devptr_t z[N];
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(rz_mem_alloc(&z[i], 24), RZCUDA_SUCCESS);
+    overrun_pattern(z, N);
+    rz__dev_set_per_band(1);
+    char *per_band = scan_text();
+    overrun_pattern(z, N);
+    rz__dev_set_per_band(0);
+    char *batched = scan_text();
+    cr_assert(strstr(batched, "redzone scan: 500 zones checked, 71 violated\n"), "%s", batched); /* i = 238 writes 0xEE itself */
+    cr_assert_str_eq(per_band, batched);
+    /* Poison and unpoison leave the same bands either way. */
+    rz__dev_set_per_band(1);
+    cr_assert_eq(rz_poison(100, 200), RZ_OK);
+    rz__dev_set_per_band(0);
+    cr_assert_eq(rz_scan(), 0, "per-band fills match what the batched scan expects");
+    cr_assert_eq(rz_unpoison(), RZ_OK);
+    rz__dev_set_per_band(1);
+    cr_assert_eq(rz_scan(), 0, "batched fills match what the per-band scan expects");
+    free(per_band);
+    free(batched);
+}
+
+Test(band, scan_and_poison_take_a_constant_number_of_driver_calls, .timeout = 120) {
+    enum { N = 20000 };
+    rz_devptr_t p;
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(rz_mem_alloc(&p, 32), RZCUDA_SUCCESS);
+    const char *names[] = {"cuMemcpyBatchAsync_v2", "cuMemcpyDtoHAsync_v2", "cuMemcpyHtoDAsync_v2", "cuMemsetD8Async",
+                           "cuStreamSynchronize", "cuCtxGetCurrent", "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2",
+                           "cuStreamCreate"};
+    unsigned long long calls = 0;
+    cuEmuResetCallCounts();
+    cr_assert_eq(rz_scan(), 0);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        calls += cuEmuCallCount(names[i]);
+    cr_assert_leq(calls, 4, "a scan of %d zones took %llu driver calls", N, calls);
+    cuEmuResetCallCounts();
+    cr_assert_eq(rz_poison(0, N / 2), RZ_OK);
+    calls = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        calls += cuEmuCallCount(names[i]);
+    cr_assert_leq(calls, 4, "a poison of %d zones took %llu driver calls", N, calls);
+    cr_assert_eq(cuEmuCallCount("cuMemsetD8Async"), 0);
+    cr_assert_eq(rz_scan(), 0);
+}

@@ -15,8 +15,10 @@
 
 #include "rz_internal.h"
 
-#define STAGING_MAX ((size_t)8 << 20) /* bytes of bands read per batch */
-#define BATCH_ZONES 16384
+/* One batch (one driver call per context) covers up to BATCH_ZONES bands and STAGING_MAX bytes: 1M bands of
+ * 64 bytes in one call. Scratch grows to what the registry needs, never beyond these. */
+#define STAGING_MAX ((size_t)64 << 20)
+#define BATCH_ZONES ((size_t)1 << 20)
 
 static _Thread_local int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
 
@@ -24,6 +26,7 @@ static uint8_t *g_staging;
 static size_t g_staging_size;
 static rz_band_io_t *g_io;
 static rz_zone_node_t **g_nodes;
+static size_t g_io_cap;
 
 uint8_t rz__band_byte_for(uint64_t index) {
     if (RZ_STATE.poison_active)
@@ -36,12 +39,20 @@ RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) 
     __asm__ volatile("" : : "r"(violation) : "memory");
 }
 
+/* Room for one batch: `staging` bytes of bands and as many entries as the registry can fill. */
 static int ensure_scratch(size_t staging) {
-    if (g_io == NULL) {
-        g_io = calloc(BATCH_ZONES, sizeof *g_io);
-        g_nodes = calloc(BATCH_ZONES, sizeof *g_nodes);
-        if (g_io == NULL || g_nodes == NULL)
+    size_t zones = rz__registry_count();
+    zones = zones < 16 ? 16 : (zones > BATCH_ZONES ? BATCH_ZONES : zones);
+    if (zones > g_io_cap) {
+        rz_band_io_t *io = realloc(g_io, zones * sizeof *io);
+        if (io)
+            g_io = io;
+        rz_zone_node_t **nodes = realloc(g_nodes, zones * sizeof *nodes);
+        if (nodes)
+            g_nodes = nodes;
+        if (!io || !nodes)
             return RZ_ENOMEM;
+        g_io_cap = zones;
     }
     if (staging > g_staging_size) {
         uint8_t *p = realloc(g_staging, staging);
@@ -173,19 +184,26 @@ RZ_EXPORT int rz_scan(void) {
     }
     rz__launch_scan_begin();
     RZ_STATE.last_violation_count = 0;
+    /* Size the staging once (its address must not move while a batch is being collected). */
+    size_t total = 0, widest = 0;
+    for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
+        if (rz__zone_watched(z)) {
+            total += z->pad_bytes;
+            widest = z->pad_bytes > widest ? z->pad_bytes : widest;
+        }
+    }
+    size_t staging = total < STAGING_MAX ? total : STAGING_MAX;
+    if (ensure_scratch(staging > widest ? staging : widest) != RZ_OK)
+        rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
         if (!rz__zone_watched(z))
             continue;
-        if (n > 0 && (n == BATCH_ZONES || used + z->pad_bytes > STAGING_MAX)) {
+        if (n > 0 && (n == g_io_cap || used + z->pad_bytes > g_staging_size)) {
             rc = scan_batch(n, &violated);
             n = used = 0;
             if (rc != RZ_OK)
                 break;
-        }
-        if (ensure_scratch(used + z->pad_bytes > STAGING_MAX ? used + z->pad_bytes : STAGING_MAX) != RZ_OK) {
-            rc = RZ_ENOMEM;
-            break;
         }
         g_nodes[n] = z;
         g_io[n] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
@@ -237,7 +255,7 @@ static int refill_all(void) {
             continue;
         g_nodes[n] = z;
         g_io[n] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes, .value = want};
-        if (++n == BATCH_ZONES) {
+        if (++n == g_io_cap) {
             rc = flush_fills(n);
             n = 0;
         }

@@ -78,6 +78,8 @@ void *rz__dev_current_ctx(void) {
     return ctx;
 }
 
+static rzcu_result stream_for(void *ctx, rzcu_stream *out);
+
 /* ---- library streams, one per context ---------------------------------------------------------------- */
 #define RZ_MAX_STREAMS 64
 static pthread_mutex_t g_stream_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -141,54 +143,129 @@ static void leave_ctx(int pushed) {
     }
 }
 
+/* A new zone's band: one memset on the library's stream of the current context, then one sync. Called
+ * without the registry lock, so it must not touch the batch scratch. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes) {
-    rz_band_io_t io = {.ctx = rz__dev_current_ctx(), .dev = p, .bytes = bytes, .value = value};
-    return rz__dev_write(&io, 1);
+    rzcu_stream s;
+    rzcu_result r = stream_for(rz__dev_current_ctx(), &s);
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuMemsetD8Async(p, value, bytes, s);
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuStreamSynchronize(s);
+    return r;
 }
 
-/* Scratch arrays for one batch copy call. */
-#define RZ_BATCH_MAX 4096
+/*
+ * Band transfers, batched: every band of a context in one cuMemcpyBatchAsync (reads into the caller's
+ * staging; writes from a host buffer holding the band byte), then one synchronisation, so a scan or poison
+ * of N zones costs a constant number of driver calls. The per-band method (one async copy or memset per band)
+ * is the fallback for drivers without batch copies, chosen at run time; rz__dev_set_per_band() forces it
+ * for benchmarks and for tests that prove both methods report the same.
+ * The scratch below is used under the registry lock (all band traffic is).
+ */
+static int g_force_per_band;
+static rzcu_deviceptr *g_dsts, *g_srcs;
+static size_t *g_sizes;
+static size_t g_scratch_cap;
+static uint8_t *g_pattern[256]; /* host buffers holding one byte value, for batched fills */
+static size_t g_pattern_size[256];
 
-/* Read the bands of one context, from index `from` on, for entries whose ctx matches. */
-static rzcu_result read_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s) {
-    static rzcu_deviceptr dsts[RZ_BATCH_MAX], srcs[RZ_BATCH_MAX]; /* callers hold the registry lock */
-    static size_t sizes[RZ_BATCH_MAX];
+void rz__dev_set_per_band(int per_band) { g_force_per_band = per_band; }
+
+static int batching(void) { return !g_force_per_band && rz__drv.cuMemcpyBatchAsync_v2 != NULL; }
+
+static int ensure_batch_scratch(size_t n) {
+    if (n <= g_scratch_cap)
+        return 1;
+    size_t cap = g_scratch_cap ? g_scratch_cap : 1024;
+    while (cap < n)
+        cap *= 2;
+    rzcu_deviceptr *d = realloc(g_dsts, cap * sizeof *d);
+    if (d)
+        g_dsts = d;
+    rzcu_deviceptr *sr = realloc(g_srcs, cap * sizeof *sr);
+    if (sr)
+        g_srcs = sr;
+    size_t *sz = realloc(g_sizes, cap * sizeof *sz);
+    if (sz)
+        g_sizes = sz;
+    if (!d || !sr || !sz)
+        return 0;
+    g_scratch_cap = cap;
+    return 1;
+}
+
+static const uint8_t *pattern(uint8_t value, size_t bytes) {
+    if (g_pattern_size[value] < bytes) {
+        uint8_t *p = realloc(g_pattern[value], bytes);
+        if (p == NULL)
+            return NULL;
+        memset(p, value, bytes);
+        g_pattern[value] = p;
+        g_pattern_size[value] = bytes;
+    }
+    return g_pattern[value];
+}
+
+/* One batch call for the k collected copies; a driver that exports the entry point but cannot batch gets
+ * them one by one. */
+static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
     rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
     size_t attr_idx = 0;
-    size_t k = 0;
+    rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(g_dsts, g_srcs, g_sizes, k, &attr, &attr_idx, 1, s);
+    if (r != RZCUDA_ERROR_NOT_SUPPORTED)
+        return r;
+    r = RZCUDA_SUCCESS;
+    for (size_t j = 0; j < k && r == RZCUDA_SUCCESS; j++)
+        r = to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)g_dsts[j], g_srcs[j], g_sizes[j], s)
+                    : rz__drv.cuMemcpyHtoDAsync_v2(g_dsts[j], (const void *)(uintptr_t)g_srcs[j], g_sizes[j], s);
+    return r;
+}
+
+/* Read the bands of context ctx into their host buffers. */
+static rzcu_result read_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s) {
     rzcu_result r = RZCUDA_SUCCESS;
-    int batch_ok = rz__drv.cuMemcpyBatchAsync_v2 != NULL;
-    for (size_t i = 0; i <= n && r == RZCUDA_SUCCESS; i++) {
-        if (i < n && io[i].ctx == ctx && io[i].bytes > 0) {
-            if (batch_ok) {
-                dsts[k] = (rzcu_deviceptr)(uintptr_t)io[i].host;
-                srcs[k] = io[i].dev;
-                sizes[k] = io[i].bytes;
-                k++;
-            } else {
+    if (batching() && ensure_batch_scratch(n)) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (io[i].ctx != ctx || io[i].bytes == 0)
+                continue;
+            g_dsts[k] = (rzcu_deviceptr)(uintptr_t)io[i].host;
+            g_srcs[k] = io[i].dev;
+            g_sizes[k] = io[i].bytes;
+            k++;
+        }
+        if (k > 0)
+            r = flush_batch(k, s, 1);
+    } else {
+        for (size_t i = 0; i < n && r == RZCUDA_SUCCESS; i++)
+            if (io[i].ctx == ctx && io[i].bytes > 0)
                 r = rz__drv.cuMemcpyDtoHAsync_v2(io[i].host, io[i].dev, io[i].bytes, s);
-            }
-        }
-        if (k > 0 && (k == RZ_BATCH_MAX || i == n)) {
-            r = rz__drv.cuMemcpyBatchAsync_v2(dsts, srcs, sizes, k, &attr, &attr_idx, 1, s);
-            if (r == RZCUDA_ERROR_NOT_SUPPORTED) {
-                /* A driver that exports the entry point but cannot batch: copy band by band. */
-                r = RZCUDA_SUCCESS;
-                for (size_t j = 0; j < k && r == RZCUDA_SUCCESS; j++)
-                    r = rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dsts[j], srcs[j], sizes[j], s);
-            }
-            k = 0;
-        }
     }
     rzcu_result rs = rz__drv.cuStreamSynchronize(s);
     return r != RZCUDA_SUCCESS ? r : rs;
 }
 
+/* Fill the bands of context ctx with their values. */
 static rzcu_result write_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s) {
     rzcu_result r = RZCUDA_SUCCESS;
-    for (size_t i = 0; i < n && r == RZCUDA_SUCCESS; i++)
-        if (io[i].ctx == ctx && io[i].bytes > 0)
+    int batched = batching() && rz__drv.cuMemcpyHtoDAsync_v2 != NULL && ensure_batch_scratch(n);
+    size_t k = 0;
+    for (size_t i = 0; i < n && r == RZCUDA_SUCCESS; i++) {
+        if (io[i].ctx != ctx || io[i].bytes == 0)
+            continue;
+        const uint8_t *src = batched ? pattern(io[i].value, io[i].bytes) : NULL;
+        if (src == NULL) {
             r = rz__drv.cuMemsetD8Async(io[i].dev, io[i].value, io[i].bytes, s);
+            continue;
+        }
+        g_dsts[k] = io[i].dev;
+        g_srcs[k] = (rzcu_deviceptr)(uintptr_t)src;
+        g_sizes[k] = io[i].bytes;
+        k++;
+    }
+    if (r == RZCUDA_SUCCESS && k > 0)
+        r = flush_batch(k, s, 0);
     rzcu_result rs = rz__drv.cuStreamSynchronize(s);
     return r != RZCUDA_SUCCESS ? r : rs;
 }

@@ -190,6 +190,10 @@ rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node) { return node->nex
 
 uint64_t rz__registry_count(void) { return RZ_STATE.zone_count; }
 
+uint64_t rz__registry_bytes(void) {
+    return (uint64_t)g_nodes_used * sizeof(rz_zone_node_t) + ((uint64_t)sizeof *g_buckets << g_bucket_bits);
+}
+
 void rz__registry_reset(void) {
     rz__registry_lock();
     seq_begin();

@@ -137,6 +137,8 @@ rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node);
 /* Under the lock: the zone for ptr, or NULL. */
 rz_zone_node_t *rz__registry_find(uint64_t ptr);
 uint64_t rz__registry_count(void);
+/* Host bytes the registry holds for its zones (nodes in use and hash buckets). */
+uint64_t rz__registry_bytes(void);
 /* Drop every zone (tests and fork children only; does not free device memory). */
 void rz__registry_reset(void);
 
@@ -250,6 +252,8 @@ typedef struct rz_band_io {
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
 /* Fill n bands with their values (per context, one sync each). */
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
+/* 1: move bands one by one (the fallback for drivers without batch copies); 0: batched when possible. */
+void rz__dev_set_per_band(int per_band);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
 
