@@ -60,17 +60,22 @@ Columns: creation index, user pointer, user bytes, pad bytes, expected band byte
         stable = target.seq_stable(addr)
         limit = 100 if opts["--limit"] is None else opts["--limit"]
         lo, hi = opts["--from"], opts["--to"]
+        filtered = opts["--violated"] or lo is not None or hi is not None
         rows, shown, total = [], 0, 0
         for nb, index, violated, _watched in target.Registry(data).walk():
-            if (lo is not None and index < lo) or (hi is not None and index > hi):
-                continue
-            if opts["--violated"] and not violated:
+            if hi is not None and index > hi:
+                break  # the list is in index order
+            if (lo is not None and index < lo) or (opts["--violated"] and not violated):
                 continue
             total += 1
             if limit and shown >= limit:
+                if not filtered:
+                    break  # the total is known without walking the rest
                 continue
             rows.append(view.zone_row(nb, json=opts["--json"]))
             shown += 1
+        if not filtered:
+            total = view.u64(data, view.offset("state.zone_count"))
         if opts["--json"]:
             _write("[" + ", ".join(rows) + "]")
             return

@@ -5,6 +5,7 @@
  *   gdbprog signal       raises SIGUSR1 (handled: sets g_got_signal), then stop_here(3)
  *   gdbprog spin         tick(0), then spins until a debugger sets g_release, then stop_here(4)
  *   gdbprog meminfo      overrun, cuMemGetInfo_v2 (a lock inside the driver), stop_here(5), free
+ *   gdbprog many N       N allocations of 64 bytes, the last one overrun, then stop_here(6) (benchmarks)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -86,6 +87,15 @@ int main(int argc, char **argv) {
         }
         CHECK(cuMemFree_v2(q));
         printf("gdbprog: %s done\n", mode);
+        return 0;
+    }
+    if (strcmp(mode, "many") == 0) {
+        long n = argc > 2 ? atol(argv[2]) : 1000;
+        rzcu_deviceptr q = 0;
+        for (long i = 0; i < n; i++)
+            CHECK(cuMemAlloc_v2(&q, 64));
+        CHECK(cuMemsetD8_v2(q + 64, 0x44, 1));
+        stop_here(6);
         return 0;
     }
     if (strcmp(mode, "threads") == 0) {

@@ -1,0 +1,26 @@
+/*
+ * An unmodified driver-API program for bench/run's callgrind measurement: LIVE allocations stay alive, then
+ * PAIRS allocation+free pairs run. Run with and without libredzone preloaded, at two PAIRS counts: the
+ * difference of the slopes is redzone's added instructions per pair.
+ *   alloc_bench LIVE PAIRS
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_emu.h"
+
+int main(int argc, char **argv) {
+    long live = argc > 1 ? atol(argv[1]) : 1000, pairs = argc > 2 ? atol(argv[2]) : 1000;
+    rzcu_context ctx;
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx))
+        return 1;
+    rzcu_deviceptr p;
+    for (long i = 0; i < live; i++)
+        if (cuMemAlloc_v2(&p, 64))
+            return 1;
+    for (long i = 0; i < pairs; i++)
+        if (cuMemAlloc_v2(&p, 64) || cuMemFree_v2(p))
+            return 1;
+    printf("alloc_bench: %ld live, %ld pairs\n", live, pairs);
+    return 0;
+}

@@ -1,0 +1,43 @@
+"""gdb side of bench/run: times of redzone scan, list --limit 50 and a full list, for N zones.
+Run as: gdb -nx -batch -x bench/gdb_bench.py (environment: RZ_GDB_PLUGIN, RZ_GDBPROG, RZ_BENCH_SIZES)."""
+import os
+import time
+
+import gdb
+
+PLUGIN = os.environ["RZ_GDB_PLUGIN"]
+PROG = os.environ["RZ_GDBPROG"]
+SIZES = [int(n) for n in os.environ.get("RZ_BENCH_SIZES", "1000,100000").split(",")]
+
+
+def ex(cmd):
+    return gdb.execute(cmd, to_string=True)
+
+
+def best(cmd, reps=3):
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = ex(cmd)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return min(times), out
+
+
+ex("set pagination off")
+ex("set confirm off")
+ex(f"source {PLUGIN}")
+ex("set redzone emulated-device on")
+ex(f"file {PROG}")
+ex("break stop_here")
+for n in SIZES:
+    gdb.execute(f"run many {n}", to_string=True)
+    scan_ms, out = best("redzone scan")
+    assert f"redzone scan: {n} zones checked" in out, out
+    limited_ms, out = best("redzone list --limit 50")
+    assert f"{n} zone(s) (showing 50" in out, out
+    full_ms, out = best("redzone list --limit 0", reps=1)
+    assert f"{n} zone(s)\n" in out, out[-200:]
+    print(f"{'gdb ms, redzone scan':34s} {n:9d} {scan_ms:12.1f} {'-':>12s} {'':9s}  {'<= 100 ms' if n >= 100000 else ''}")
+    print(f"{'gdb ms, redzone list --limit 50':34s} {n:9d} {limited_ms:12.1f} {'-':>12s} {'':9s}  flat in N")
+    print(f"{'gdb ms, redzone list (all)':34s} {n:9d} {full_ms:12.1f} {'-':>12s} {'':9s}  {'<= 1000 ms' if n >= 100000 else ''}")
+    ex("kill")
