@@ -5,36 +5,13 @@
  *
  *   METRALE_REDZONE=64 ./runtime_overrun
  */
-#include <stdio.h>
 #include <string.h>
 
-#include "cu.h"
+#include "example.h"
 #include "redzone.h"
 
-/* The few driver entry points this program calls (declared from cu.h's types; the real driver exports
- * the same names). */
-rzcu_fn_cuInit cuInit;
-rzcu_fn_cuDeviceGet cuDeviceGet;
-rzcu_fn_cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRetain;
-rzcu_fn_cuCtxSetCurrent cuCtxSetCurrent;
-rzcu_fn_cuMemcpyHtoD_v2 cuMemcpyHtoD_v2;
-
-#define CHECK(call)                                                                                          \
-    do {                                                                                                     \
-        int rc_ = (int)(call);                                                                               \
-        if (rc_ != 0) {                                                                                      \
-            fprintf(stderr, "runtime_overrun: %s failed: %d\n", #call, rc_);                                 \
-            return 1;                                                                                        \
-        }                                                                                                    \
-    } while (0)
-
 int main(void) {
-    rzcu_device dev;
-    rzcu_context ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    example_context();
 
     rz_devptr_t weights, tokens, scratch;
     CHECK(rz_mem_alloc(&weights, 4096));

@@ -77,7 +77,8 @@ RZ_API int rz_poison(uint64_t lo, uint64_t hi);
 /* End the poison window: every band gets the configured fill byte again. */
 RZ_API int rz_unpoison(void);
 
-/* X(name, kind, description): the counters. kind is "gauge" (current value with a peak) or "counter". */
+/* X(name, kind, description): the counters. kind is "gauge" (a current value), "peak" (the highest value a
+ * gauge reached; never regresses) or "counter" (only grows). */
 #define RZ_COUNTERS(X)                                                                                      \
     X(current_mapped_bytes, gauge, "device bytes held by live allocations made through redzone, pad included") \
     X(peak_mapped_bytes, peak, "highest current_mapped_bytes so far; never regresses")                         \
