@@ -241,8 +241,9 @@ Test(api, trace_idx_logs_a_backtrace_for_that_allocation_only) {
     for (int i = 0; i < 3; i++)
         cr_assert_eq(rz_mem_alloc(&p, 16), RZCUDA_SUCCESS);
     char *text = rzt_read_log(log);
-    cr_assert_eq(rzt_count(text, "METRALE_REDZONE_TRACE_IDX=1: allocation #1 made here"), 1, "%s", text);
-    cr_assert_eq(rzt_count(text, "allocation #0 made here"), 0);
+    cr_assert_eq(rzt_count(text, "METRALE_REDZONE_TRACE_IDX=1: allocation #1 (user_bytes=16 pad=16) made here"), 1,
+                 "%s", text);
+    cr_assert_eq(rzt_count(text, "allocation #0 ("), 0);
     cr_assert(strstr(text, "made here:\n    #0 0x"), "%s", text);
     cr_assert(strstr(text, " in api_trace_idx_logs_a_backtrace_for_that_allocation_only_impl+0x"),
               "frame #0 names the (static) function that allocated: %s", text);
@@ -351,5 +352,10 @@ Test(api, proc_address_version_table) {
     cr_assert_null(rz__proc_exported_name("cuMemFreeAsync", 11010, 0));
     cr_assert_str_eq(rz__proc_exported_name("cuGetProcAddress", 11030, 0), "cuGetProcAddress");
     cr_assert_str_eq(rz__proc_exported_name("cuGetProcAddress", 12000, 0), "cuGetProcAddress_v2");
-    cr_assert_null(rz__proc_exported_name("cuMemcpyHtoD", 13000, 0), "not interposed");
+    cr_assert_str_eq(rz__proc_exported_name("cuMemcpyHtoD", 13000, 0), "cuMemcpyHtoD_v2", "installs bands first");
+    cr_assert_str_eq(rz__proc_exported_name("cuMemcpyHtoD", 13000, PT), "cuMemcpyHtoD_v2_ptds");
+    cr_assert_str_eq(rz__proc_exported_name("cuMemsetD8Async", 12000, PT), "cuMemsetD8Async_ptsz");
+    cr_assert_str_eq(rz__proc_exported_name("cuMemcpyBatchAsync", 12080, 0), "cuMemcpyBatchAsync");
+    cr_assert_str_eq(rz__proc_exported_name("cuMemcpyBatchAsync", 13000, 0), "cuMemcpyBatchAsync_v2");
+    cr_assert_null(rz__proc_exported_name("cuMemGetInfo", 13000, 0), "not interposed");
 }

@@ -140,6 +140,114 @@ Test(options, help_flag) {
     cr_assert(strstr(o.warnings, "METRALE_REDZONE_HELP=\"yes\" is not 0 or 1; using 0"));
 }
 
+/* METRALE_REDZONE_POISON: the parsed window and its one warning line; the process path below checks that it
+ * reaches the state block a debugger reads. */
+struct window_case {
+    char value[48]; /* "-" means unset */
+    int set;
+    uint64_t lo, hi;
+};
+
+ParameterizedTestParameters(options, poison_window) {
+    static struct window_case cases[] = {
+        {"-", 0, 0, 0},          {"0:0", 1, 0, 0},      {"3:7", 1, 3, 7},       {"+3:+7", 1, 3, 7},
+        {"5:5", 1, 5, 5},        {"0:18446744073709551615", 1, 0, UINT64_MAX},  {"7:3", 0, 0, 0},
+        {"3", 0, 0, 0},          {":", 0, 0, 0},        {"3:", 0, 0, 0},        {":7", 0, 0, 0},
+        {"a:b", 0, 0, 0},        {" 3:7", 0, 0, 0},     {"3:7 ", 0, 0, 0},      {"3:7:9", 0, 0, 0},
+        {"-1:3", 0, 0, 0},       {"0x1:0x2", 0, 0, 0},  {"", 0, 0, 0},
+        {"99999999999999999999999:1", 0, 0, 0},          {"1:99999999999999999999999", 0, 0, 0},
+        {"0000000000000000000000000000000000000001:2", 0, 0, 0}, /* lo longer than any number */
+    };
+    return cr_make_param_array(struct window_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+static int window_warns(const struct window_case *c) { return !c->set && strcmp(c->value, "-") != 0; }
+
+ParameterizedTest(struct window_case *c, options, poison_window) {
+    fake_n = 0;
+    fake_set("METRALE_REDZONE_POISON", c->value);
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    cr_assert_eq(rzt_count(o.warnings, "\n"), window_warns(c), "METRALE_REDZONE_POISON=%s: [%s]", c->value, o.warnings);
+    if (window_warns(c)) {
+        char want[256];
+        snprintf(want, sizeof want, "redzone: warning: METRALE_REDZONE_POISON=\"%s\" is not a window <lo>:<hi> "
+                 "(decimal, lo <= hi); using unset (no window)\n", c->value);
+        cr_assert_str_eq(o.warnings, want);
+    }
+    cr_assert_eq(o.poison.set, c->set, "METRALE_REDZONE_POISON=%s", c->value);
+    if (c->set) {
+        cr_assert_eq(o.poison.lo, c->lo);
+        cr_assert_eq(o.poison.hi, c->hi);
+    }
+}
+
+ParameterizedTestParameters(options, poison_window_in_state) {
+    static struct window_case cases[] = {
+        {"-", 0, 0, 0}, {"0:0", 1, 0, 0}, {"3:7", 1, 3, 7}, {"7:3", 0, 0, 0}, {"x", 0, 0, 0},
+    };
+    return cr_make_param_array(struct window_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct window_case *c, options, poison_window_in_state) {
+    const char *log = rzt_log_to_file();
+    if (strcmp(c->value, "-") != 0)
+        setenv("METRALE_REDZONE_POISON", c->value, 1);
+    else
+        unsetenv("METRALE_REDZONE_POISON");
+    rz__options();
+    cr_assert_eq(RZ_STATE.poison_active, c->set, "METRALE_REDZONE_POISON=%s", c->value);
+    if (c->set) {
+        cr_assert_eq(RZ_STATE.poison_lo, c->lo);
+        cr_assert_eq(RZ_STATE.poison_hi, c->hi);
+    }
+    char *text = rzt_read_log(log);
+    cr_assert_eq(rzt_count(text, "METRALE_REDZONE_POISON="), window_warns(c), "%s", text);
+    free(text);
+    unlink(log);
+}
+
+/* The window applies at fill time from the first allocation on: 0xEE inside [1, 3), 0x00 outside, whatever
+ * the fill; a scan right after finds every band as expected. */
+struct band_seen {
+    uint8_t expected[8];
+    int n;
+};
+static int note_expected(const rz_zone_info_t *zone, void *arg) {
+    struct band_seen *seen = arg;
+    if (zone->index < 8)
+        seen->expected[zone->index] = zone->expected;
+    seen->n++;
+    return 0;
+}
+
+Test(options, poison_window_fills_bands_from_the_first_allocation) {
+    const char *log = rzt_log_to_file();
+    setenv("METRALE_REDZONE", "16", 1);
+    setenv("METRALE_REDZONE_FILL", "7", 1);
+    setenv("METRALE_REDZONE_POISON", "1:3", 1);
+    rzt_context(0);
+    rz_devptr_t p[4];
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(rz_mem_alloc(&p[i], 100), RZCUDA_SUCCESS);
+    for (int i = 0; i < 4; i++) {
+        uint8_t band[16];
+        cr_assert_eq(cuMemcpyDtoH_v2(band, p[i] + 100, sizeof band), RZCUDA_SUCCESS);
+        uint8_t want = (i >= 1 && i < 3) ? 0xEE : 0x00;
+        for (int j = 0; j < 16; j++)
+            cr_assert_eq(band[j], want, "alloc#%d band byte %d is 0x%02x, want 0x%02x", i, j, band[j], want);
+    }
+    struct band_seen seen = {{0}, 0};
+    cr_assert_eq(rz_zone_foreach(note_expected, &seen), 0);
+    cr_assert_eq(seen.n, 4);
+    cr_assert(seen.expected[0] == 0x00 && seen.expected[1] == 0xEE && seen.expected[2] == 0xEE &&
+              seen.expected[3] == 0x00);
+    cr_assert_eq(rz_scan(), 0, "bands hold the window's bytes: nothing is violated");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(rz_mem_free(p[i]), RZCUDA_SUCCESS);
+    unlink(log);
+}
+
 /* The process path: read once, warnings go to the log once, help prints every variable. */
 Test(options, process_options_read_once_with_one_warning_line) {
     const char *log = rzt_log_to_file();

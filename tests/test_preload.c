@@ -92,13 +92,15 @@ static void check_paths(const char *how) {
 Test(preload, direct_link) { check_paths("direct"); }
 Test(preload, dlopen_dlsym) {
     check_paths("dlsym");
-    cr_assert_eq(count(R.out, "same as the global definition, in libredzone"), 11, "sync, launch and lookup entry points:\n%s", R.out);
+    cr_assert_eq(count(R.out, "same as the global definition, in libredzone"), 15,
+                 "sync, launch, copy, memset and lookup entry points:\n%s", R.out);
     cr_assert_eq(count(R.out, "DIFFERENT"), 0, "%s", R.out);
 }
 
 Test(preload, cuGetProcAddress_versions_and_flags) {
     check_paths("procaddr");
-    cr_assert_eq(count(R.out, "same as the global definition, in libredzone"), 22, "every entry point handed out is the wrapper:\n%s", R.out);
+    cr_assert_eq(count(R.out, "same as the global definition, in libredzone"), 26,
+                 "every entry point handed out is the wrapper:\n%s", R.out);
     cr_assert_eq(count(R.out, "DIFFERENT"), 0, "%s", R.out);
 }
 
@@ -203,7 +205,7 @@ Test(preload, min_idx_and_trace_idx_end_to_end) {
     cr_assert_eq(count(R.out, "rzprog: overrun refused by the driver"), 1, "alloc#0 has no band: %s", R.out);
     cr_assert_eq(count(R.out, "REDZONE VIOLATION alloc#1"), 1, "%s", R.out);
     cr_assert_eq(count(R.out, "REDZONE VIOLATION alloc#2"), 1, "%s", R.out);
-    cr_assert_eq(count(R.out, "METRALE_REDZONE_TRACE_IDX=2: allocation #2 made here"), 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "METRALE_REDZONE_TRACE_IDX=2: allocation #2 (user_bytes=32 pad=32) made here"), 1, "%s", R.out);
     cr_assert(strstr(R.out, " in main+0x"), "the backtrace names the program's (hidden) main: %s", R.out);
     cr_assert(strstr(R.out, "made here:\n    #0 0x"), "%s", R.out);
     cr_assert_eq(count(R.out, "libredzone"), 0, "the program's frames, not redzone's: %s", R.out);
@@ -280,14 +282,15 @@ Test(redzone_run, help_documents_every_option) {
     const char *argv[] = {REDZONE_CLI, "run", "--help", NULL};
     run(&R, NULL, argv);
     cr_assert_eq(R.status, 0);
-    const char *flags[] = {"--bytes", "--fill", "--min-idx", "--trace-idx", "--scan", "--log", "--error-exitcode",
-                           "--emulated-device", "METRALE_REDZONE_SCAN"};
+    const char *flags[] = {"--bytes", "--fill", "--min-idx", "--trace-idx", "--scan", "--log", "--poison",
+                           "--error-exitcode", "--emulated-device", "METRALE_REDZONE_SCAN", "METRALE_REDZONE_POISON"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         cr_assert(strstr(R.out, flags[i]), "help lacks %s:\n%s", flags[i], R.out);
     const char *top[] = {REDZONE_CLI, "--help", NULL};
     run(&R, NULL, top);
     cr_assert_eq(R.status, 0);
-    cr_assert(strstr(R.out, "run   run a program with red zones"), "%s", R.out);
+    cr_assert(strstr(R.out, "run     run a program with red zones"), "%s", R.out);
+    cr_assert(strstr(R.out, "bisect  find the allocation a program reads past the end of"), "%s", R.out);
 }
 
 /* The examples, as the demo runs them. */
@@ -319,4 +322,55 @@ Test(examples, read_overrun_output_follows_the_fill) {
     run(&R, NULL, fill1);
     cr_assert(strstr(R.out, "read_overrun: sum = 1001\n"), "%s", R.out);
     cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "a read changes no band: %s", R.out);
+}
+
+/* Lazy install: a band is written just before the program's next copy, memset or launch, in batches; an
+ * allocation freed before any of them costs no driver call at all. */
+Test(preload, bands_are_installed_lazily_before_device_work) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZPROG, "lazy", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "lazy: after alloc band[0]=0x") && !strstr(R.out, "lazy: after alloc band[0]=0xee"),
+              "not written at the allocation: %s", R.out);
+    cr_assert(strstr(R.out, "lazy: band driver calls for 100 alloc+free pairs: 0\n"), "%s", R.out);
+    cr_assert(strstr(R.out, "lazy: after memset band[0]=0xee band[63]=0xee user[99]=0x5a\n"),
+              "written before the memset, which kept its bytes: %s", R.out);
+    cr_assert(strstr(R.out, "lazy: batched band writes during 1100 allocations: 1\n"), "one batch at 1024: %s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "%s", R.out);
+    cr_assert(strstr(R.out, "redzone: exit: 0 violated at exit; 0 violations in 1 scans; 1201 allocations, 0 live"),
+              "%s", R.out);
+}
+
+Test(preload, eager_install_writes_the_band_at_the_allocation) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_INSTALL=eager", NULL};
+    const char *argv[] = {RZPROG, "lazy", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "lazy: after alloc band[0]=0xee\n"), "%s", R.out);
+    cr_assert(!strstr(R.out, "lazy: band driver calls for 100 alloc+free pairs: 0\n"), "eager pays per pair: %s", R.out);
+}
+
+Test(preload, bad_install_value_warns_once_and_stays_lazy) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_INSTALL=sometimes", NULL};
+    const char *argv[] = {RZPROG, "lazy", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert_eq(count(R.out, "redzone: warning: METRALE_REDZONE_INSTALL=\"sometimes\" is not lazy or eager; using lazy"), 1,
+                 "%s", R.out);
+    cr_assert(strstr(R.out, "lazy: band driver calls for 100 alloc+free pairs: 0\n"), "%s", R.out);
+}
+
+Test(preload, zones_whose_context_died_before_their_bands_were_written) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZPROG, "ctxgone", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "ctxgone: address handed out again: 1\n"), "the emulator reuses the address: %s", R.out);
+    /* The reused address replaced its stale zone; the other one is found unknown when bands are written. */
+    cr_assert_eq(count(R.out, "redzone: warning: 1 allocations' memory is no longer known to the driver (context destroyed?); forgotten"),
+                 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "%s", R.out);
+    cr_assert(strstr(R.out, "redzone scan: 0 zones checked, 0 violated"), "%s", R.out);
+    cr_assert(strstr(R.out, "4 allocations, 0 live"), "both stale zones counted as released: %s", R.out);
 }

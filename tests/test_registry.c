@@ -175,3 +175,25 @@ Test(registry, concurrent_add_remove) {
     rz__registry_unlock();
     cr_assert_eq(n, 8 * 10000);
 }
+
+/* The driver handing out an address the registry still holds means that allocation's memory was released
+ * behind redzone's back (its context was destroyed): the new zone replaces it, counted as released. */
+Test(registry, an_address_handed_out_again_replaces_its_stale_zone) {
+    rz_stats_t before, after;
+    rz_stats_get(&before);
+    rz_zone_node_t old = {.ptr = 0x2000, .index = 5, .pad_bytes = 16, .user_bytes = 100};
+    rz_zone_node_t other = {.ptr = 0x9000, .index = 6, .pad_bytes = 16, .user_bytes = 8};
+    rz_zone_node_t fresh = {.ptr = 0x2000, .index = 7, .pad_bytes = 32, .user_bytes = 50};
+    cr_assert_eq(rz__registry_add(&old), RZ_OK);
+    cr_assert_eq(rz__registry_add(&other), RZ_OK);
+    cr_assert_eq(rz__registry_add(&fresh), RZ_OK);
+    struct model_zone live[] = {{0x9000, 6, 1}, {0x2000, 7, 1}};
+    check_against_model(live, 2);
+    rz__registry_lock();
+    cr_assert_eq(rz__registry_find(0x2000)->index, 7);
+    rz__registry_unlock();
+    rz_stats_get(&after);
+    cr_assert_eq(after.stale_zones - before.stale_zones, 1);
+    cr_assert_eq(after.unmap_calls - before.unmap_calls, 1, "counted as released");
+    cr_assert_eq(before.current_mapped_bytes - after.current_mapped_bytes, 116);
+}

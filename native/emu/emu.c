@@ -78,6 +78,9 @@ struct op {
     void *user_data;
     struct batch_item *items;
     size_t nitems;
+    /* OP_BATCH run inline: the caller's arrays, used during the call only (items is NULL then) */
+    rzcu_deviceptr *bdsts, *bsrcs;
+    size_t *bsizes;
     rzcu_deviceptr ptr;          /* OP_FREE */
     cuda_emu_kernel_fn *kernel;  /* OP_KERNEL */
     cuda_emu_launch_t launch;
@@ -140,7 +143,8 @@ struct thread_state {
     size_t pt_n, pt_cap;
 };
 
-static _Thread_local struct thread_state *tstate;
+/* initial-exec: the real driver's current-context lookup is a thread-local read, and so is this one */
+static _Thread_local struct thread_state *tstate __attribute__((tls_model("initial-exec")));
 static pthread_key_t tstate_key;
 static pthread_once_t tstate_once = PTHREAD_ONCE_INIT;
 
@@ -325,7 +329,7 @@ static void wait_seq(struct CUstream_st *s, uint64_t seq)
 
 static void free_op(struct op *op)
 {
-    for (size_t i = 0; i < op->nitems; i++)
+    for (size_t i = 0; op->items && i < op->nitems; i++)
         free(op->items[i].snapshot);
     free(op->items);
     free(op->kparams);
@@ -347,6 +351,12 @@ static void execute(struct op *op)
         op->fn(op->user_data);
         break;
     case OP_BATCH:
+        if (!op->items) {
+            for (size_t i = 0; i < op->nitems; i++)
+                if (op->bsizes[i])
+                    memmove((void *)(uintptr_t)op->bdsts[i], (const void *)(uintptr_t)op->bsrcs[i], op->bsizes[i]);
+            break;
+        }
         for (size_t i = 0; i < op->nitems; i++) {
             struct batch_item *it = &op->items[i];
             if (it->n)
@@ -460,7 +470,18 @@ static bool runs_without_host(enum op_kind kind)
  * only when the operation could not be queued (nothing done). seq_out (optional): the operation's sequence
  * number on s (it has completed once s->completed reaches it).
  */
+/* inline_only: run op now if it can run inline; otherwise queue nothing and return CUDA_ERROR_NOT_READY with
+ * *retry set to op (which may have moved), for the caller to prepare it for queueing and submit again. */
+static rzcu_result submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out, bool inline_only,
+                                 struct op **retry);
+
 static rzcu_result submit_seq(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out)
+{
+    return submit_seq_ex(s, op, wait, seq_out, false, NULL);
+}
+
+static rzcu_result submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out, bool inline_only,
+                                 struct op **retry)
 {
     struct CUctx_st *ctx = s->ctx;
     size_t capacity = op->ndeps, nd = 0;
@@ -491,6 +512,17 @@ static rzcu_result submit_seq(struct CUstream_st *s, struct op *op, bool wait, u
     }
     op->ndeps = nd;
     pthread_mutex_lock(&s->mu);
+    if (inline_only) {
+        bool can = (wait || runs_without_host(op->kind)) && !s->head && completed(s) == s->submitted;
+        for (size_t i = 0; i < nd && can; i++)
+            can = completed(op->deps[i].s) >= op->deps[i].seq;
+        if (!can) {
+            pthread_mutex_unlock(&s->mu);
+            pthread_mutex_unlock(&ctx->mu);
+            *retry = op;
+            return RZCUDA_ERROR_NOT_READY;
+        }
+    }
     uint64_t seq = op->seq = ++s->submitted;
     if (seq_out)
         *seq_out = seq;
@@ -1094,6 +1126,29 @@ EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
     return emu_host_alloc(c, bytesize, pp);
 }
 
+/* Page-locking existing host memory: any of the documented flags; a current context is required. */
+EMU_API rzcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
+{
+    ENTER(cuMemHostRegister_v2);
+    struct CUctx_st *c;
+    CHECK(current_ctx(&c));
+    if (flags & ~0x0fu) /* PORTABLE, DEVICEMAP, IOMEMORY, READ_ONLY */
+        return RZCUDA_ERROR_INVALID_VALUE;
+    return emu_host_register(p, bytesize);
+}
+
+EMU_API rzcu_result cuMemHostUnregister(void *p)
+{
+    ENTER(cuMemHostUnregister);
+    struct CUctx_st *c;
+    CHECK(current_ctx(&c));
+    if (!p)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    if (atomic_load(&pending_ops))
+        sync_all_contexts(); /* copies into it may still be queued */
+    return emu_host_unregister(p);
+}
+
 /* cuMemFreeHost(NULL) is CUDA_SUCCESS, as on real drivers (see cuMemFree_v2); an unknown pointer is
  * CUDA_ERROR_INVALID_VALUE. */
 EMU_API rzcu_result cuMemFreeHost(void *p)
@@ -1144,6 +1199,25 @@ EMU_API rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize
         *pbase = base;
     if (psize)
         *psize = size;
+    return RZCUDA_SUCCESS;
+}
+
+/* The attributes redzone asks for; others are not emulated. */
+EMU_API rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr)
+{
+    ENTER(cuPointerGetAttribute);
+    if (!data)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUctx_st *owner;
+    int device;
+    if (attribute != RZCU_POINTER_ATTRIBUTE_CONTEXT && attribute != RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    if (!emu_mem_owner(ptr, &owner, &device))
+        return RZCUDA_ERROR_INVALID_VALUE; /* not device memory the driver knows */
+    if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT)
+        *(rzcu_context *)data = (rzcu_context)owner;
+    else
+        *(int *)data = device;
     return RZCUDA_SUCCESS;
 }
 
@@ -1288,27 +1362,53 @@ static rzcu_result do_batch(rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *
         if (attrs[k].flags & ~1u) /* CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE */
             return RZCUDA_ERROR_INVALID_VALUE;
     }
+    /* Every device range inside one allocation (one lock for all), every host range non-null and not
+     * wrapping; the first bad copy is the one reported. */
+    size_t bad = count;
     for (size_t i = 0; i < count; i++) {
         if (sizes[i] == 0)
             continue;
-        bool ok = true;
         rzcu_deviceptr ends[2] = {dsts[i], srcs[i]};
         for (int e = 0; e < 2; e++) {
-            if (emu_mem_is_device_address((uintptr_t)ends[e]))
-                ok = ok && emu_mem_range_ok(ends[e], sizes[i]);
-            else
-                ok = ok && ends[e] != 0 && sizes[i] <= UINTPTR_MAX - (uintptr_t)ends[e];
+            if (!emu_mem_is_device_address((uintptr_t)ends[e]) &&
+                (ends[e] == 0 || sizes[i] > UINTPTR_MAX - (uintptr_t)ends[e])) {
+                bad = i;
+                break;
+            }
         }
-        if (!ok) {
-            if (fail_idx)
-                *fail_idx = i;
-            return RZCUDA_ERROR_INVALID_VALUE;
-        }
+        if (bad != count)
+            break;
+    }
+    size_t bad_dst = emu_mem_ranges_ok(dsts, sizes, bad), bad_src = emu_mem_ranges_ok(srcs, sizes, bad);
+    bad = bad_dst < bad ? bad_dst : bad;
+    bad = bad_src < bad ? bad_src : bad;
+    if (bad != count) {
+        if (fail_idx)
+            *fail_idx = bad;
+        return RZCUDA_ERROR_INVALID_VALUE;
     }
     struct op *op = op_new(c, OP_BATCH);
-    struct batch_item *items = op ? calloc(count, sizeof *items) : NULL;
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    bool snapshots = false;
+    for (size_t k = 0; k < num_attrs; k++)
+        snapshots = snapshots || attrs[k].srcAccessOrder == RZCU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    if (!snapshots) {
+        /* An idle stream runs the batch now, straight from the caller's arrays: no descriptor copy. */
+        op->bdsts = dsts;
+        op->bsrcs = srcs;
+        op->bsizes = sizes;
+        op->nitems = count;
+        struct op *retry = NULL;
+        rzcu_result r = submit_seq_ex(s, op, false, NULL, true, &retry);
+        if (r != RZCUDA_ERROR_NOT_READY)
+            return r;
+        op = retry; /* queued behind other work: it needs its own copy of the descriptors */
+        op->nitems = 0;
+    }
+    struct batch_item *items = calloc(count, sizeof *items);
     if (!items) {
-        free(op);
+        free_op(op);
         return RZCUDA_ERROR_OUT_OF_MEMORY;
     }
     op->items = items;

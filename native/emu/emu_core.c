@@ -217,9 +217,19 @@ static void read_config(void)
         atexit(print_stats);
 }
 
+static atomic_bool config_read; /* fast path past pthread_once */
+
+static void read_config_once(void)
+{
+    if (atomic_load_explicit(&config_read, memory_order_acquire))
+        return;
+    pthread_once(&config_once, read_config);
+    atomic_store_explicit(&config_read, true, memory_order_release);
+}
+
 rzcu_result emu_enter(enum emu_ep ep)
 {
-    pthread_once(&config_once, read_config);
+    read_config_once();
     unsigned long long count = atomic_fetch_add(&call_counts[ep], 1) + 1;
     if (atomic_load_explicit(&failures_pending[ep], memory_order_relaxed) == 0)
         return RZCUDA_SUCCESS;

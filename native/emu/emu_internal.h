@@ -68,6 +68,14 @@ rzcu_result emu_mem_mark_free_pending(rzcu_deviceptr p);
 void emu_mem_free_pending(rzcu_deviceptr p);
 bool emu_mem_is_base(rzcu_deviceptr p);
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
+/* cuMemHostRegister / cuMemHostUnregister bookkeeping (overlap and unknown-base errors). */
+rzcu_result emu_host_register(void *p, size_t size);
+rzcu_result emu_host_unregister(void *p);
+/* Index of the first of count ranges (device ones only; sizes[i] == 0 is skipped) that is not inside one
+ * allocation, or count when all are. One lock for the lot. */
+size_t emu_mem_ranges_ok(const rzcu_deviceptr *ptrs, const size_t *sizes, size_t count);
+/* The context that allocated the device allocation containing p, and its device. */
+bool emu_mem_owner(rzcu_deviceptr p, struct CUctx_st **ctx, int *device);
 /* [p, p+n) within one live allocation (n > 0). */
 bool emu_mem_range_ok(rzcu_deviceptr p, size_t n);
 /* p lies in the emulated device address range. */

@@ -442,13 +442,48 @@ bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *pbase, size_t *psize)
     return found;
 }
 
+bool emu_mem_owner(rzcu_deviceptr p, struct CUctx_st **ctx, int *device)
+{
+    pthread_mutex_lock(&mem_mu);
+    struct chunk *ch;
+    size_t idx, size;
+    uintptr_t base;
+    bool found = find_locked((uintptr_t)p, &ch, &idx, &base, &size);
+    if (found) {
+        *ctx = ch->kind == CHUNK_SLAB ? ch->blks[idx].ctx : ch->ctx;
+        *device = ch->kind == CHUNK_SLAB ? ch->blks[idx].device : ch->device;
+    }
+    pthread_mutex_unlock(&mem_mu);
+    return found;
+}
+
+static bool range_ok_locked(rzcu_deviceptr p, size_t n)
+{
+    struct chunk *ch;
+    size_t idx, size;
+    uintptr_t base;
+    if (!find_locked((uintptr_t)p, &ch, &idx, &base, &size))
+        return false;
+    return n <= size - (size_t)((uintptr_t)p - base);
+}
+
 bool emu_mem_range_ok(rzcu_deviceptr p, size_t n)
 {
-    rzcu_deviceptr base;
-    size_t size;
-    if (!emu_mem_lookup(p, &base, &size))
-        return false;
-    return n <= size - (size_t)(p - base);
+    pthread_mutex_lock(&mem_mu);
+    bool ok = range_ok_locked(p, n);
+    pthread_mutex_unlock(&mem_mu);
+    return ok;
+}
+
+size_t emu_mem_ranges_ok(const rzcu_deviceptr *ptrs, const size_t *sizes, size_t count)
+{
+    size_t i = 0;
+    pthread_mutex_lock(&mem_mu);
+    for (; i < count; i++)
+        if (sizes[i] && emu_mem_is_device_address((uintptr_t)ptrs[i]) && !range_ok_locked(ptrs[i], sizes[i]))
+            break;
+    pthread_mutex_unlock(&mem_mu);
+    return i;
 }
 
 bool emu_mem_is_device_address(uintptr_t p)
@@ -522,6 +557,50 @@ rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out)
     pthread_mutex_unlock(&host_mu);
     *out = p;
     return RZCUDA_SUCCESS;
+}
+
+/* Registered (page-locked) host ranges: cuMemHostRegister. The emulator's copies do not care whether host
+ * memory is pinned; it keeps the bookkeeping so the calls fail where a driver's would. */
+struct host_reg {
+    struct host_reg *next;
+    uintptr_t p;
+    size_t size;
+};
+static struct host_reg *host_regs;
+
+rzcu_result emu_host_register(void *p, size_t size)
+{
+    uintptr_t b = (uintptr_t)p;
+    if (!p || size == 0 || size > UINTPTR_MAX - b)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct host_reg *r = malloc(sizeof *r);
+    if (!r)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&host_mu);
+    for (struct host_reg *h = host_regs; h; h = h->next) {
+        if (b < h->p + h->size && h->p < b + size) {
+            pthread_mutex_unlock(&host_mu);
+            free(r);
+            return RZCUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+        }
+    }
+    *r = (struct host_reg){host_regs, b, size};
+    host_regs = r;
+    pthread_mutex_unlock(&host_mu);
+    return RZCUDA_SUCCESS;
+}
+
+rzcu_result emu_host_unregister(void *p)
+{
+    pthread_mutex_lock(&host_mu);
+    struct host_reg **link = &host_regs, *h;
+    while ((h = *link) && h->p != (uintptr_t)p)
+        link = &h->next;
+    if (h)
+        *link = h->next;
+    pthread_mutex_unlock(&host_mu);
+    free(h);
+    return h ? RZCUDA_SUCCESS : RZCUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 
 rzcu_result emu_host_free(void *p)

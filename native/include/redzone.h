@@ -93,7 +93,8 @@ RZ_API int rz_unpoison(void);
     X(live_zones, gauge, "padded zones registered now")                                                       \
     X(scans, counter, "completed scans")                                                                      \
     X(violations, counter, "violated zones found by all scans together")                                      \
-    X(unpadded_allocs, counter, "allocations that should have had a band but got none (out of memory, size overflow, failed fill)")
+    X(unpadded_allocs, counter, "allocations that should have had a band but got none (out of memory, size overflow, failed fill)") \
+    X(stale_zones, counter, "zones forgotten without a free: the driver handed their address out again (their context was destroyed)")
 
 typedef struct rz_stats {
 #define RZ_STATS_FIELD(name, kind, desc) uint64_t name;
@@ -110,7 +111,8 @@ typedef struct rz_zone_info {
     rz_devptr_t ptr;      /* the pointer the program got */
     uint64_t user_bytes;  /* bytes the program asked for */
     uint64_t pad_bytes;   /* band size after the user bytes (0: unpadded allocation) */
-    void *context;        /* CUcontext current when it was allocated */
+    void *context;        /* the CUcontext owning it; NULL for an unpadded zone, and for a padded one until
+                           * its band is first written (lazy install, see METRALE_REDZONE_INSTALL) */
     uint8_t expected;     /* the byte the band holds when untouched */
 } rz_zone_info_t;
 

@@ -30,7 +30,7 @@ RZ_EXPORT rz_agent_t __redzone_agent = {
     .size = sizeof(rz_agent_t),
 };
 
-static _Thread_local int t_is_agent;
+static RZ_TLS int t_is_agent;
 
 int rz__is_agent_thread(void) { return t_is_agent; }
 
@@ -126,15 +126,20 @@ static void start(void) {
 
 static void register_fork_handler(void) { pthread_atfork(NULL, NULL, rz__agent_after_fork); }
 
+static _Atomic int g_agent_started; /* fast path past the two pthread_once calls */
+
 void rz__agent_start(void) {
-    if (!rz__options()->agent)
+    if (RZ_LIKELY(atomic_load_explicit(&g_agent_started, memory_order_acquire)) || !rz__options()->agent)
         return;
     pthread_once(&g_fork_once, register_fork_handler);
     pthread_once(&g_agent_once, start);
+    atomic_store_explicit(&g_agent_started, 1, memory_order_release);
 }
 
 /* A forked child has no agent thread: let the next allocation start one. */
 void rz__agent_after_fork(void) {
+    atomic_store(&g_agent_started, 0);
+    rz__alloc_after_fork();
     g_agent_once = (pthread_once_t)PTHREAD_ONCE_INIT;
     atomic_store(&__redzone_agent.alive, 0);
     __redzone_agent.answered = 0;

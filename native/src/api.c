@@ -77,13 +77,79 @@ static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_
     return r;
 }
 
-int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req) {
-    const rz_options_t *o = rz__options();
-    uint64_t index = atomic_fetch_add_explicit(&RZ_STATE.next_index, 1, memory_order_relaxed);
-    if (rz__dev_load() != RZ_OK || !raw_available(req))
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+/* Once per process (again in a forked child for the agent): options, driver, exit scan, agent. The flag
+ * keeps the steady state to one load. */
+static _Atomic int g_started;
+/* Whether plain allocations through the hooks can take alloc_plain_fast: set once at start-up. */
+static int g_fast_ok;
+
+static int start(void) {
+    rz__options();
+    if (rz__dev_load() != RZ_OK)
+        return RZ_ENODRIVER;
     rz__exit_scan_arm();
     rz__agent_start();
+    const rz_options_t *o = rz__options();
+    g_fast_ok = rz__drv.cuMemAlloc_v2 && (o->pad_bytes == 0 || (!o->install_eager && rz__drv.cuPointerGetAttribute));
+    atomic_store_explicit(&g_started, 1, memory_order_release);
+    return RZ_OK;
+}
+
+void rz__alloc_after_fork(void) { atomic_store(&g_started, 0); }
+
+/* padded_oom: the padded attempt was made and ran out of memory; go straight to the unpadded retry. */
+static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index, int padded_oom);
+
+/* The common case kept short (bench/run counts its instructions): a plain allocation through the hooks,
+ * unpadded or with a lazily installed band. No driver call besides the allocation itself. */
+static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index,
+                            uint64_t pad) {
+    rz_devptr_t p = 0;
+    rzcu_result r = rz__drv.cuMemAlloc_v2(&p, bytes + pad);
+    if (RZ_UNLIKELY(r != RZCUDA_SUCCESS))
+        return r == RZCUDA_ERROR_OUT_OF_MEMORY && pad ? alloc_general(dptr, bytes, req, index, 1) : (int)r;
+    rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
+                           .flags = pad ? RZ_ZONE_PENDING : 0};
+    if (RZ_UNLIKELY(rz__registry_add(&zone) != RZ_OK)) {
+        rz__warn("allocation #%llu: out of registry memory; not watched", (unsigned long long)index);
+        if (pad)
+            rz__count(RZ_C_unpadded_allocs, 1);
+    } else {
+        rz__record_map(bytes + pad);
+        if (pad) {
+            rz__count(RZ_C_live_zones, 1);
+            if (RZ_UNLIKELY(rz__registry_pending() >= RZ_PENDING_BATCH))
+                rz__bands_install();
+        }
+    }
+    *dptr = p;
+    return RZCUDA_SUCCESS;
+}
+
+int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req) {
+    uint64_t index = atomic_fetch_add_explicit(&RZ_STATE.next_index, 1, memory_order_relaxed);
+    if (RZ_UNLIKELY(!atomic_load_explicit(&g_started, memory_order_acquire)) && start() != RZ_OK)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    return alloc_general(dptr, bytes, req, index, 0);
+}
+
+static const rz_alloc_req_t g_plain_interposed = {.kind = RZ_ALLOC_PLAIN, .interposed = 1};
+
+int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes) {
+    uint64_t index = atomic_fetch_add_explicit(&RZ_STATE.next_index, 1, memory_order_relaxed);
+    if (RZ_UNLIKELY(!atomic_load_explicit(&g_started, memory_order_acquire)) && start() != RZ_OK)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    const rz_options_t *o = rz__options();
+    uint64_t pad = index >= o->min_idx ? o->pad_bytes : 0;
+    if (RZ_LIKELY(g_fast_ok && dptr && bytes && bytes <= SIZE_MAX - pad && index != o->trace_idx))
+        return alloc_plain_fast(dptr, bytes, &g_plain_interposed, index, pad);
+    return alloc_general(dptr, bytes, &g_plain_interposed, index, 0);
+}
+
+static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index, int padded_oom) {
+    if (RZ_UNLIKELY(!raw_available(req)))
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    const rz_options_t *o = rz__options();
     if (dptr == NULL || (req->kind == RZ_ALLOC_PITCH && req->pitch == NULL))
         return (int)raw_alloc(req, dptr, bytes, 0); /* the driver's own answer to a NULL out pointer */
     int wanted;
@@ -100,7 +166,7 @@ int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req) {
         }
     }
     rz_devptr_t p = 0;
-    rzcu_result r = raw_alloc(req, &p, bytes + pad, extra_rows);
+    rzcu_result r = padded_oom ? RZCUDA_ERROR_OUT_OF_MEMORY : raw_alloc(req, &p, bytes + pad, extra_rows);
     if (r == RZCUDA_ERROR_OUT_OF_MEMORY && pad > 0) {
         rz__warn("allocation #%llu of %zu bytes: out of memory with %llu pad bytes; retrying without a band",
                  (unsigned long long)index, bytes, (unsigned long long)pad);
@@ -114,27 +180,40 @@ int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req) {
         bytes = *req->pitch * req->height;
         pad = *req->pitch * extra_rows; /* bounded by the check above: pitch < width + 4096 */
     }
-    rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
-                           .ctx = rz__dev_current_ctx()};
+    /* Lazy only where the hooks see the program's copies and launches: not for rz_mem_alloc callers. */
+    int lazy = pad > 0 && req->interposed && !o->install_eager && !is_async(req);
+    rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index};
+    /* A lazy zone asks the driver for its context when its band is written, so one freed before then
+     * never asks at all. */
+    if (pad > 0 && (!lazy || rz__drv.cuPointerGetAttribute == NULL))
+        zone.ctx = rz__dev_current_ctx(); /* an unpadded zone has no band to move */
     if (pad > 0) {
-        zone.expected = rz__band_byte_for(index);
-        rzcu_result f = fill_band(req, p + bytes, zone.expected, pad);
-        if (f != RZCUDA_SUCCESS) {
-            rz__warn("allocation #%llu: filling its band failed with %s; the zone is unpadded",
-                     (unsigned long long)index, rz__cu_name(f));
-            zone.flags |= RZ_ZONE_UNWATCHED;
+        zone.expected = rz__band_byte_for(index); /* lazy: provisional, fixed when the band is written */
+        if (lazy) {
+            zone.flags |= RZ_ZONE_PENDING;
+        } else {
+            rzcu_result f = fill_band(req, p + bytes, zone.expected, pad);
+            if (f != RZCUDA_SUCCESS) {
+                rz__warn("allocation #%llu: filling its band failed with %s; the zone is unpadded",
+                         (unsigned long long)index, rz__cu_name(f));
+                zone.flags |= RZ_ZONE_UNWATCHED;
+            }
         }
     }
     if (rz__registry_add(&zone) != RZ_OK) {
-        /* No host memory for the registry: the program still gets its memory, unwatched and uncounted. */
+        /* No host memory for the registry: the program still gets its memory, unwatched and uncounted. The
+         * band may still be waiting to be written, which is harmless: it is never read. */
         rz__warn("allocation #%llu: out of registry memory; not watched", (unsigned long long)index);
         zone.flags |= RZ_ZONE_UNWATCHED;
     } else {
         rz__record_map(bytes + pad);
         if (rz__zone_watched(&zone)) {
-            rz__record_guard_install(pad);
+            if (!lazy)
+                rz__record_guard_install(pad); /* lazy: counted when the band is written */
             rz__count(RZ_C_live_zones, 1);
         }
+        if (lazy && rz__registry_pending() >= RZ_PENDING_BATCH)
+            rz__bands_install();
     }
     if (wanted && !rz__zone_watched(&zone))
         rz__count(RZ_C_unpadded_allocs, 1);
@@ -155,7 +234,8 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         return RZCUDA_ERROR_NOT_INITIALIZED;
     rz_zone_node_t zone;
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
-    if (known && rz__zone_watched(&zone) && (o->scan & RZ_SCAN_FREE))
+    /* A zone still waiting for its band has nothing to check: no launch, copy or memset ran since. */
+    if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE))
         rz__scan_before_free(&zone, req); /* reports; never changes the outcome of the free */
     rzcu_result r;
     if (req->async)

@@ -15,15 +15,13 @@
 
 #include "rz_internal.h"
 
-/* One batch (one driver call per context) covers up to BATCH_ZONES bands and STAGING_MAX bytes: 1M bands of
+/* One batch (one driver call per context) covers up to BATCH_ZONES bands and RZ_STAGING_MAX bytes: 1M bands of
  * 64 bytes in one call. Scratch grows to what the registry needs, never beyond these. */
-#define STAGING_MAX ((size_t)64 << 20)
 #define BATCH_ZONES ((size_t)1 << 20)
 
-static _Thread_local int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
+static RZ_TLS int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
 
-static uint8_t *g_staging;
-static size_t g_staging_size;
+static rz_staging_t g_staging;
 static rz_band_io_t *g_io;
 static rz_zone_node_t **g_nodes;
 static size_t g_io_cap;
@@ -54,29 +52,13 @@ static int ensure_scratch(size_t staging) {
             return RZ_ENOMEM;
         g_io_cap = zones;
     }
-    if (staging > g_staging_size) {
-        uint8_t *p = realloc(g_staging, staging);
-        if (p == NULL)
-            return RZ_ENOMEM;
-        g_staging = p;
-        g_staging_size = staging;
-    }
-    return RZ_OK;
+    return rz__dev_staging_reserve(&g_staging, staging);
 }
 
-/* First word that differs from the pattern, 8 bytes at a time (bands are multiples of 16 bytes). */
+/* Whether every byte is `expected`: the first byte, then the range against itself shifted by one (libc's
+ * vectorised memcmp does the wide compare). */
 static int band_clean(const uint8_t *band, size_t bytes, uint8_t expected) {
-    uint64_t pattern = UINT64_C(0x0101010101010101) * expected;
-    size_t words = bytes / 8;
-    uint64_t acc = 0;
-    for (size_t i = 0; i < words; i++) {
-        uint64_t w;
-        memcpy(&w, band + 8 * i, 8);
-        acc |= w ^ pattern;
-    }
-    for (size_t i = words * 8; i < bytes; i++)
-        acc |= (uint64_t)(band[i] ^ expected);
-    return acc == 0;
+    return bytes == 0 || (band[0] == expected && memcmp(band, band + 1, bytes - 1) == 0);
 }
 
 static void record_violation(const rz_violation_t *v) {
@@ -142,6 +124,68 @@ static int lock_registry(void) {
 
 static void end(void) { t_busy = 0; }
 
+/*
+ * Lazy install (METRALE_REDZONE_INSTALL=lazy): a new zone's band is written with the next batch, not at its
+ * allocation. The hooks call rz__bands_install() before anything that lets the program touch device memory
+ * (kernel launches, copies, memsets) and at synchronisations; scans and poisons install first under their
+ * own lock hold. Each zone gets the byte the window rule gives it when it is written, so an install never
+ * races with a poison. Registry lock held.
+ */
+static int install_pending_locked(void) {
+    if (RZ_LIKELY(rz__registry_pending() == 0))
+        return RZ_OK;
+    if (ensure_scratch(0) != RZ_OK)
+        return RZ_ENOMEM;
+    int rc = RZ_OK;
+    size_t n;
+    while ((n = rz__registry_take_pending(g_nodes, g_io_cap)) > 0) {
+        size_t k = 0, gone = 0;
+        for (size_t i = 0; i < n; i++) {
+            rz_zone_node_t *z = g_nodes[i];
+            if (z->ctx == NULL &&
+                rz__drv.cuPointerGetAttribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr) != RZCUDA_SUCCESS) {
+                /* The driver no longer knows the memory (its context was destroyed): forget the zone. */
+                rz__registry_drop_stale(z->ptr);
+                gone++;
+                continue;
+            }
+            z->expected = rz__band_byte_for(z->index);
+            g_nodes[k] = z;
+            g_io[k++] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
+                                       .value = z->expected};
+        }
+        if (gone)
+            rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone);
+        n = k;
+        if (n == 0)
+            continue;
+        rzcu_result r = rz__dev_write(g_io, n);
+        if (r != RZCUDA_SUCCESS) {
+            rz__warn("installing %zu bands failed with %s; those zones are unwatched", n, rz__cu_name(r));
+            for (size_t i = 0; i < n; i++) {
+                g_nodes[i]->flags |= RZ_ZONE_UNWATCHED;
+                rz__count(RZ_C_live_zones, -1);
+                rz__count(RZ_C_unpadded_allocs, 1);
+            }
+            rc = RZ_EDRIVER;
+            continue;
+        }
+        for (size_t i = 0; i < n; i++)
+            rz__record_guard_install(g_io[i].bytes);
+    }
+    return rc;
+}
+
+void rz__bands_install(void) {
+    if (RZ_LIKELY(rz__registry_pending() == 0) || t_busy)
+        return;
+    t_busy = 1;
+    rz__registry_lock();
+    install_pending_locked();
+    rz__registry_unlock();
+    t_busy = 0;
+}
+
 /* Read and judge a batch of n zones whose bands were laid out in g_staging. */
 static int scan_batch(size_t n, uint64_t *violated) {
     rzcu_result r = rz__dev_read(g_io, n);
@@ -182,32 +226,29 @@ RZ_EXPORT int rz_scan(void) {
         end();
         return rc;
     }
+    install_pending_locked();
     rz__launch_scan_begin();
     RZ_STATE.last_violation_count = 0;
-    /* Size the staging once (its address must not move while a batch is being collected). */
-    size_t total = 0, widest = 0;
-    for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
-        if (rz__zone_watched(z)) {
-            total += z->pad_bytes;
-            widest = z->pad_bytes > widest ? z->pad_bytes : widest;
-        }
-    }
-    size_t staging = total < STAGING_MAX ? total : STAGING_MAX;
-    if (ensure_scratch(staging > widest ? staging : widest) != RZ_OK)
+    /* Staging holds one batch: sized for the registry up to RZ_STAGING_MAX (pages are touched only as used),
+     * and grown, between batches, for a band wider than it (its address must not move within a batch). */
+    uint64_t want = rz__registry_count() * (uint64_t)(RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes : 16);
+    if (ensure_scratch(want < RZ_STAGING_MAX ? (size_t)want : RZ_STAGING_MAX) != RZ_OK)
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
         if (!rz__zone_watched(z))
             continue;
-        if (n > 0 && (n == g_io_cap || used + z->pad_bytes > g_staging_size)) {
+        if (n > 0 && (n == g_io_cap || used + z->pad_bytes > g_staging.size)) {
             rc = scan_batch(n, &violated);
             n = used = 0;
             if (rc != RZ_OK)
                 break;
         }
+        if (z->pad_bytes > g_staging.size && (rc = ensure_scratch(z->pad_bytes)) != RZ_OK)
+            break; /* n == 0 here: nothing collected points into the old staging */
         g_nodes[n] = z;
         g_io[n] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
-                                 .host = g_staging + used};
+                                 .host = g_staging.p + used};
         used += z->pad_bytes;
         n++;
         checked++;
@@ -278,6 +319,7 @@ RZ_EXPORT int rz_poison(uint64_t lo, uint64_t hi) {
     RZ_STATE.poison_lo = lo;
     RZ_STATE.poison_hi = hi;
     RZ_STATE.poison_active = 1;
+    install_pending_locked();
     rc = refill_all();
     rz__registry_unlock();
     end();
@@ -293,6 +335,7 @@ RZ_EXPORT int rz_unpoison(void) {
         return rc;
     }
     RZ_STATE.poison_active = 0;
+    install_pending_locked();
     rc = refill_all();
     rz__registry_unlock();
     end();

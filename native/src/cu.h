@@ -15,6 +15,10 @@ typedef unsigned int rzcu_result;          /* CUresult (an enum of non-negative 
 typedef unsigned long long rzcu_deviceptr; /* CUdeviceptr */
 typedef int rzcu_device;                   /* CUdevice */
 typedef unsigned int rzcu_device_attribute;
+typedef unsigned int rzcu_pointer_attribute;
+#define RZCU_POINTER_ATTRIBUTE_CONTEXT 1
+#define RZCU_MEMHOSTREGISTER_PORTABLE 0x01
+#define RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 typedef unsigned int rzcu_proc_query_result; /* CUdriverProcAddressQueryResult */
 typedef uint64_t rzcu_uint64;              /* cuuint64_t */
 typedef struct CUctx_st *rzcu_context;
@@ -41,6 +45,8 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_NOT_READY, 600)                         \
     X(CUDA_ERROR_ILLEGAL_ADDRESS, 700)                   \
     X(CUDA_ERROR_CONTEXT_IS_DESTROYED, 709)              \
+    X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712)    \
+    X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 713)        \
     X(CUDA_ERROR_NOT_PERMITTED, 800)                     \
     X(CUDA_ERROR_NOT_SUPPORTED, 801)                     \
     X(CUDA_ERROR_UNKNOWN, 999)
@@ -136,6 +142,8 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuMemAllocManaged, rzcu_result, (rzcu_deviceptr * dptr, size_t bytesize, unsigned int flags))         \
     X(cuMemAllocHost_v2, rzcu_result, (void **pp, size_t bytesize))                                         \
     X(cuMemFreeHost, rzcu_result, (void *p))                                                                \
+    X(cuMemHostRegister_v2, rzcu_result, (void *p, size_t bytesize, unsigned int flags))                    \
+    X(cuMemHostUnregister, rzcu_result, (void *p))                                                          \
     X(cuMemFree_v2, rzcu_result, (rzcu_deviceptr dptr))                                                     \
     X(cuMemAllocAsync, rzcu_result, (rzcu_deviceptr * dptr, size_t bytesize, rzcu_stream s))                \
     X(cuMemAllocFromPoolAsync, rzcu_result,                                                                 \
@@ -144,6 +152,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuDeviceGetDefaultMemPool, rzcu_result, (rzcu_mem_pool * pool, rzcu_device dev))                      \
     X(cuMemGetAddressRange_v2, rzcu_result, (rzcu_deviceptr * pbase, size_t * psize, rzcu_deviceptr dptr))  \
     X(cuMemGetInfo_v2, rzcu_result, (size_t * free_bytes, size_t * total_bytes))                            \
+    X(cuPointerGetAttribute, rzcu_result, (void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr)) \
     X(cuMemsetD8_v2, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n))                         \
     X(cuMemsetD8Async, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n, rzcu_stream s))        \
     X(cuMemcpyHtoD_v2, rzcu_result, (rzcu_deviceptr dst, const void *src, size_t n))                        \
@@ -213,5 +222,92 @@ RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF)
  * and used by older runtimes; cuda.h 13 no longer declares it, so it cannot be checked against it.
  */
 typedef rzcu_result rzcu_fn_cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags);
+
+/*
+ * X(exported name, base name, since version, per-thread, parameter list, argument list): the entry points
+ * through which a program's copies, memsets and launches (other than cuLaunchKernel/Ex, wrapped with kernel
+ * attribution) reach device memory. libredzone wraps each to install waiting bands first (lazy install) and
+ * otherwise forwards it untouched; descriptors and handles are passed through as opaque pointers. The
+ * version and flag columns are cuGetProcAddress's (cudaTypedefs.h: PFN_<base>_v<since>[_ptds|_ptsz]).
+ */
+#define RZCU_DEVICE_WRITERS(X) \
+    X(cuMemcpy, cuMemcpy, 4000, 0, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n), (dst, src, n)) \
+    X(cuMemcpy_ptds, cuMemcpy, 7000, 1, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n), (dst, src, n)) \
+    X(cuMemcpyAsync, cuMemcpyAsync, 4000, 0, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s), (dst, src, n, s)) \
+    X(cuMemcpyAsync_ptsz, cuMemcpyAsync, 7000, 1, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s), (dst, src, n, s)) \
+    X(cuMemcpyPeer, cuMemcpyPeer, 4000, 0, (rzcu_deviceptr dst, rzcu_context dctx, rzcu_deviceptr src, rzcu_context sctx, size_t n), (dst, dctx, src, sctx, n)) \
+    X(cuMemcpyPeer_ptds, cuMemcpyPeer, 7000, 1, (rzcu_deviceptr dst, rzcu_context dctx, rzcu_deviceptr src, rzcu_context sctx, size_t n), (dst, dctx, src, sctx, n)) \
+    X(cuMemcpyPeerAsync, cuMemcpyPeerAsync, 4000, 0, (rzcu_deviceptr dst, rzcu_context dctx, rzcu_deviceptr src, rzcu_context sctx, size_t n, rzcu_stream s), (dst, dctx, src, sctx, n, s)) \
+    X(cuMemcpyPeerAsync_ptsz, cuMemcpyPeerAsync, 7000, 1, (rzcu_deviceptr dst, rzcu_context dctx, rzcu_deviceptr src, rzcu_context sctx, size_t n, rzcu_stream s), (dst, dctx, src, sctx, n, s)) \
+    X(cuMemcpyHtoD_v2, cuMemcpyHtoD, 3020, 0, (rzcu_deviceptr dst, const void *src, size_t n), (dst, src, n)) \
+    X(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD, 7000, 1, (rzcu_deviceptr dst, const void *src, size_t n), (dst, src, n)) \
+    X(cuMemcpyDtoH_v2, cuMemcpyDtoH, 3020, 0, (void *dst, rzcu_deviceptr src, size_t n), (dst, src, n)) \
+    X(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH, 7000, 1, (void *dst, rzcu_deviceptr src, size_t n), (dst, src, n)) \
+    X(cuMemcpyDtoD_v2, cuMemcpyDtoD, 3020, 0, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n), (dst, src, n)) \
+    X(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD, 7000, 1, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n), (dst, src, n)) \
+    X(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, 3020, 0, (rzcu_deviceptr dst, const void *src, size_t n, rzcu_stream s), (dst, src, n, s)) \
+    X(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync, 7000, 1, (rzcu_deviceptr dst, const void *src, size_t n, rzcu_stream s), (dst, src, n, s)) \
+    X(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, 3020, 0, (void *dst, rzcu_deviceptr src, size_t n, rzcu_stream s), (dst, src, n, s)) \
+    X(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync, 7000, 1, (void *dst, rzcu_deviceptr src, size_t n, rzcu_stream s), (dst, src, n, s)) \
+    X(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, 3020, 0, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s), (dst, src, n, s)) \
+    X(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync, 7000, 1, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s), (dst, src, n, s)) \
+    X(cuMemcpyDtoA_v2, cuMemcpyDtoA, 3020, 0, (void *dst_array, size_t dst_offset, rzcu_deviceptr src, size_t n), (dst_array, dst_offset, src, n)) \
+    X(cuMemcpyDtoA_v2_ptds, cuMemcpyDtoA, 7000, 1, (void *dst_array, size_t dst_offset, rzcu_deviceptr src, size_t n), (dst_array, dst_offset, src, n)) \
+    X(cuMemcpyAtoD_v2, cuMemcpyAtoD, 3020, 0, (rzcu_deviceptr dst, void *src_array, size_t src_offset, size_t n), (dst, src_array, src_offset, n)) \
+    X(cuMemcpyAtoD_v2_ptds, cuMemcpyAtoD, 7000, 1, (rzcu_deviceptr dst, void *src_array, size_t src_offset, size_t n), (dst, src_array, src_offset, n)) \
+    X(cuMemcpy2D_v2, cuMemcpy2D, 3020, 0, (const void *desc), (desc)) \
+    X(cuMemcpy2D_v2_ptds, cuMemcpy2D, 7000, 1, (const void *desc), (desc)) \
+    X(cuMemcpy2DUnaligned_v2, cuMemcpy2DUnaligned, 3020, 0, (const void *desc), (desc)) \
+    X(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned, 7000, 1, (const void *desc), (desc)) \
+    X(cuMemcpy3D_v2, cuMemcpy3D, 3020, 0, (const void *desc), (desc)) \
+    X(cuMemcpy3D_v2_ptds, cuMemcpy3D, 7000, 1, (const void *desc), (desc)) \
+    X(cuMemcpy2DAsync_v2, cuMemcpy2DAsync, 3020, 0, (const void *desc, rzcu_stream s), (desc, s)) \
+    X(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync, 7000, 1, (const void *desc, rzcu_stream s), (desc, s)) \
+    X(cuMemcpy3DAsync_v2, cuMemcpy3DAsync, 3020, 0, (const void *desc, rzcu_stream s), (desc, s)) \
+    X(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync, 7000, 1, (const void *desc, rzcu_stream s), (desc, s)) \
+    X(cuMemcpy3DPeer, cuMemcpy3DPeer, 4000, 0, (const void *desc), (desc)) \
+    X(cuMemcpy3DPeer_ptds, cuMemcpy3DPeer, 7000, 1, (const void *desc), (desc)) \
+    X(cuMemcpy3DPeerAsync, cuMemcpy3DPeerAsync, 4000, 0, (const void *desc, rzcu_stream s), (desc, s)) \
+    X(cuMemcpy3DPeerAsync_ptsz, cuMemcpy3DPeerAsync, 7000, 1, (const void *desc, rzcu_stream s), (desc, s)) \
+    X(cuMemcpyBatchAsync, cuMemcpyBatchAsync, 12080, 0, (rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *sizes, size_t count, void *attrs, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx, rzcu_stream s), (dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_idx, s)) \
+    X(cuMemcpyBatchAsync_ptsz, cuMemcpyBatchAsync, 12080, 1, (rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *sizes, size_t count, void *attrs, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx, rzcu_stream s), (dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_idx, s)) \
+    X(cuMemcpyBatchAsync_v2, cuMemcpyBatchAsync, 13000, 0, (rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *sizes, size_t count, void *attrs, size_t *attrs_idxs, size_t num_attrs, rzcu_stream s), (dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, s)) \
+    X(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync, 13000, 1, (rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *sizes, size_t count, void *attrs, size_t *attrs_idxs, size_t num_attrs, rzcu_stream s), (dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, s)) \
+    X(cuMemcpy3DBatchAsync, cuMemcpy3DBatchAsync, 12080, 0, (size_t count, void *ops, size_t *fail_idx, unsigned long long flags, rzcu_stream s), (count, ops, fail_idx, flags, s)) \
+    X(cuMemcpy3DBatchAsync_ptsz, cuMemcpy3DBatchAsync, 12080, 1, (size_t count, void *ops, size_t *fail_idx, unsigned long long flags, rzcu_stream s), (count, ops, fail_idx, flags, s)) \
+    X(cuMemcpy3DBatchAsync_v2, cuMemcpy3DBatchAsync, 13000, 0, (size_t count, void *ops, unsigned long long flags, rzcu_stream s), (count, ops, flags, s)) \
+    X(cuMemcpy3DBatchAsync_v2_ptsz, cuMemcpy3DBatchAsync, 13000, 1, (size_t count, void *ops, unsigned long long flags, rzcu_stream s), (count, ops, flags, s)) \
+    X(cuMemsetD8_v2, cuMemsetD8, 3020, 0, (rzcu_deviceptr dst, unsigned char value, size_t n), (dst, value, n)) \
+    X(cuMemsetD8_v2_ptds, cuMemsetD8, 7000, 1, (rzcu_deviceptr dst, unsigned char value, size_t n), (dst, value, n)) \
+    X(cuMemsetD8Async, cuMemsetD8Async, 3020, 0, (rzcu_deviceptr dst, unsigned char value, size_t n, rzcu_stream s), (dst, value, n, s)) \
+    X(cuMemsetD8Async_ptsz, cuMemsetD8Async, 7000, 1, (rzcu_deviceptr dst, unsigned char value, size_t n, rzcu_stream s), (dst, value, n, s)) \
+    X(cuMemsetD2D8_v2, cuMemsetD2D8, 3020, 0, (rzcu_deviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height), (dst, pitch, value, width, height)) \
+    X(cuMemsetD2D8_v2_ptds, cuMemsetD2D8, 7000, 1, (rzcu_deviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height), (dst, pitch, value, width, height)) \
+    X(cuMemsetD2D8Async, cuMemsetD2D8Async, 3020, 0, (rzcu_deviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height, rzcu_stream s), (dst, pitch, value, width, height, s)) \
+    X(cuMemsetD2D8Async_ptsz, cuMemsetD2D8Async, 7000, 1, (rzcu_deviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height, rzcu_stream s), (dst, pitch, value, width, height, s)) \
+    X(cuMemsetD16_v2, cuMemsetD16, 3020, 0, (rzcu_deviceptr dst, unsigned short value, size_t n), (dst, value, n)) \
+    X(cuMemsetD16_v2_ptds, cuMemsetD16, 7000, 1, (rzcu_deviceptr dst, unsigned short value, size_t n), (dst, value, n)) \
+    X(cuMemsetD16Async, cuMemsetD16Async, 3020, 0, (rzcu_deviceptr dst, unsigned short value, size_t n, rzcu_stream s), (dst, value, n, s)) \
+    X(cuMemsetD16Async_ptsz, cuMemsetD16Async, 7000, 1, (rzcu_deviceptr dst, unsigned short value, size_t n, rzcu_stream s), (dst, value, n, s)) \
+    X(cuMemsetD2D16_v2, cuMemsetD2D16, 3020, 0, (rzcu_deviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height), (dst, pitch, value, width, height)) \
+    X(cuMemsetD2D16_v2_ptds, cuMemsetD2D16, 7000, 1, (rzcu_deviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height), (dst, pitch, value, width, height)) \
+    X(cuMemsetD2D16Async, cuMemsetD2D16Async, 3020, 0, (rzcu_deviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height, rzcu_stream s), (dst, pitch, value, width, height, s)) \
+    X(cuMemsetD2D16Async_ptsz, cuMemsetD2D16Async, 7000, 1, (rzcu_deviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height, rzcu_stream s), (dst, pitch, value, width, height, s)) \
+    X(cuMemsetD32_v2, cuMemsetD32, 3020, 0, (rzcu_deviceptr dst, unsigned int value, size_t n), (dst, value, n)) \
+    X(cuMemsetD32_v2_ptds, cuMemsetD32, 7000, 1, (rzcu_deviceptr dst, unsigned int value, size_t n), (dst, value, n)) \
+    X(cuMemsetD32Async, cuMemsetD32Async, 3020, 0, (rzcu_deviceptr dst, unsigned int value, size_t n, rzcu_stream s), (dst, value, n, s)) \
+    X(cuMemsetD32Async_ptsz, cuMemsetD32Async, 7000, 1, (rzcu_deviceptr dst, unsigned int value, size_t n, rzcu_stream s), (dst, value, n, s)) \
+    X(cuMemsetD2D32_v2, cuMemsetD2D32, 3020, 0, (rzcu_deviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height), (dst, pitch, value, width, height)) \
+    X(cuMemsetD2D32_v2_ptds, cuMemsetD2D32, 7000, 1, (rzcu_deviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height), (dst, pitch, value, width, height)) \
+    X(cuMemsetD2D32Async, cuMemsetD2D32Async, 3020, 0, (rzcu_deviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height, rzcu_stream s), (dst, pitch, value, width, height, s)) \
+    X(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async, 7000, 1, (rzcu_deviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height, rzcu_stream s), (dst, pitch, value, width, height, s)) \
+    X(cuLaunchCooperativeKernel, cuLaunchCooperativeKernel, 9000, 0, (rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, rzcu_stream s, void **params), (f, gx, gy, gz, bx, by, bz, shared, s, params)) \
+    X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel, 9000, 1, (rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, rzcu_stream s, void **params), (f, gx, gy, gz, bx, by, bz, shared, s, params)) \
+    X(cuGraphLaunch, cuGraphLaunch, 10000, 0, (void *graph_exec, rzcu_stream s), (graph_exec, s)) \
+    X(cuGraphLaunch_ptsz, cuGraphLaunch, 10000, 1, (void *graph_exec, rzcu_stream s), (graph_exec, s))
+
+#define RZCU_WRITER_TYPEDEF(exported, base, since, per_thread, params, args) typedef rzcu_result rzcu_wfn_##exported params;
+RZCU_DEVICE_WRITERS(RZCU_WRITER_TYPEDEF)
+#undef RZCU_WRITER_TYPEDEF
 
 #endif /* REDZONE_CU_H */

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "rz_internal.h"
 
@@ -51,6 +52,10 @@ static void load(void) {
     RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
     rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)rz__real_dlsym(h, "cuGetProcAddress");
+#define RZ_RESOLVE_WRITER(exported, base, since, per_thread, params, args)                                   \
+    rz__drv.writers.exported = (rzcu_wfn_##exported *)rz__real_dlsym(h, #exported);
+    RZCU_DEVICE_WRITERS(RZ_RESOLVE_WRITER)
+#undef RZ_RESOLVE_WRITER
     if (rz__drv.cuMemAlloc_v2 == NULL || rz__drv.cuMemFree_v2 == NULL || rz__drv.cuCtxGetCurrent == NULL ||
         rz__drv.cuMemsetD8Async == NULL || rz__drv.cuMemcpyDtoHAsync_v2 == NULL || rz__drv.cuStreamCreate == NULL ||
         rz__drv.cuStreamSynchronize == NULL || rz__drv.cuCtxPushCurrent_v2 == NULL || rz__drv.cuCtxPopCurrent_v2 == NULL) {
@@ -58,11 +63,13 @@ static void load(void) {
         memset(&rz__drv, 0, sizeof rz__drv);
         return;
     }
-    RZ_STATE.driver_loaded = 1;
     g_load_status = RZ_OK;
+    __atomic_store_n(&RZ_STATE.driver_loaded, 1, __ATOMIC_RELEASE);
 }
 
 int rz__dev_load(void) {
+    if (RZ_LIKELY(__atomic_load_n(&RZ_STATE.driver_loaded, __ATOMIC_ACQUIRE)))
+        return RZ_OK;
     pthread_once(&g_load_once, load);
     return g_load_status;
 }
@@ -207,9 +214,12 @@ static const uint8_t *pattern(uint8_t value, size_t bytes) {
     return g_pattern[value];
 }
 
-/* One batch call for the k collected copies; a driver that exports the entry point but cannot batch gets
- * them one by one. */
+/* One batch call for the k collected copies (a single copy goes by the plain entry point, which costs the
+ * driver less); a driver that exports the batch entry point but cannot batch gets them one by one. */
 static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
+    if (k == 1)
+        return to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)g_dsts[0], g_srcs[0], g_sizes[0], s)
+                       : rz__drv.cuMemcpyHtoDAsync_v2(g_dsts[0], (const void *)(uintptr_t)g_srcs[0], g_sizes[0], s);
     rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
     size_t attr_idx = 0;
     rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(g_dsts, g_srcs, g_sizes, k, &attr, &attr_idx, 1, s);
@@ -250,6 +260,16 @@ static rzcu_result read_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s
 static rzcu_result write_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s) {
     rzcu_result r = RZCUDA_SUCCESS;
     int batched = batching() && rz__drv.cuMemcpyHtoDAsync_v2 != NULL && ensure_batch_scratch(n);
+    if (batched) {
+        /* Size every pattern buffer first: growing one later would move it under copies already queued. */
+        size_t widest = 0;
+        for (size_t i = 0; i < n; i++)
+            if (io[i].ctx == ctx && io[i].bytes > widest)
+                widest = io[i].bytes;
+        for (size_t i = 0; i < n && batched; i++)
+            if (io[i].ctx == ctx && pattern(io[i].value, widest) == NULL)
+                batched = 0;
+    }
     size_t k = 0;
     for (size_t i = 0; i < n && r == RZCUDA_SUCCESS; i++) {
         if (io[i].ctx != ctx || io[i].bytes == 0)
@@ -299,3 +319,32 @@ static rzcu_result per_ctx(rz_band_io_t *io, size_t n,
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n) { return per_ctx(io, n, read_ctx); }
 
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n) { return per_ctx(io, n, write_ctx); }
+
+/*
+ * Host staging for band reads. Page-locked where the driver allows it (registered with
+ * cuMemHostRegister, portable to every context), so device-to-host copies land in it directly instead of
+ * going through the driver's own bounce buffer; plain pages otherwise (no context current on the calling
+ * thread, or the driver refuses). Pinning is tried when the buffer is (re)made, never per scan. The
+ * buffer grows geometrically; its contents are not kept.
+ */
+int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes) {
+    if (bytes <= st->size)
+        return RZ_OK;
+    size_t size = bytes > 2 * st->size ? bytes : 2 * st->size;
+    if (size > bytes && size > RZ_STAGING_MAX)
+        size = bytes > RZ_STAGING_MAX ? bytes : RZ_STAGING_MAX;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return RZ_ENOMEM;
+    if (st->p) {
+        if (st->pinned)
+            rz__drv.cuMemHostUnregister(st->p); /* a failure leaves nothing to undo here */
+        munmap(st->p, st->size);
+    }
+    st->p = p;
+    st->size = size;
+    /* Without a current context the driver says so (CUDA_ERROR_INVALID_CONTEXT) and the pages stay plain. */
+    st->pinned = rz__drv.cuMemHostRegister_v2 && rz__drv.cuMemHostUnregister &&
+                 rz__drv.cuMemHostRegister_v2(p, size, RZCU_MEMHOSTREGISTER_PORTABLE) == RZCUDA_SUCCESS;
+    return RZ_OK;
+}

@@ -32,6 +32,8 @@ static const char *zone_state(const rz_zone_node_t *z) {
         return "unpadded";
     if (z->flags & RZ_ZONE_UNWATCHED)
         return "unwatched";
+    if (z->flags & RZ_ZONE_PENDING)
+        return "pending";
     return "watched";
 }
 
@@ -44,7 +46,7 @@ size_t rz__format_zone_header(char *out, size_t cap) {
 
 size_t rz__format_zone_row(const rz_zone_node_t *z, char *out, size_t cap) {
     char expected[8] = "-";
-    if (rz__zone_watched(z))
+    if (rz__zone_watched(z) && !(z->flags & RZ_ZONE_PENDING)) /* pending: decided when it is written */
         snprintf(expected, sizeof expected, "0x%02x", (unsigned)z->expected);
     int n = snprintf(out, cap, "%10llu  0x%016llx  %12llu  %8u  %8s  %s", (unsigned long long)z->index,
                      (unsigned long long)z->ptr, (unsigned long long)z->user_bytes, (unsigned)z->pad_bytes, expected,

@@ -17,7 +17,7 @@
 
 #include "rz_internal.h"
 
-static _Thread_local int t_in_hook;
+static RZ_TLS int t_in_hook;
 
 #define ENTER()                                                                                              \
     int reentered_ = t_in_hook;                                                                              \
@@ -61,20 +61,26 @@ static rzcu_result do_alloc(rzcu_deviceptr *dptr, size_t bytes, const rz_alloc_r
 
 RZ_EXPORT rzcu_fn_cuMemAlloc_v2 cuMemAlloc_v2;
 rzcu_result cuMemAlloc_v2(rzcu_deviceptr *dptr, size_t bytesize) {
-    rz_alloc_req_t req = {.kind = RZ_ALLOC_PLAIN};
-    return do_alloc(dptr, bytesize, &req);
+    if (RZ_UNLIKELY(t_in_hook)) {
+        rz_alloc_req_t req = {.kind = RZ_ALLOC_PLAIN};
+        return do_alloc(dptr, bytesize, &req);
+    }
+    t_in_hook = 1;
+    rzcu_result r = (rzcu_result)rz__alloc_interposed(dptr, bytesize);
+    t_in_hook = 0;
+    return r;
 }
 
 RZ_EXPORT rzcu_fn_cuMemAllocManaged cuMemAllocManaged;
 rzcu_result cuMemAllocManaged(rzcu_deviceptr *dptr, size_t bytesize, unsigned int flags) {
-    rz_alloc_req_t req = {.kind = RZ_ALLOC_MANAGED, .flags = flags};
+    rz_alloc_req_t req = {.kind = RZ_ALLOC_MANAGED, .flags = flags, .interposed = 1};
     return do_alloc(dptr, bytesize, &req);
 }
 
 RZ_EXPORT rzcu_fn_cuMemAllocPitch_v2 cuMemAllocPitch_v2;
 rzcu_result cuMemAllocPitch_v2(rzcu_deviceptr *dptr, size_t *pitch, size_t width_bytes, size_t height,
                                unsigned int element_bytes) {
-    rz_alloc_req_t req = {.kind = RZ_ALLOC_PITCH, .pitch = pitch, .width = width_bytes, .height = height,
+    rz_alloc_req_t req = {.kind = RZ_ALLOC_PITCH, .interposed = 1, .pitch = pitch, .width = width_bytes, .height = height,
                           .element_bytes = element_bytes};
     size_t bytes = (height && width_bytes > SIZE_MAX / height) ? 0 : width_bytes * height;
     return do_alloc(dptr, bytes, &req);
@@ -113,7 +119,7 @@ static rzcu_result do_free(rzcu_deviceptr dptr, const rz_free_req_t *req) {
 
 RZ_EXPORT rzcu_fn_cuMemFree_v2 cuMemFree_v2;
 rzcu_result cuMemFree_v2(rzcu_deviceptr dptr) {
-    rz_free_req_t req = {.async = 0};
+    static const rz_free_req_t req = {.async = 0};
     return do_free(dptr, &req);
 }
 
@@ -156,7 +162,32 @@ out:
     return r;
 }
 
+/* ---- bands waiting to be written (lazy install) ------------------------------------------------------ */
+/* Before anything that lets the program's work touch device memory; one load when nothing waits. */
+static inline void install_bands(void) {
+    if (!t_in_hook) {
+        ENTER();
+        rz__bands_install();
+        LEAVE();
+    }
+}
+
+/* Copies, memsets, cooperative and graph launches: install, then forward untouched. */
+#define RZ_WRITER_WRAPPER(exported, base, since, per_thread, params, args)                                   \
+    RZ_EXPORT rzcu_wfn_##exported exported;                                                                  \
+    rzcu_result exported params {                                                                            \
+        rzcu_wfn_##exported *real = rz__dev_load() == RZ_OK ? rz__drv.writers.exported : NULL;               \
+        if (real == NULL)                                                                                    \
+            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+        install_bands();                                                                                     \
+        return real args;                                                                                    \
+    }
+RZCU_DEVICE_WRITERS(RZ_WRITER_WRAPPER)
+#undef RZ_WRITER_WRAPPER
+
 /* ---- synchronisation: METRALE_REDZONE_SCAN=sync ------------------------------------------------------ */
+/* Waiting bands are installed before a synchronisation too, so a program that only synchronises (work
+ * reached the device some way redzone does not see) still gets its bands within one sync. */
 static rzcu_result after_sync(rzcu_result r) {
     if (r == RZCUDA_SUCCESS && !t_in_hook && (rz__options()->scan & RZ_SCAN_SYNC)) {
         ENTER();
@@ -169,31 +200,46 @@ static rzcu_result after_sync(rzcu_result r) {
 RZ_EXPORT rzcu_fn_cuCtxSynchronize cuCtxSynchronize;
 rzcu_result cuCtxSynchronize(void) {
     rzcu_fn_cuCtxSynchronize *real = REAL(cuCtxSynchronize);
-    return real ? after_sync(real()) : RZCUDA_ERROR_NOT_INITIALIZED;
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    install_bands();
+    return after_sync(real());
 }
 
 RZ_EXPORT rzcu_fn_cuCtxSynchronize_v2 cuCtxSynchronize_v2;
 rzcu_result cuCtxSynchronize_v2(rzcu_context ctx) {
     rzcu_fn_cuCtxSynchronize_v2 *real = REAL(cuCtxSynchronize_v2);
-    return real ? after_sync(real(ctx)) : RZCUDA_ERROR_NOT_INITIALIZED;
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    install_bands();
+    return after_sync(real(ctx));
 }
 
 RZ_EXPORT rzcu_fn_cuStreamSynchronize cuStreamSynchronize;
 rzcu_result cuStreamSynchronize(rzcu_stream s) {
     rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize);
-    return real ? after_sync(real(s)) : RZCUDA_ERROR_NOT_INITIALIZED;
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    install_bands();
+    return after_sync(real(s));
 }
 
 RZ_EXPORT rzcu_fn_cuStreamSynchronize_ptsz cuStreamSynchronize_ptsz;
 rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s) {
     rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize_ptsz);
-    return real ? after_sync(real(s)) : RZCUDA_ERROR_NOT_INITIALIZED;
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    install_bands();
+    return after_sync(real(s));
 }
 
 RZ_EXPORT rzcu_fn_cuEventSynchronize cuEventSynchronize;
 rzcu_result cuEventSynchronize(rzcu_event e) {
     rzcu_fn_cuEventSynchronize *real = REAL(cuEventSynchronize);
-    return real ? after_sync(real(e)) : RZCUDA_ERROR_NOT_INITIALIZED;
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    install_bands();
+    return after_sync(real(e));
 }
 
 /* ---- launches: kernel attribution -------------------------------------------------------------------- */
@@ -204,6 +250,7 @@ rzcu_result cuEventSynchronize(rzcu_event e) {
         rzcu_fn_cuLaunchKernel *real = REAL(real_field);                                                     \
         if (real == NULL)                                                                                    \
             return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+        install_bands();                                                                                     \
         rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                           \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
             rz__launch_record(f);                                                                            \
@@ -218,6 +265,7 @@ LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz)
         rzcu_fn_cuLaunchKernelEx *real = REAL(real_field);                                                   \
         if (real == NULL)                                                                                    \
             return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+        install_bands();                                                                                     \
         rzcu_result r = real(config, f, params, extra);                                                      \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
             rz__launch_record(f);                                                                            \
@@ -245,6 +293,13 @@ static void *wrapper_by_name(const char *name) {
         return (void *)n;
     RZ_WRAPPED(RZ_BY_NAME)
 #undef RZ_BY_NAME
+#define RZ_WRITER_BY_NAME(exported, base, since, per_thread, params, args) RZ_BY_NAME(exported)
+#define RZ_BY_NAME(n)                                                                                        \
+    if (strcmp(name, #n) == 0)                                                                               \
+        return (void *)n;
+    RZCU_DEVICE_WRITERS(RZ_WRITER_BY_NAME)
+#undef RZ_BY_NAME
+#undef RZ_WRITER_BY_NAME
     return NULL;
 }
 
@@ -256,6 +311,11 @@ static void *wrapper_by_real(void *real) {
         return (void *)n;
     RZ_WRAPPED(RZ_BY_REAL)
 #undef RZ_BY_REAL
+#define RZ_WRITER_BY_REAL(exported, base, since, per_thread, params, args)                                  \
+    if (real == (void *)rz__drv.writers.exported)                                                            \
+        return (void *)exported;
+    RZCU_DEVICE_WRITERS(RZ_WRITER_BY_REAL)
+#undef RZ_WRITER_BY_REAL
     return NULL;
 }
 

@@ -3,6 +3,8 @@
  * pure function of a getenv-like callback so tests can drive it; the process's options are parsed lazily,
  * once, on the first call that needs them (never from a constructor), and each rejected value leaves one
  * warning line naming the variable and the value kept.
+ * Loading METRALE_REDZONE_POISON sets the poison window in the state block (poison_lo/hi/active), so every
+ * band is filled with its window byte from the first allocation on.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -150,6 +152,37 @@ static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value,
     *field = bits;
 }
 
+static void parse_INSTALL(rz_options_t *o, const char *name, const char *value, bool *field) {
+    if (strcmp(value, "lazy") == 0 || strcmp(value, "eager") == 0) {
+        *field = value[0] == 'e';
+        return;
+    }
+    warn_line(o, "redzone: warning: %s=\"%s\" is not lazy or eager; using lazy", name, value);
+    *field = false;
+}
+
+/* A creation-index window [lo, hi): "<lo>:<hi>", each a number as parse_u64 takes it, lo <= hi. */
+static void parse_WINDOW(rz_options_t *o, const char *name, const char *value, rz_window_t *field) {
+    const char *colon = strchr(value, ':');
+    char lo_text[32];
+    uint64_t lo, hi;
+    size_t lo_len = colon ? (size_t)(colon - value) : 0;
+    int ok = colon != NULL && lo_len < sizeof lo_text;
+    if (ok) {
+        memcpy(lo_text, value, lo_len);
+        lo_text[lo_len] = '\0';
+        ok = parse_u64(lo_text, &lo) == 0 && parse_u64(colon + 1, &hi) == 0 && lo <= hi;
+    }
+    if (!ok) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is not a window <lo>:<hi> (decimal, lo <= hi); using unset "
+                  "(no window)", name, value);
+        return;
+    }
+    field->lo = lo;
+    field->hi = hi;
+    field->set = true;
+}
+
 static void parse_BOOL(rz_options_t *o, const char *name, const char *value, bool *field) {
     if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0) {
         *field = value[0] == '1';
@@ -191,12 +224,20 @@ static void options_load(void) {
     RZ_STATE.min_idx = g_options.min_idx;
     RZ_STATE.trace_idx = g_options.trace_idx;
     RZ_STATE.fill = g_options.fill;
+    if (g_options.poison.set) {
+        /* Before options_loaded is published and before the first allocation takes its index. */
+        RZ_STATE.poison_lo = g_options.poison.lo;
+        RZ_STATE.poison_hi = g_options.poison.hi;
+        RZ_STATE.poison_active = 1;
+    }
     __atomic_store_n(&RZ_STATE.options_loaded, 1, __ATOMIC_RELEASE);
     if (g_options.help)
         rz_options_help(rz__log_fd());
 }
 
 const rz_options_t *rz__options(void) {
+    if (RZ_LIKELY(__atomic_load_n(&RZ_STATE.options_loaded, __ATOMIC_ACQUIRE)))
+        return &g_options;
     pthread_once(&g_options_once, options_load);
     return &g_options;
 }
@@ -212,6 +253,10 @@ static const char *type_name(const char *t) {
         return "path";
     if (strcmp(t, "SCANLIST") == 0)
         return "list";
+    if (strcmp(t, "WINDOW") == 0)
+        return "window";
+    if (strcmp(t, "INSTALL") == 0)
+        return "lazy/eager";
     return "0|1";
 }
 

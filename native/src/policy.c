@@ -26,9 +26,9 @@ static void write_summary(const rz_options_t *o, const rz_stats_t *s) {
         return;
     }
     char line[256];
-    int n = snprintf(line, sizeof line, "pid=%ld violations=%llu scans=%llu allocations=%llu\n", (long)getpid(),
-                     (unsigned long long)s->violations, (unsigned long long)s->scans,
-                     (unsigned long long)s->map_calls);
+    int n = snprintf(line, sizeof line, "pid=%ld violations=%llu scans=%llu allocations=%llu next_index=%llu\n",
+                     (long)getpid(), (unsigned long long)s->violations, (unsigned long long)s->scans,
+                     (unsigned long long)s->map_calls, (unsigned long long)rz_next_index());
     if (n > 0)
         rz__write_all(fd, line, (size_t)n);
     close(fd);
@@ -64,7 +64,13 @@ static void arm(void) {
 
 /* Called on every allocation: the first one happens after cuInit, so this handler is registered after the
  * driver's and runs before it (atexit handlers run in reverse order), while contexts are still alive. */
-void rz__exit_scan_arm(void) { pthread_once(&g_exit_once, arm); }
+void rz__exit_scan_arm(void) {
+    static _Atomic int armed;
+    if (RZ_LIKELY(atomic_load_explicit(&armed, memory_order_acquire)))
+        return;
+    pthread_once(&g_exit_once, arm);
+    atomic_store_explicit(&armed, 1, memory_order_release);
+}
 
 /* ---- kernel attribution ------------------------------------------------------------------------------ */
 #define RING 256

@@ -41,6 +41,9 @@ static const struct versioned {
     {"cuLaunchKernelEx", 11060, 1, "cuLaunchKernelEx_ptsz"},
     {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
     {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
+#define RZ_WRITER_VERSION(exported, base, since, per_thread, params, args) {#base, since, per_thread, #exported},
+    RZCU_DEVICE_WRITERS(RZ_WRITER_VERSION)
+#undef RZ_WRITER_VERSION
 };
 
 const char *rz__proc_exported_name(const char *symbol, int version, rzcu_uint64 flags) {

@@ -16,6 +16,8 @@
 
 #define RZ_EXPORT __attribute__((visibility("default")))
 #define RZ_NOINLINE __attribute__((noinline, noclone))
+/* Thread-locals of a preloaded library: initial-exec, so reading one is one instruction, not a call. */
+#define RZ_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 #define RZ_LIKELY(x) __builtin_expect(!!(x), 1)
 #define RZ_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -46,10 +48,18 @@ _Noreturn void rz__check_failed(const char *file, int line, const char *what);
 #define RZ_SCAN_SYNC 0x2u
 #define RZ_SCAN_EXIT 0x4u
 
+/* A creation-index window [lo, hi) (METRALE_REDZONE_POISON). */
+typedef struct rz_window {
+    uint64_t lo, hi;
+    bool set;
+} rz_window_t;
+
 typedef struct rz_options {
     uint64_t pad_bytes;  /* 0: bands off */
     unsigned scan;       /* RZ_SCAN_* */
     bool agent;          /* start the debugger agent thread */
+    bool install_eager;  /* METRALE_REDZONE_INSTALL=eager: fill each band at its allocation */
+    rz_window_t poison;  /* METRALE_REDZONE_POISON: window applied from the first allocation on */
     uint64_t min_idx;
     uint64_t trace_idx;  /* RZ_INDEX_NONE: off */
     uint8_t fill;
@@ -116,8 +126,11 @@ typedef struct rz_zone_node {
 
 #define RZ_ZONE_UNWATCHED 0x1
 #define RZ_ZONE_VIOLATED 0x2 /* the last scan that covered this zone found it violated */
+#define RZ_ZONE_PENDING 0x4  /* padded, band not installed yet (lazy install): nothing to check */
 /* A zone whose band scans and poisons cover. */
 static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED); }
+/* Install the bands of pending zones once this many wait (lazy install). */
+#define RZ_PENDING_BATCH 1024
 
 #define RZ_CHUNK_SHIFT 16
 #define RZ_CHUNK_NODES (1u << RZ_CHUNK_SHIFT)
@@ -134,9 +147,17 @@ int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out);
 /* Under the lock: first zone in index order and the one after `node` (NULL at the end). */
 rz_zone_node_t *rz__registry_first(void);
 rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node);
+/* Under the lock: forget the zone at ptr, whose memory the driver released without a free through redzone
+ * (counted as unmapped and in stale_zones). */
+void rz__registry_drop_stale(uint64_t ptr);
 /* Under the lock: the zone for ptr, or NULL. */
 rz_zone_node_t *rz__registry_find(uint64_t ptr);
 uint64_t rz__registry_count(void);
+/* Zones waiting for their band (lazy install); read without the lock, so only a hint. */
+uint32_t rz__registry_pending(void);
+/* Under the lock: up to cap pending zones, oldest first, no longer marked pending (the caller installs them
+ * or marks them unwatched). Returns how many. */
+size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap);
 /* Host bytes the registry holds for its zones (nodes in use and hash buckets). */
 uint64_t rz__registry_bytes(void);
 /* Drop every zone (tests and fork children only; does not free device memory). */
@@ -144,7 +165,7 @@ void rz__registry_reset(void);
 
 /* ---- exported state (state.c) ----------------------------------------------------------------------- */
 #define RZ_STATE_MAGIC UINT64_C(0x3145544154535a52) /* the bytes "RZSTATE1" in memory order */
-#define RZ_STATE_VERSION 1
+#define RZ_STATE_VERSION 2
 #define RZ_LAST_VIOLATIONS 16
 
 typedef struct rz_state {
@@ -182,7 +203,9 @@ typedef struct rz_state {
 } rz_state_t;
 
 extern rz_state_t __redzone_state;
-#define RZ_STATE (__redzone_state)
+/* The same object under a hidden name: the library's own accesses skip the GOT. */
+extern rz_state_t rz__state __attribute__((visibility("hidden")));
+#define RZ_STATE (rz__state)
 
 /* ---- debugger agent (agent.c) ---------------------------------------------------------------------- */
 #define RZ_AGENT_MAGIC UINT64_C(0x31544e4547415a52) /* the bytes "RZAGENT1" in memory order */
@@ -227,6 +250,11 @@ typedef struct rz_driver {
     RZCU_PER_THREAD_VARIANTS(RZ_DRIVER_VARIANT)
 #undef RZ_DRIVER_VARIANT
     rzcu_fn_cuGetProcAddress *cuGetProcAddress;
+    struct { /* the entry points hooks.c wraps to install bands first, by exported name */
+#define RZ_WRITER_FIELD(exported, base, since, per_thread, params, args) rzcu_wfn_##exported *exported;
+        RZCU_DEVICE_WRITERS(RZ_WRITER_FIELD)
+#undef RZ_WRITER_FIELD
+    } writers;
 } rz_driver_t;
 /* The real dlsym (hooks.c interposes dlsym; the library itself must never get its own wrappers). */
 void *rz__real_dlsym(void *handle, const char *name);
@@ -254,6 +282,15 @@ rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
 /* 1: move bands one by one (the fallback for drivers without batch copies); 0: batched when possible. */
 void rz__dev_set_per_band(int per_band);
+/* Host staging for band reads: page-locked when the driver allows; one batch reads at most this much. */
+#define RZ_STAGING_MAX ((size_t)64 << 20)
+typedef struct rz_staging {
+    uint8_t *p;
+    size_t size;
+    int pinned;
+} rz_staging_t;
+/* Make st at least `bytes` long (contents not kept). RZ_OK or RZ_ENOMEM. */
+int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
 
@@ -268,6 +305,7 @@ typedef struct rz_alloc_req {
     rzcu_stream stream;    /* ASYNC, POOL */
     rzcu_mem_pool pool;    /* POOL */
     int per_thread;        /* called through a _ptsz entry point */
+    int interposed;        /* through the hooks, which install waiting bands before copies and launches */
 } rz_alloc_req_t;
 typedef struct rz_free_req {
     int async;             /* cuMemFreeAsync */
@@ -276,6 +314,10 @@ typedef struct rz_free_req {
 } rz_free_req_t;
 /* Allocate (taking a creation index), pad, fill, register. Returns the driver's result code. */
 int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req);
+/* rz__alloc for a plain cuMemAlloc through the hooks. */
+int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes);
+/* A forked child: the next allocation runs the start-up steps again (the agent thread is gone). */
+void rz__alloc_after_fork(void);
 /* Forget, optionally check the band (METRALE_REDZONE_SCAN=free), free. Returns the driver's result code. */
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
 
@@ -307,6 +349,9 @@ size_t rz__format_counters_json(const uint64_t *counters, char *out, size_t cap)
 /* The byte a zone with this index gets when its band is (re)filled now. Caller holds the registry lock or
  * accepts a racing poison (see docs/design.md). */
 uint8_t rz__band_byte_for(uint64_t index);
+/* Write the bands of zones still waiting for them (lazy install); a no-op costing one load when none wait
+ * or when called from inside a scan or poison on this thread. */
+void rz__bands_install(void);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 

@@ -25,6 +25,8 @@ RZ_EXPORT rz_state_t __redzone_state = {
     .off_state = offsetof(rz_zone_node_t, state),
     .off_flags = offsetof(rz_zone_node_t, flags),
 };
+extern rz_state_t rz__state __attribute__((alias("__redzone_state"), visibility("hidden")));
+
 
 #define PIN(type, field, off) _Static_assert(offsetof(type, field) == (off), #type "." #field " moved")
 PIN(rz_state_t, magic, 0);
@@ -45,7 +47,7 @@ PIN(rz_state_t, poison_hi, 72);
 PIN(rz_state_t, counters, 80);
 PIN(rz_state_t, chunks, 80 + 8 * RZ_NCOUNTERS);
 PIN(rz_state_t, chunk_shift, 80 + 8 * RZ_NCOUNTERS + 8 * RZ_MAX_CHUNKS);
-_Static_assert(RZ_NCOUNTERS == 14, "counter list changed: bump RZ_STATE_VERSION and the gdb plugin");
+_Static_assert(RZ_NCOUNTERS == 15, "counter list changed: bump RZ_STATE_VERSION and the gdb plugin");
 PIN(rz_zone_node_t, ptr, 0);
 PIN(rz_zone_node_t, user_bytes, 8);
 PIN(rz_zone_node_t, index, 16);

@@ -11,6 +11,9 @@
  *   rzprog data                         deterministic work; prints checksums and result codes
  *   rzprog exit CODE OVERRUN            optionally overrun (1/0), free, exit with CODE
  *   rzprog three                        three allocations, each overrun
+ *   rzprog ctxgone                      allocate in a created context, destroy it before any device work
+ *   rzprog lazy                         when bands are written: reads a band straight from emulated memory
+ *                                       after allocating, after a memset, and counts the driver calls
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -102,7 +105,8 @@ static int mode_paths(const char *how) {
             const char *others[] = {"cuCtxSynchronize", "cuCtxSynchronize_v2", "cuStreamSynchronize",
                                     "cuStreamSynchronize_ptsz", "cuEventSynchronize", "cuLaunchKernel",
                                     "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
-                                    "cuGetProcAddress", "cuGetProcAddress_v2"};
+                                    "cuGetProcAddress", "cuGetProcAddress_v2", "cuMemcpyHtoD_v2",
+                                    "cuMemcpyHtoDAsync_v2_ptsz", "cuMemsetD8_v2", "cuMemsetD8Async"};
             for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
                 printf("dlsym %s: %s\n", others[i], verdict(dlsym(h, others[i]), others[i]));
             a = (struct api){SYM(cuMemAlloc_v2),    SYM(cuMemAllocManaged),       SYM(cuMemAllocPitch_v2),
@@ -129,6 +133,11 @@ static int mode_paths(const char *how) {
             by_proc(self, "cuLaunchKernel", 13000, PT, "cuLaunchKernel_ptsz");
             by_proc(self, "cuLaunchKernelEx", 12000, 0, "cuLaunchKernelEx");
             by_proc(self, "cuLaunchKernelEx", 12000, PT, "cuLaunchKernelEx_ptsz");
+            /* Copies and memsets: wrapped so waiting bands are written before them. */
+            by_proc(self, "cuMemcpyHtoD", 13000, 0, "cuMemcpyHtoD_v2");
+            by_proc(self, "cuMemcpyHtoD", 13000, PT, "cuMemcpyHtoD_v2_ptds");
+            by_proc(self, "cuMemsetD8Async", 12000, PT, "cuMemsetD8Async_ptsz");
+            by_proc(self, "cuMemcpyBatchAsync", 13000, 0, "cuMemcpyBatchAsync_v2");
             a = (struct api){
                 by_proc(self, "cuMemAlloc", 13000, 0, "cuMemAlloc_v2"),
                 by_proc(self, "cuMemAllocManaged", 12000, LEG, "cuMemAllocManaged"),
@@ -206,6 +215,63 @@ static int mode_kernels(void) {
     return 0;
 }
 
+/* ---- lazy install ------------------------------------------------------------------------------- */
+static unsigned long long band_traffic(void) {
+    const char *eps[] = {"cuMemcpyBatchAsync_v2", "cuMemsetD8Async", "cuStreamSynchronize", "cuMemcpyDtoHAsync_v2",
+                         "cuMemcpyHtoDAsync_v2", "cuPointerGetAttribute", "cuCtxGetCurrent"};
+    unsigned long long n = 0;
+    for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++)
+        n += cuEmuCallCount(eps[i]);
+    return n;
+}
+
+static int mode_lazy(void) {
+    setup(0);
+    rzcu_deviceptr p, q, many[1100];
+    CHECK(cuMemAlloc_v2(&p, 100));
+    /* Emulated device memory is host memory: the band can be read without a driver call. */
+    const volatile unsigned char *band = (const volatile unsigned char *)(uintptr_t)(p + 100);
+    printf("lazy: after alloc band[0]=0x%02x\n", band[0]);
+    unsigned long long before = band_traffic();
+    for (int i = 0; i < 100; i++) {
+        CHECK(cuMemAlloc_v2(&q, 64));
+        CHECK(cuMemFree_v2(q));
+    }
+    printf("lazy: band driver calls for 100 alloc+free pairs: %llu\n", band_traffic() - before);
+    CHECK(cuMemsetD8_v2(p, 0x5a, 100)); /* in bounds: the program's own bytes */
+    printf("lazy: after memset band[0]=0x%02x band[63]=0x%02x user[99]=0x%02x\n", band[0], band[63],
+           ((const volatile unsigned char *)(uintptr_t)p)[99]);
+    before = cuEmuCallCount("cuMemcpyBatchAsync_v2");
+    for (int i = 0; i < 1100; i++)
+        CHECK(cuMemAlloc_v2(&many[i], 32));
+    printf("lazy: batched band writes during 1100 allocations: %llu\n", cuEmuCallCount("cuMemcpyBatchAsync_v2") - before);
+    for (int i = 0; i < 1100; i++)
+        CHECK(cuMemFree_v2(many[i]));
+    CHECK(cuMemFree_v2(p));
+    return 0;
+}
+
+/* Zones whose bands were never written outlive their context (destroyed, freeing their memory): one whose
+ * address the driver hands out again, and one whose address it does not. */
+static int mode_ctxgone(void) {
+    CHECK(cuInit(0));
+    rzcu_context c, primary;
+    CHECK(cuCtxCreate_v4(&c, NULL, 0, 0));
+    rzcu_deviceptr small, big, again, other;
+    CHECK(cuMemAlloc_v2(&small, 100));
+    CHECK(cuMemAlloc_v2(&big, 200000));
+    CHECK(cuCtxDestroy_v2(c));
+    CHECK(cuDevicePrimaryCtxRetain(&primary, 0));
+    CHECK(cuCtxSetCurrent(primary));
+    CHECK(cuMemAlloc_v2(&again, 100));
+    CHECK(cuMemAlloc_v2(&other, 64));
+    printf("ctxgone: address handed out again: %d\n", again == small);
+    CHECK(cuMemsetD8_v2(again, 1, 100)); /* device work: the waiting bands are written now */
+    CHECK(cuMemFree_v2(again));
+    CHECK(cuMemFree_v2(other));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
@@ -256,6 +322,10 @@ int main(int argc, char **argv) {
         CHECK(cuMemFree_v2(p));
         return 0;
     }
+    if (strcmp(mode, "lazy") == 0)
+        return mode_lazy();
+    if (strcmp(mode, "ctxgone") == 0)
+        return mode_ctxgone();
     if (strcmp(mode, "three") == 0) {
         for (int i = 0; i < 3; i++) {
             CHECK(cuMemAlloc_v2(&p, 32));
