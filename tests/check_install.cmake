@@ -7,7 +7,7 @@ endif()
 include(GNUInstallDirs)
 foreach(f ${CMAKE_INSTALL_LIBDIR}/libredzone.so include/redzone.h ${CMAKE_INSTALL_LIBDIR}/redzone/emu/libcuda.so.1
           share/doc/redzone/README.md share/doc/redzone/options.md share/doc/redzone/report-format.md
-          share/doc/redzone/counters.md share/doc/redzone/design.md share/doc/redzone/running.md share/doc/redzone/gdb.md share/doc/redzone/performance.md bin/redzone share/redzone/gdb/redzone.py share/redzone/gdb/redzone_gdb/paths.py ${CMAKE_INSTALL_LIBDIR}/redzone/libredzone-view.so share/doc/redzone/emulated-driver.md)
+          share/doc/redzone/counters.md share/doc/redzone/design.md share/doc/redzone/running.md share/doc/redzone/gdb.md share/doc/redzone/bisect.md share/doc/redzone/performance.md bin/redzone share/redzone/gdb/redzone.py share/redzone/gdb/redzone_gdb/paths.py ${CMAKE_INSTALL_LIBDIR}/redzone/libredzone-view.so share/doc/redzone/emulated-driver.md)
   if(NOT EXISTS ${PREFIX}/${f})
     message(FATAL_ERROR "install lacks ${f}")
   endif()
