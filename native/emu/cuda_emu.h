@@ -15,9 +15,20 @@
  *                          cuEmuResetCallCounts) of that exported entry point (its exported name, e.g.
  *                          cuMemAlloc_v2) returns <error> (a CUresult name or number) without doing anything.
  *                          Default error: CUDA_ERROR_OUT_OF_MEMORY for cuMemAlloc_v2, cuMemAllocPitch_v2,
- *                          cuMemAllocManaged, cuMemAllocHost_v2 and the cuMemAlloc*Async entry points;
- *                          CUDA_ERROR_UNKNOWN otherwise. Every
+ *                          cuMemAllocManaged, cuMemAllocHost_v2, the cuMemAlloc*Async entry points,
+ *                          cuMemCreate and cuMemAddressReserve; CUDA_ERROR_UNKNOWN otherwise. Every
  *                          injected failure fires once.
+ *   CUDA_EMU_SIGNAL=<entry point>:<nth>:<signal number>[,...]
+ *                          the nth call of that entry point raises the signal in the calling thread, then
+ *                          runs normally if the handler returns (a signal in the middle of a library's
+ *                          work, deterministically). Fires once.
+ *   CUDA_EMU_SHUTDOWN_AT_EXIT=1
+ *                          as a real driver does: cuInit registers an exit handler that shuts the driver
+ *                          down; calls made after it (from exit handlers registered before cuInit) return
+ *                          CUDA_ERROR_DEINITIALIZED
+ *   CUDA_EMU_TRACE=<path>  append a `dev` line to <path> (%p: the process id) for every device allocation,
+ *                          free and write the driver performs, naming the entry point and the object (and
+ *                          its exported function) that called it; see docs/emulated-driver.md
  * A malformed value prints one `cuda-emu: warning: ...` line on stderr and the default is used (for
  * CUDA_EMU_FAIL: no injected failures).
  *
@@ -55,6 +66,15 @@
  * call (the memory is valid earlier than the driver promises); cuMemFreeAsync (of memory from any
  * allocation call) takes the allocation out of use at the call (later copies, memsets and frees of it are
  * CUDA_ERROR_INVALID_VALUE) and releases it when the stream reaches the free.
+ *
+ * Virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess, ...; details in
+ * docs/emulated-driver.md): the granularity is CUDA_EMU_VMM_GRANULARITY (minimum and recommended).
+ * Reservations are ranges of the device address range whose host pages stay PROT_NONE except where a handle
+ * is mapped and cuMemSetAccess granted access (READ: PROT_READ, READWRITE: PROT_READ|PROT_WRITE), so a
+ * kernel (host code) touching reserved-but-unmapped or mapped-but-inaccessible memory faults (SIGSEGV) at
+ * the faulting instruction. Copies and memsets accept a device range inside one mapping that is readable
+ * (sources) or read-write (destinations); anything else is CUDA_ERROR_INVALID_VALUE. Physical memory
+ * (cuMemCreate) counts against CUDA_EMU_MEM and cuMemGetInfo; cuEmuVmmUsage reports what is held.
  */
 #ifndef REDZONE_CUDA_EMU_H
 #define REDZONE_CUDA_EMU_H
@@ -71,6 +91,8 @@ extern "C" {
 #define CUDA_EMU_ALLOC_ALIGN 256u
 #define CUDA_EMU_PITCH_ALIGN 512u
 #define CUDA_EMU_MAX_DEVICES 8
+/* cuMemGetAllocationGranularity, minimum and recommended: 2 MiB, as on current GPUs. */
+#define CUDA_EMU_VMM_GRANULARITY ((size_t)2 << 20)
 
 /* ---- emulated kernels (see above) ---- */
 typedef struct cuda_emu_dim3 {
@@ -130,8 +152,29 @@ void cuEmuResetCallCounts(void);
 /* Makes the nth next call (nth = 1: the next one) of entry_point return `error` (nonzero) without doing
  * anything; fires once. Returns 0, or -1 for an unknown entry point, nth == 0 or error == CUDA_SUCCESS. */
 int cuEmuInjectFailure(const char *entry_point, unsigned long long nth, unsigned int error);
-/* Drops every pending injected failure (from the API and from CUDA_EMU_FAIL). */
+/* Drops every pending injected failure and signal (from the API, CUDA_EMU_FAIL and CUDA_EMU_SIGNAL). */
 void cuEmuClearFailures(void);
+/* Makes the nth next call of entry_point raise signal signo in the calling thread before it runs (the call
+ * then runs normally if the handler returns); fires once. Returns 0, or -1 for an unknown entry point,
+ * nth == 0 or a bad signal number. */
+int cuEmuInjectSignal(const char *entry_point, unsigned long long nth, int signo);
+/* With CUDA_EMU_TRACE: the serial number (a<k> in the trace's `dev` lines) of the live device allocation
+ * containing p, and p's offset in it. Returns 0, or -1 when p is in no live allocation or there is no
+ * trace. */
+int cuEmuTraceSerial(rzcu_deviceptr p, unsigned long long *serial, unsigned long long *offset);
+/* Shuts the driver down as a real one does at process exit: every later call of every entry point returns
+ * CUDA_ERROR_DEINITIALIZED. */
+void cuEmuShutdown(void);
+
+/* Virtual memory management held right now (all devices), to prove that memory is fully released. */
+typedef struct cuda_emu_vmm_usage {
+    size_t physical_bytes; /* cuMemCreate memory not yet freed (a released handle still mapped counts) */
+    size_t allocations;    /* such physical allocations */
+    size_t reserved_bytes; /* cuMemAddressReserve ranges not yet freed, in whole granules */
+    size_t mapped_bytes;   /* cuMemMap mappings not yet unmapped */
+} cuda_emu_vmm_usage_t;
+/* Fills *usage; usable before cuInit (all zero then). */
+void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
 
 /* Driver entry points the emulator exports beyond cu.h's lists (X(name, ret, params), as in cu.h). */
 #define CUDA_EMU_EXTRA_ENTRY_POINTS(X)                                                                        \

@@ -633,6 +633,12 @@ static void sync_all_contexts(void)
     }
 }
 
+void emu_sync_outstanding(void)
+{
+    if (atomic_load(&pending_ops))
+        sync_all_contexts();
+}
+
 static struct CUstream_st *per_thread_stream(struct CUctx_st *ctx)
 {
     struct thread_state *t = thread_state();
@@ -752,6 +758,7 @@ EMU_API rzcu_result cuInit(unsigned int flags)
     if (init_result != RZCUDA_SUCCESS)
         return init_result;
     emu_set_initialized();
+    emu_note_init();
     return RZCUDA_SUCCESS;
 }
 
@@ -1214,6 +1221,8 @@ EMU_API rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute att
         return RZCUDA_ERROR_NOT_SUPPORTED;
     if (!emu_mem_owner(ptr, &owner, &device))
         return RZCUDA_ERROR_INVALID_VALUE; /* not device memory the driver knows */
+    if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT && !owner)
+        return RZCUDA_ERROR_INVALID_VALUE; /* VMM memory: not allocated in a context */
     if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT)
         *(rzcu_context *)data = (rzcu_context)owner;
     else
@@ -1260,10 +1269,12 @@ static rzcu_result do_copy(enum dir dir, uintptr_t dst, uintptr_t src, size_t n,
     CHECK(resolve_stream(async ? hstream : NULL, per_thread, c, &s));
     if (n == 0)
         return RZCUDA_SUCCESS;
-    bool dst_ok = dir == DTOH ? dst != 0 : emu_mem_range_ok(dst, n);
+    bool dst_ok = dir == DTOH ? dst != 0 : emu_mem_range_writable(dst, n);
     bool src_ok = dir == HTOD ? src != 0 : emu_mem_range_ok(src, n);
     if (!dst_ok || !src_ok)
         return RZCUDA_ERROR_INVALID_VALUE;
+    if (dir != DTOH)
+        emu_trace_write((rzcu_deviceptr)dst, n); /* before it runs: a queued copy may run on the worker */
     return memop(s, OP_COPY, (void *)dst, (const void *)src, n, 0, !async);
 }
 
@@ -1276,8 +1287,9 @@ static rzcu_result do_memset(rzcu_deviceptr dst, unsigned char uc, size_t n, boo
     CHECK(resolve_stream(async ? hstream : NULL, per_thread, c, &s));
     if (n == 0)
         return RZCUDA_SUCCESS;
-    if (!emu_mem_range_ok(dst, n))
+    if (!emu_mem_range_writable(dst, n))
         return RZCUDA_ERROR_INVALID_VALUE;
+    emu_trace_write(dst, n);
     return memop(s, OP_SET, (void *)(uintptr_t)dst, NULL, n, uc, !async);
 }
 
@@ -1379,7 +1391,7 @@ static rzcu_result do_batch(rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *
         if (bad != count)
             break;
     }
-    size_t bad_dst = emu_mem_ranges_ok(dsts, sizes, bad), bad_src = emu_mem_ranges_ok(srcs, sizes, bad);
+    size_t bad_dst = emu_mem_ranges_writable(dsts, sizes, bad), bad_src = emu_mem_ranges_ok(srcs, sizes, bad);
     bad = bad_dst < bad ? bad_dst : bad;
     bad = bad_src < bad ? bad_src : bad;
     if (bad != count) {
@@ -1387,6 +1399,10 @@ static rzcu_result do_batch(rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *
             *fail_idx = bad;
         return RZCUDA_ERROR_INVALID_VALUE;
     }
+    if (emu_trace_on())
+        for (size_t i = 0; i < count; i++)
+            if (emu_mem_is_device_address((uintptr_t)dsts[i]))
+                emu_trace_write(dsts[i], sizes[i]);
     struct op *op = op_new(c, OP_BATCH);
     if (!op)
         return RZCUDA_ERROR_OUT_OF_MEMORY;

@@ -1,10 +1,11 @@
 /*
- * Emulator core: lazy configuration from the environment, per entry point call counts, fault injection,
- * the exit statistics and the cuEmu* extension API.
+ * Emulator core: lazy configuration from the environment, per entry point call counts, fault injection
+ * (errors and signals), the driver's shutdown at exit, the exit statistics and the cuEmu* extension API.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,18 @@ static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static atomic_bool initialized;
 static atomic_ullong call_counts[EP_COUNT];
 
-/* Pending injected failures: fire when the entry point's count reaches `at`. */
+/* Pending injected failures: fire when the entry point's count reaches `at`. A failure either returns
+ * `error` or (error == CUDA_SUCCESS) raises signal `signo` in the calling thread and then runs the call. */
 struct failure {
     int ep;
     unsigned long long at;
     rzcu_result error;
     bool relative; /* from cuEmuInjectFailure: keeps its distance across cuEmuResetCallCounts */
+    int signo;
 };
+/* cuEmuShutdown or the exit handler of CUDA_EMU_SHUTDOWN_AT_EXIT ran: every call is DEINITIALIZED. */
+static atomic_bool shut_down;
+static bool shutdown_at_exit;
 static pthread_mutex_t failures_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct failure *failures;
 static size_t nfailures, failures_cap;
@@ -55,7 +61,7 @@ static void warn(const char *fmt, const char *value)
     fputc('\n', stderr);
 }
 
-static bool add_failure_locked(int ep, unsigned long long at, rzcu_result error, bool relative)
+static bool add_failure_locked(int ep, unsigned long long at, rzcu_result error, bool relative, int signo)
 {
     if (nfailures == failures_cap) {
         size_t cap = failures_cap ? failures_cap * 2 : 8;
@@ -65,7 +71,7 @@ static bool add_failure_locked(int ep, unsigned long long at, rzcu_result error,
         failures = f;
         failures_cap = cap;
     }
-    failures[nfailures++] = (struct failure){ep, at, error, relative};
+    failures[nfailures++] = (struct failure){ep, at, error, relative, signo};
     atomic_fetch_add(&failures_pending[ep], 1);
     return true;
 }
@@ -81,6 +87,8 @@ static rzcu_result default_failure(int ep)
     case EP_cuMemAllocAsync_ptsz:
     case EP_cuMemAllocFromPoolAsync:
     case EP_cuMemAllocFromPoolAsync_ptsz:
+    case EP_cuMemCreate:
+    case EP_cuMemAddressReserve:
         return RZCUDA_ERROR_OUT_OF_MEMORY;
     default:
         return RZCUDA_ERROR_UNKNOWN;
@@ -142,7 +150,7 @@ static void parse_failures(const char *value)
                 break;
             }
         }
-        parsed[n++] = (struct failure){ep, nth, error, false};
+        parsed[n++] = (struct failure){ep, nth, error, false, 0};
     }
     if (!ok || n == 0) {
         warn("malformed CUDA_EMU_FAIL=\"%s\" (want <entry point>:<nth>[:<error>][,...]); no failures injected",
@@ -150,7 +158,46 @@ static void parse_failures(const char *value)
     } else {
         pthread_mutex_lock(&failures_mu);
         for (size_t i = 0; i < n; i++)
-            add_failure_locked(parsed[i].ep, parsed[i].at, parsed[i].error, false);
+            add_failure_locked(parsed[i].ep, parsed[i].at, parsed[i].error, false, 0);
+        pthread_mutex_unlock(&failures_mu);
+    }
+    free(copy);
+}
+
+/* CUDA_EMU_SIGNAL=<entry point>:<nth>:<signal number>[,...]; all or nothing. */
+static void parse_signals(const char *value)
+{
+    char *copy = strdup(value);
+    if (!copy)
+        return;
+    struct failure parsed[64];
+    size_t n = 0;
+    bool ok = true;
+    char *save = NULL;
+    for (char *item = strtok_r(copy, ",", &save); item && ok; item = strtok_r(NULL, ",", &save)) {
+        char *f2 = strchr(item, ':'), *f3 = f2 ? strchr(f2 + 1, ':') : NULL;
+        if (!f3) {
+            ok = false;
+            break;
+        }
+        *f2++ = '\0';
+        *f3++ = '\0';
+        int ep = emu_ep_by_name(item);
+        unsigned long long nth, signo;
+        if (ep < 0 || !parse_ull(f2, &nth) || nth == 0 || !parse_ull(f3, &signo) || signo == 0 || signo >= 65 ||
+            n == sizeof parsed / sizeof parsed[0]) {
+            ok = false;
+            break;
+        }
+        parsed[n++] = (struct failure){ep, nth, RZCUDA_SUCCESS, false, (int)signo};
+    }
+    if (!ok || n == 0) {
+        warn("malformed CUDA_EMU_SIGNAL=\"%s\" (want <entry point>:<nth>:<signal number>[,...]); no signals injected",
+             value);
+    } else {
+        pthread_mutex_lock(&failures_mu);
+        for (size_t i = 0; i < n; i++)
+            add_failure_locked(parsed[i].ep, parsed[i].at, RZCUDA_SUCCESS, false, parsed[i].signo);
         pthread_mutex_unlock(&failures_mu);
     }
     free(copy);
@@ -212,9 +259,30 @@ static void read_config(void)
     v = getenv("CUDA_EMU_FAIL");
     if (v && *v)
         parse_failures(v);
+    emu_trace_configure(getenv("CUDA_EMU_TRACE"));
+    v = getenv("CUDA_EMU_SIGNAL");
+    if (v && *v)
+        parse_signals(v);
+    v = getenv("CUDA_EMU_SHUTDOWN_AT_EXIT");
+    if (v && strcmp(v, "1") == 0)
+        shutdown_at_exit = true;
+    else if (v && strcmp(v, "0") != 0)
+        warn("malformed CUDA_EMU_SHUTDOWN_AT_EXIT=\"%s\" (want 0 or 1); using 0", v);
     v = getenv("CUDA_EMU_STATS");
     if (v && strcmp(v, "1") == 0)
         atexit(print_stats);
+}
+
+static void shutdown_handler(void) { atomic_store(&shut_down, true); }
+static void shutdown_handler_register(void) { atexit(shutdown_handler); }
+
+/* Like a real driver, which tears itself down from an exit handler it registers when initialised: exit
+ * handlers registered before cuInit run after it and find the driver gone. */
+void emu_note_init(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (shutdown_at_exit)
+        pthread_once(&once, shutdown_handler_register);
 }
 
 static atomic_bool config_read; /* fast path past pthread_once */
@@ -227,23 +295,31 @@ static void read_config_once(void)
     atomic_store_explicit(&config_read, true, memory_order_release);
 }
 
-rzcu_result emu_enter(enum emu_ep ep)
+rzcu_result emu_enter(enum emu_ep ep, void *caller)
 {
     read_config_once();
     unsigned long long count = atomic_fetch_add(&call_counts[ep], 1) + 1;
+    if (emu_trace_on())
+        emu_trace_enter(ep, caller);
+    if (__builtin_expect(atomic_load_explicit(&shut_down, memory_order_relaxed), 0))
+        return RZCUDA_ERROR_DEINITIALIZED;
     if (atomic_load_explicit(&failures_pending[ep], memory_order_relaxed) == 0)
         return RZCUDA_SUCCESS;
     rzcu_result r = RZCUDA_SUCCESS;
+    int signo = 0;
     pthread_mutex_lock(&failures_mu);
     for (size_t i = 0; i < nfailures; i++) {
         if (failures[i].ep == (int)ep && failures[i].at == count) {
             r = failures[i].error;
+            signo = failures[i].signo;
             failures[i] = failures[--nfailures];
             atomic_fetch_sub(&failures_pending[ep], 1);
             break;
         }
     }
     pthread_mutex_unlock(&failures_mu);
+    if (signo)
+        raise(signo); /* then the call runs, unless the handler does not return */
     return r;
 }
 
@@ -280,10 +356,24 @@ int cuEmuInjectFailure(const char *entry_point, unsigned long long nth, unsigned
         return -1;
     pthread_once(&config_once, read_config);
     pthread_mutex_lock(&failures_mu);
-    bool ok = add_failure_locked(ep, atomic_load(&call_counts[ep]) + nth, error, true);
+    bool ok = add_failure_locked(ep, atomic_load(&call_counts[ep]) + nth, error, true, 0);
     pthread_mutex_unlock(&failures_mu);
     return ok ? 0 : -1;
 }
+
+int cuEmuInjectSignal(const char *entry_point, unsigned long long nth, int signo)
+{
+    int ep = emu_ep_by_name(entry_point);
+    if (ep < 0 || nth == 0 || signo <= 0 || signo >= 65)
+        return -1;
+    pthread_once(&config_once, read_config);
+    pthread_mutex_lock(&failures_mu);
+    bool ok = add_failure_locked(ep, atomic_load(&call_counts[ep]) + nth, RZCUDA_SUCCESS, true, signo);
+    pthread_mutex_unlock(&failures_mu);
+    return ok ? 0 : -1;
+}
+
+void cuEmuShutdown(void) { atomic_store(&shut_down, true); }
 
 void cuEmuClearFailures(void)
 {

@@ -36,9 +36,24 @@ struct emu_config {
 };
 extern struct emu_config emu_cfg;
 
-/* Called first by every exported entry point: reads the configuration once, counts the call, and returns
- * the injected error for this call (CUDA_SUCCESS when none). */
-rzcu_result emu_enter(enum emu_ep ep);
+/* Called first by every exported entry point with its return address: reads the configuration once, counts
+ * the call, raises an injected signal, and returns the injected error for this call (CUDA_SUCCESS when
+ * none; CUDA_ERROR_DEINITIALIZED for every call once the driver has shut down). */
+rzcu_result emu_enter(enum emu_ep ep, void *caller);
+/* cuInit succeeded: with CUDA_EMU_SHUTDOWN_AT_EXIT=1, register the shutdown at exit (once). */
+void emu_note_init(void);
+
+/* ---- device trace (emu_devtrace.c): CUDA_EMU_TRACE `dev` lines ---- */
+/* The entry point being run on this thread and its caller (set by emu_enter). */
+void emu_trace_enter(enum emu_ep ep, void *caller);
+bool emu_trace_on(void);
+/* Reads CUDA_EMU_TRACE (once, with the rest of the configuration). */
+void emu_trace_configure(const char *path);
+/* A device allocation was made / freed (or its stream-ordered free called) by the current entry point. */
+void emu_trace_alloc(rzcu_deviceptr base, size_t size);
+void emu_trace_free(rzcu_deviceptr base);
+/* The current entry point writes [dst, dst + n) of device memory (copies, memsets, batch items). */
+void emu_trace_write(rzcu_deviceptr dst, size_t n);
 bool emu_initialized(void);
 void emu_set_initialized(void);
 
@@ -76,8 +91,11 @@ rzcu_result emu_host_unregister(void *p);
 size_t emu_mem_ranges_ok(const rzcu_deviceptr *ptrs, const size_t *sizes, size_t count);
 /* The context that allocated the device allocation containing p, and its device. */
 bool emu_mem_owner(rzcu_deviceptr p, struct CUctx_st **ctx, int *device);
-/* [p, p+n) within one live allocation (n > 0). */
+/* [p, p+n) within one live allocation, or within one VMM mapping and readable (n > 0). */
 bool emu_mem_range_ok(rzcu_deviceptr p, size_t n);
+/* The same for ranges that are written: a VMM range must be read-write. */
+bool emu_mem_range_writable(rzcu_deviceptr p, size_t n);
+size_t emu_mem_ranges_writable(const rzcu_deviceptr *ptrs, const size_t *sizes, size_t count);
 /* p lies in the emulated device address range. */
 bool emu_mem_is_device_address(uintptr_t p);
 void emu_mem_free_context(struct CUctx_st *ctx);
@@ -86,6 +104,20 @@ rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out);
 rzcu_result emu_host_free(void *p);
 void emu_host_free_context(struct CUctx_st *ctx);
 
+/*
+ * ---- virtual memory management (state in emu_mem.c, entry points in emu_vmm.c) ----
+ * The entry points check what needs no state (NULL pointers, flags, alignment to the granularity, the
+ * properties and access descriptors); these check the rest under the memory lock and return the result.
+ */
+rzcu_result emu_vmm_reserve(size_t size, size_t alignment, rzcu_deviceptr hint, rzcu_deviceptr *out);
+rzcu_result emu_vmm_address_free(rzcu_deviceptr p, size_t size);
+rzcu_result emu_vmm_create(int device, size_t size, rzcu_mem_generic_alloc_handle *out);
+rzcu_result emu_vmm_release(rzcu_mem_generic_alloc_handle h);
+rzcu_result emu_vmm_map(rzcu_deviceptr p, size_t size, size_t offset, rzcu_mem_generic_alloc_handle h);
+rzcu_result emu_vmm_unmap(rzcu_deviceptr p, size_t size);
+rzcu_result emu_vmm_set_access(rzcu_deviceptr p, size_t size, const rzcu_mem_access_desc *desc, size_t count);
+void emu_vmm_usage(cuda_emu_vmm_usage_t *usage);
+
 /* ---- contexts (emu.c) ---- */
 int emu_context_device(struct CUctx_st *ctx);
 unsigned emu_context_gen(struct CUctx_st *ctx);
@@ -93,6 +125,9 @@ unsigned emu_context_gen(struct CUctx_st *ctx);
 bool emu_context_live(struct CUctx_st *ctx, unsigned gen);
 /* The current context: CUDA_ERROR_INVALID_CONTEXT without one, CONTEXT_IS_DESTROYED when it was destroyed. */
 rzcu_result emu_current_ctx(struct CUctx_st **out);
+/* Completes all outstanding work of every context (the driver's implicit synchronisation before memory
+ * leaves use: queued copies and kernels never touch memory unmapped or made inaccessible after them). */
+void emu_sync_outstanding(void);
 
 /* ---- handle tables (emu_module.c) ---- */
 /* A reserved table of fixed-size slots, never reused: a handle is validated by range and alignment without
@@ -126,7 +161,7 @@ rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
 /* ---- prologues of the exported entry points ---- */
 #define ENTER_NOINIT(name)                                                                                   \
     do {                                                                                                     \
-        rzcu_result enter_r_ = emu_enter(EP_##name);                                                         \
+        rzcu_result enter_r_ = emu_enter(EP_##name, __builtin_return_address(0));                            \
         if (enter_r_ != RZCUDA_SUCCESS)                                                                      \
             return enter_r_;                                                                                 \
     } while (0)

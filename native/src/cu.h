@@ -102,12 +102,52 @@ typedef struct rzcu_launch_config {
     unsigned int numAttrs;
 } rzcu_launch_config;
 
+/*
+ * Virtual memory management (CUDA 10.2+): CUmemGenericAllocationHandle, CUmemAllocationProp and
+ * CUmemAccessDesc, laid out as in cuda.h, and the enum values the project uses.
+ */
+typedef unsigned long long rzcu_mem_generic_alloc_handle; /* CUmemGenericAllocationHandle */
+typedef unsigned int rzcu_mem_granularity_flags;          /* CUmemAllocationGranularity_flags */
+#define RZCU_MEM_ALLOCATION_TYPE_PINNED 0x1
+#define RZCU_MEM_LOCATION_TYPE_DEVICE 0x1
+#define RZCU_MEM_HANDLE_TYPE_NONE 0x0
+#define RZCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR 0x1
+#define RZCU_MEM_ACCESS_FLAGS_PROT_NONE 0x0
+#define RZCU_MEM_ACCESS_FLAGS_PROT_READ 0x1
+#define RZCU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
+#define RZCU_MEM_ALLOC_GRANULARITY_MINIMUM 0x0
+#define RZCU_MEM_ALLOC_GRANULARITY_RECOMMENDED 0x1
+
+typedef struct rzcu_mem_allocation_prop {
+    unsigned int type;                 /* CUmemAllocationType */
+    unsigned int requestedHandleTypes; /* CUmemAllocationHandleType bits */
+    rzcu_mem_location location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} rzcu_mem_allocation_prop;
+
+typedef struct rzcu_mem_access_desc {
+    rzcu_mem_location location;
+    unsigned int flags; /* CUmemAccess_flags */
+} rzcu_mem_access_desc;
+
 /* cu_check.c compiles this header with cuda.h's own struct names, so the function types can be compared. */
 #ifndef RZCU_MEMCPY_ATTRIBUTES
 #define RZCU_MEMCPY_ATTRIBUTES rzcu_memcpy_attributes
 #endif
 #ifndef RZCU_LAUNCH_CONFIG
 #define RZCU_LAUNCH_CONFIG rzcu_launch_config
+#endif
+#ifndef RZCU_MEM_ALLOCATION_PROP
+#define RZCU_MEM_ALLOCATION_PROP rzcu_mem_allocation_prop
+#endif
+#ifndef RZCU_MEM_ACCESS_DESC
+#define RZCU_MEM_ACCESS_DESC rzcu_mem_access_desc
 #endif
 struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
 
@@ -182,6 +222,21 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
        void **extra))                                                                                       \
     X(cuLaunchKernelEx, rzcu_result,                                                                        \
       (const RZCU_LAUNCH_CONFIG *config, rzcu_function f, void **params, void **extra))                     \
+    X(cuMemGetAllocationGranularity, rzcu_result,                                                           \
+      (size_t * granularity, const RZCU_MEM_ALLOCATION_PROP *prop, rzcu_mem_granularity_flags option))      \
+    X(cuMemAddressReserve, rzcu_result,                                                                     \
+      (rzcu_deviceptr * ptr, size_t size, size_t alignment, rzcu_deviceptr addr, unsigned long long flags)) \
+    X(cuMemAddressFree, rzcu_result, (rzcu_deviceptr ptr, size_t size))                                     \
+    X(cuMemCreate, rzcu_result,                                                                             \
+      (rzcu_mem_generic_alloc_handle * handle, size_t size, const RZCU_MEM_ALLOCATION_PROP *prop,           \
+       unsigned long long flags))                                                                           \
+    X(cuMemRelease, rzcu_result, (rzcu_mem_generic_alloc_handle handle))                                    \
+    X(cuMemMap, rzcu_result,                                                                                \
+      (rzcu_deviceptr ptr, size_t size, size_t offset, rzcu_mem_generic_alloc_handle handle,                \
+       unsigned long long flags))                                                                           \
+    X(cuMemUnmap, rzcu_result, (rzcu_deviceptr ptr, size_t size))                                           \
+    X(cuMemSetAccess, rzcu_result,                                                                          \
+      (rzcu_deviceptr ptr, size_t size, const RZCU_MEM_ACCESS_DESC *desc, size_t count))                    \
     X(cuGetErrorName, rzcu_result, (rzcu_result error, const char **pstr))                                  \
     X(cuGetErrorString, rzcu_result, (rzcu_result error, const char **pstr))                                \
     X(cuGetProcAddress_v2, rzcu_result,                                                                     \

@@ -6,6 +6,8 @@
 #define RZCU_MEMCPY_ATTRIBUTES CUmemcpyAttributes
 #endif
 #define RZCU_LAUNCH_CONFIG CUlaunchConfig
+#define RZCU_MEM_ALLOCATION_PROP CUmemAllocationProp
+#define RZCU_MEM_ACCESS_DESC CUmemAccessDesc
 #include <cuda.h>
 #include <stddef.h>
 
@@ -30,6 +32,8 @@ SAME(rzcu_event, CUevent);
 SAME(rzcu_module, CUmodule);
 SAME(rzcu_function, CUfunction);
 SAME(rzcu_mem_pool, CUmemoryPool);
+SAME(rzcu_mem_generic_alloc_handle, CUmemGenericAllocationHandle);
+SAME(rzcu_mem_granularity_flags, CUmemAllocationGranularity_flags);
 
 /* Each entry point: the name as exported by libcuda (no cuda.h macro renaming) has our function type. */
 #define CHECK_FN(name, ret, params) SAME(rzcu_fn_##name, __typeof__(name));
@@ -60,6 +64,15 @@ CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, CU_DEVICE_ATTRIBUTE_MULT
 CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
 CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 CHECK_CONST(RZCU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+CHECK_CONST(RZCU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ALLOCATION_TYPE_PINNED);
+CHECK_CONST(RZCU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE);
+CHECK_CONST(RZCU_MEM_HANDLE_TYPE_NONE, CU_MEM_HANDLE_TYPE_NONE);
+CHECK_CONST(RZCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+CHECK_CONST(RZCU_MEM_ACCESS_FLAGS_PROT_NONE, CU_MEM_ACCESS_FLAGS_PROT_NONE);
+CHECK_CONST(RZCU_MEM_ACCESS_FLAGS_PROT_READ, CU_MEM_ACCESS_FLAGS_PROT_READ);
+CHECK_CONST(RZCU_MEM_ACCESS_FLAGS_PROT_READWRITE, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+CHECK_CONST(RZCU_MEM_ALLOC_GRANULARITY_MINIMUM, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+CHECK_CONST(RZCU_MEM_ALLOC_GRANULARITY_RECOMMENDED, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED);
 
 #define SAME_LAYOUT(ours, theirs, field)                                                                     \
     _Static_assert(offsetof(ours, field) == offsetof(theirs, field) &&                                       \
@@ -83,5 +96,19 @@ SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, sharedMemBytes);
 SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, hStream);
 SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, attrs);
 SAME_LAYOUT(rzcu_launch_config, CUlaunchConfig, numAttrs);
+
+_Static_assert(sizeof(rzcu_mem_allocation_prop) == sizeof(CUmemAllocationProp), "CUmemAllocationProp size");
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, type);
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, requestedHandleTypes);
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, location);
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, win32HandleMetaData);
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, allocFlags);
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, allocFlags.compressionType);
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, allocFlags.gpuDirectRDMACapable);
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, allocFlags.usage);
+SAME_LAYOUT(rzcu_mem_allocation_prop, CUmemAllocationProp, allocFlags.reserved);
+_Static_assert(sizeof(rzcu_mem_access_desc) == sizeof(CUmemAccessDesc), "CUmemAccessDesc size");
+SAME_LAYOUT(rzcu_mem_access_desc, CUmemAccessDesc, location);
+SAME_LAYOUT(rzcu_mem_access_desc, CUmemAccessDesc, flags);
 
 typedef int rz_cu_check_translation_unit_is_not_empty;
