@@ -278,3 +278,51 @@ Test(options, status_table) {
     RZ_STATUS_MAP(RZ_CHECK_NEGATIVE)
 #undef RZ_CHECK_NEGATIVE
 }
+
+static rz_options_t parse_one(const char *var, const char *value) {
+    fake_n = 0;
+    fake_set(var, value);
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    return o;
+}
+
+Test(options, scan_list_takes_fatal_and_defaults_to_it) {
+    fake_n = 0;
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    cr_assert_eq(o.scan, RZ_SCAN_FREE | RZ_SCAN_EXIT | RZ_SCAN_FATAL);
+    o = parse_one("METRALE_REDZONE_SCAN", "fatal");
+    cr_assert_eq(o.scan, RZ_SCAN_FATAL);
+    cr_assert_str_empty(o.warnings);
+    o = parse_one("METRALE_REDZONE_SCAN", "fatal,none");
+    cr_assert_eq(o.scan, RZ_SCAN_FREE | RZ_SCAN_EXIT | RZ_SCAN_FATAL);
+    cr_assert(strstr(o.warnings, "combines none with other scans; using free,exit,fatal"), "%s", o.warnings);
+    o = parse_one("METRALE_REDZONE_SCAN", "fatals");
+    cr_assert(strstr(o.warnings, "is not a comma list of free, sync, exit, fatal, none"), "%s", o.warnings);
+}
+
+Test(options, stack_depth) {
+    cr_assert_eq(parse_one("METRALE_REDZONE_STACKS", "0").stacks, 0);
+    cr_assert_eq(parse_one("METRALE_REDZONE_STACKS", "32").stacks, 32);
+    cr_assert_eq(parse_one("METRALE_REDZONE_STACKS", "+8").stacks, 8);
+    const char *bad[] = {"33", "-1", "x", "", "8 ", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rz_options_t o = parse_one("METRALE_REDZONE_STACKS", bad[i]);
+        cr_assert_eq(o.stacks, 0, "%s", bad[i]);
+        char want[160];
+        snprintf(want, sizeof want, "redzone: warning: METRALE_REDZONE_STACKS=\"%s\" is not a frame count 0-32; using 0 (off)\n",
+                 bad[i]);
+        cr_assert_str_eq(o.warnings, want);
+    }
+}
+
+Test(options, check_kernel_and_install) {
+    cr_assert(parse_one("METRALE_REDZONE_CHECK_KERNEL", "1").check_kernel);
+    cr_assert(!parse_one("METRALE_REDZONE_CHECK_KERNEL", "0").check_kernel);
+    rz_options_t o = parse_one("METRALE_REDZONE_CHECK_KERNEL", "no");
+    cr_assert(o.check_kernel, "bad value keeps the default");
+    cr_assert(strstr(o.warnings, "METRALE_REDZONE_CHECK_KERNEL=\"no\" is not 0 or 1; using 1"), "%s", o.warnings);
+    cr_assert(parse_one("METRALE_REDZONE_INSTALL", "eager").install_eager);
+    cr_assert(!parse_one("METRALE_REDZONE_INSTALL", "lazy").install_eager);
+}

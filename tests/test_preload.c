@@ -5,6 +5,7 @@
  * program's own bytes and the driver's result codes are unchanged.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +160,7 @@ Test(preload, bad_scan_list_warns_and_keeps_the_default) {
     const char *argv[] = {RZPROG, "nofree", NULL};
     run(&R, env, argv);
     cr_assert_eq(count(R.out, "redzone: warning: METRALE_REDZONE_SCAN=\"free,later\" is not a comma list of free, "
-                              "sync, exit, none; using free,exit"), 1, "%s", R.out);
+                              "sync, exit, fatal, none; using free,exit,fatal"), 1, "%s", R.out);
     cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 1, "the default includes exit: %s", R.out);
 }
 
@@ -373,4 +374,148 @@ Test(preload, zones_whose_context_died_before_their_bands_were_written) {
     cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "%s", R.out);
     cr_assert(strstr(R.out, "redzone scan: 0 zones checked, 0 violated"), "%s", R.out);
     cr_assert(strstr(R.out, "4 allocations, 0 live"), "both stale zones counted as released: %s", R.out);
+}
+
+/* METRALE_REDZONE_STACKS: where the violated zone was allocated, under its report (program frames only). */
+Test(preload, allocation_stacks_under_violation_reports) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_SCAN=sync", "METRALE_REDZONE_STACKS=3",
+                         NULL};
+    const char *argv[] = {RZPROG, "kernels", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    const char *at = strstr(R.out, "REDZONE VIOLATION alloc#1 user_bytes=64 pad=64 : bytes [0..=0] past the end were "
+                                   "written (1 of 64 pad bytes changed), first bad value 0x77\n"
+                                   "  alloc#1 was allocated at:\n    #0 0x");
+    cr_assert(at, "%s", R.out);
+    cr_assert(strstr(at, " in mode_kernels+0x") || strstr(at, " in main+0x"), "the program's frame: %s", R.out);
+    cr_assert_eq(count(R.out, "libredzone"), 0, "redzone's own frames are left out: %s", R.out);
+    cr_assert_eq(count(R.out, "    #3 "), 0, "at most 3 frames: %s", R.out);
+}
+
+Test(preload, bad_stack_depth_warns_and_keeps_none) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_SCAN=sync", "METRALE_REDZONE_STACKS=99",
+                         NULL};
+    const char *argv[] = {RZPROG, "kernels", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert_eq(count(R.out, "redzone: warning: METRALE_REDZONE_STACKS=\"99\" is not a frame count 0-32; using 0 (off)"),
+                 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "was allocated at:"), 0, "%s", R.out);
+}
+
+/* METRALE_REDZONE_SCAN=fatal (default): one last scan when the program dies of a signal; the signal's
+ * default action then runs, so the exit status (and any core) is the crash's. */
+static void expect_fatal_scan(const char *how, const char *signame, int sig) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZPROG, "crash", how, NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 128 + sig, "died of %s: %s", signame, R.out);
+    char line[128];
+    snprintf(line, sizeof line, "rzprog: about to die\nredzone: %s: one final scan before the process dies\n", signame);
+    const char *at = strstr(R.out, line);
+    cr_assert(at, "%s", R.out);
+    cr_assert(strstr(at, "REDZONE VIOLATION alloc#0 user_bytes=128 pad=64 : bytes [0..=0] past the end were written"),
+              "%s", R.out);
+    cr_assert(strstr(at, "redzone scan: 1 zones checked, 1 violated"), "%s", R.out);
+    cr_assert_eq(count(R.out, "one final scan"), 1, "once: %s", R.out);
+    cr_assert_eq(count(R.out, "redzone: exit:"), 0, "no exit scan on a signal death: %s", R.out);
+}
+
+Test(preload, fatal_signal_final_scan_on_sigsegv) { expect_fatal_scan("segv", "SIGSEGV", SIGSEGV); }
+
+Test(preload, fatal_signal_final_scan_on_abort) { expect_fatal_scan("abort", "SIGABRT", SIGABRT); }
+
+Test(preload, fatal_signal_scan_can_be_left_out) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_SCAN=free,exit", NULL};
+    const char *argv[] = {RZPROG, "crash", "segv", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 128 + SIGSEGV, "%s", R.out);
+    cr_assert_eq(count(R.out, "final scan"), 0, "%s", R.out);
+}
+
+Test(preload, fatal_signal_scan_without_agent_says_skipped) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_AGENT=0", NULL};
+    const char *argv[] = {RZPROG, "crash", "segv", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 128 + SIGSEGV, "%s", R.out);
+    cr_assert(strstr(R.out, "redzone: final scan skipped: no agent thread (METRALE_REDZONE_AGENT=0)\n"), "%s", R.out);
+}
+
+/* METRALE_REDZONE_FRONT: a band before the start, the pointer still 256-byte aligned, the program's range
+ * as it asked for it; writes before the start reported on their own line kind. */
+Test(preload, front_bands_catch_writes_before_the_start) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_FRONT=200", NULL};
+    const char *argv[] = {RZPROG, "front", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "front: aligned 1 1\n"), "%s", R.out);
+    cr_assert(strstr(R.out, "front: range inside 0 base ok 1 size 100\n"), "%s", R.out);
+    cr_assert(strstr(R.out, "front: range in the front band 500\n"), "CUDA_ERROR_NOT_FOUND: %s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=100 front=256 : bytes [-1..=-1] before the start "
+                            "were written (1 of 256 front bytes changed), first bad value 0x11\n"
+                            "redzone: alloc#0 was violated when it was freed\n"), "at free: %s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#1 user_bytes=300 front=256 : bytes [-40..=-33] before the start "
+                            "were written (8 of 256 front bytes changed), first bad value 0x22\n"), "at exit: %s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 2, "no false reports (the pitched block has no front band): %s",
+                 R.out);
+    cr_assert(strstr(R.out, "redzone: exit: 1 violated at exit; 2 violations in 1 scans; 3 allocations, 1 live"),
+              "%s", R.out);
+}
+
+Test(preload, bad_front_size_warns_and_keeps_none) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_FRONT=2000000", NULL};
+    const char *argv[] = {RZPROG, "nofree", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(count(R.out, "redzone: warning: METRALE_REDZONE_FRONT=\"2000000\" is not a number of bytes up to "
+                              "1048576; using 0 (no front bands)"), 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 1, "the band after the end still works: %s", R.out);
+}
+
+/* METRALE_REDZONE_GUARD: a hardware guard page after the buffer (VMM on the emulated driver). */
+static void run_guard(const char *how) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_GUARD=idx:0", NULL};
+    const char *argv[] = {RZPROG, "guard", how, NULL};
+    run(&R, env, argv);
+}
+
+Test(preload, guard_page_allocation_works_and_is_fully_released) {
+    run_guard("free");
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "guard: aligned 1\nguard: round trip 1\nguard: copy into the guard granule refused 1\n"),
+              "%s", R.out);
+    cr_assert(strstr(R.out, "guard: live: physical 2097152 reserved 4194304 mapped 2097152 allocations 1\n"),
+              "1000 bytes in one 2 MiB granule, one more reserved: %s", R.out);
+    cr_assert(strstr(R.out, "guard: after free: physical 0 reserved 0 mapped 0 allocations 0\n"), "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "%s", R.out);
+}
+
+Test(preload, guard_page_slack_is_an_ordinary_band) {
+    run_guard("slack");
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=24 : bytes [0..=0] past the end were "
+                            "written (1 of 24 pad bytes changed), first bad value 0x55\n"), "%s", R.out);
+}
+
+Test(preload, guard_page_faults_a_kernel_writing_past_the_end) {
+    run_guard("write");
+    cr_assert_eq(R.status, 128 + SIGSEGV, "%s", R.out);
+    cr_assert(strstr(R.out, "rzprog: launching a kernel that writes past the end\n"), "%s", R.out);
+    cr_assert(!strstr(R.out, "not reached"), "%s", R.out);
+    cr_assert(strstr(R.out, "redzone: SIGSEGV: one final scan before the process dies\n"), "%s", R.out);
+}
+
+Test(preload, guard_page_faults_a_kernel_reading_past_the_end) {
+    run_guard("read");
+    cr_assert_eq(R.status, 128 + SIGSEGV, "%s", R.out);
+    cr_assert(!strstr(R.out, "not reached"), "%s", R.out);
+}
+
+Test(preload, bad_guard_selection_warns_and_uses_none) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_GUARD=idx:1,,2", NULL};
+    const char *argv[] = {RZPROG, "guard", "free", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert_eq(count(R.out, "redzone: warning: METRALE_REDZONE_GUARD=\"idx:1,,2\" is not N (every N-th allocation, "
+                              "N >= 1) or idx:I,J,... (at most 32 indices); using unset (no guard pages)"), 1, "%s", R.out);
+    cr_assert(strstr(R.out, "guard: live: physical 0 reserved 0 mapped 0 allocations 0\n"), "%s", R.out);
 }

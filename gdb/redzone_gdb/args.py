@@ -48,7 +48,7 @@ def parse_flags(argv, command, flags=(), valued=()):
 
 
 def parse_list(argv):
-    opts = parse_flags(argv, "list", flags=("--violated", "--json"), valued=("--from", "--to", "--limit"))
+    opts = parse_flags(argv, "list", flags=("--violated", "--json", "--stacks"), valued=("--from", "--to", "--limit"))
     if opts["--from"] is not None and opts["--to"] is not None and opts["--from"] > opts["--to"]:
         raise UsageError(f"--from {opts['--from']} is after --to {opts['--to']}")
     return opts
@@ -104,9 +104,14 @@ def autoscan_text(setting):
 
 
 def check_env_value(name, value):
-    """Values of set redzone bytes|fill|min-idx|trace-idx|scan, checked before they reach the program."""
+    """Values of set redzone bytes|fill|min-idx|trace-idx|scan|stacks, checked before they reach the program."""
     if value is None or value == "":
         return None
+    if name == "stacks":
+        v = parse_count(value, name)
+        if v > 32:
+            raise UsageError(f"stacks must be a frame count, 0-32 (not {v})")
+        return str(v)
     if name in ("bytes", "min-idx", "trace-idx"):
         return str(parse_count(value, name))
     if name == "fill":
@@ -116,8 +121,8 @@ def check_env_value(name, value):
         return str(v)
     if name == "scan":
         parts = value.split(",")
-        if not all(p in ("free", "sync", "exit", "none") for p in parts) or ("none" in parts and len(parts) > 1):
-            raise UsageError(f"scan must be a comma list of free, sync, exit, or none (not {value!r})")
+        if not all(p in ("free", "sync", "exit", "fatal", "none") for p in parts) or ("none" in parts and len(parts) > 1):
+            raise UsageError(f"scan must be a comma list of free, sync, exit, fatal, or none (not {value!r})")
         return value
     raise UsageError(f"unknown setting {name!r}")
 
@@ -128,6 +133,7 @@ ENV_VARS = {
     "min-idx": "METRALE_REDZONE_MIN_IDX",
     "trace-idx": "METRALE_REDZONE_TRACE_IDX",
     "scan": "METRALE_REDZONE_SCAN",
+    "stacks": "METRALE_REDZONE_STACKS",
 }
 
 

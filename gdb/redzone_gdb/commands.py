@@ -31,7 +31,7 @@ class RedzonePrefix(gdb.Command):
 
 Usage: redzone SUBCOMMAND [ARGS]
 
-Subcommands: list, scan, poison, unpoison, stats (counters), status, break.
+Subcommands: list, scan, poison, unpoison, violations, stats (counters), status, break.
 Settings: set/show redzone autoscan|timeout|bytes|fill|min-idx|trace-idx|scan|emulated-device.
 Reference: docs/gdb.md."""
 
@@ -42,11 +42,13 @@ Reference: docs/gdb.md."""
 class ListCommand(gdb.Command):
     """List the zones (allocations) redzone watches, in creation-index order.
 
-Usage: redzone list [--violated] [--from N] [--to N] [--limit N] [--json]
+Usage: redzone list [--violated] [--from N] [--to N] [--limit N] [--stacks] [--json]
 
 Columns: creation index, user pointer, user bytes, pad bytes, expected band byte, state.
 --violated: only zones the last scan found violated. --from/--to: index range (inclusive).
---limit N: at most N rows (default 100; 0 = all). Reads memory only: works on a core file."""
+--limit N: at most N rows (default 100; 0 = all). --stacks: each zone's allocation stack under its row
+(kept when the program ran with METRALE_REDZONE_STACKS, `set redzone stacks N`).
+Reads memory only: works on a core file."""
 
     def __init__(self):
         super().__init__("redzone list", gdb.COMMAND_DATA)
@@ -59,32 +61,37 @@ Columns: creation index, user pointer, user bytes, pad bytes, expected band byte
         addr, data = target.state()
         stable = target.seq_stable(addr)
         limit = 100 if opts["--limit"] is None else opts["--limit"]
-        lo, hi = opts["--from"], opts["--to"]
-        filtered = opts["--violated"] or lo is not None or hi is not None
-        rows, shown, total = [], 0, 0
-        for nb, index, violated, _watched in target.Registry(data).walk():
-            if hi is not None and index > hi:
-                break  # the list is in index order
-            if (lo is not None and index < lo) or (opts["--violated"] and not violated):
-                continue
-            total += 1
-            if limit and shown >= limit:
-                if not filtered:
-                    break  # the total is known without walking the rest
-                continue
-            rows.append(view.zone_row(nb, json=opts["--json"]))
-            shown += 1
-        if not filtered:
-            total = view.u64(data, view.offset("state.zone_count"))
+        stacks = opts["--stacks"]
+        try:
+            listed = view.zone_list(data, target.Registry(data).read_chunk, lo=opts["--from"], hi=opts["--to"],
+                                    limit=limit, violated=opts["--violated"], json=opts["--json"], ids=stacks)
+        except view.ListError as e:
+            raise target.TargetError(str(e)) from None
+        rows, shown, total = listed[:3]
+        if stacks and not opts["--json"] and rows:
+            if view.u32(data, view.offset("state.stack_depth")) == 0:
+                _write("redzone: no allocation stacks were kept (run with `set redzone stacks N` or "
+                       "METRALE_REDZONE_STACKS=N)")
+            lines = rows.rstrip("\n").split("\n")
+            out = []
+            for line, id1 in zip(lines, listed[3]):
+                out.append(line)
+                out += [f"      #{k} {target.describe_pc(pc)}" for k, pc in enumerate(target.stack_of(data, id1))]
+            rows = "\n".join(out) + "\n"
         if opts["--json"]:
-            _write("[" + ", ".join(rows) + "]")
+            if stacks:
+                objs = json.loads("[" + rows + "]")
+                for obj, id1 in zip(objs, listed[3]):
+                    obj["stack"] = [target.describe_pc(pc) for pc in target.stack_of(data, id1)]
+                rows = ", ".join(json.dumps(o) for o in objs)
+            _write("[" + rows + "]")
             return
         if not stable:
             _write("redzone: warning: a thread was changing the registry when the program stopped; "
                    "this view may be torn")
         _write(view.zone_header())
-        for r in rows:
-            _write(r)
+        if rows:
+            _write(rows.rstrip("\n"))
         more = f" (showing {shown}; --limit 0 for all)" if shown < total else ""
         _write(f"{total} zone(s){more}")
 
@@ -176,6 +183,50 @@ def _eval_int(text, what):
         raise UsageError(f"{what} {text!r} is not a number: {e}")
 
 
+class ViolationsCommand(gdb.Command):
+    """Print the violations the last scan found, from memory (works on a core file: post-mortem).
+
+Usage: redzone violations [--json]
+
+At most the first 16 violated zones of the last scan are kept; the summary line gives the full count."""
+
+    def __init__(self):
+        super().__init__("redzone violations", gdb.COMMAND_DATA)
+
+    def invoke(self, arg, from_tty):
+        _guard("violations", self.run, gdb.string_to_argv(arg))
+
+    def run(self, argv):
+        as_json = args.parse_json_only(argv, "violations")
+        _, data = target.state()
+        checked = view.u64(data, view.offset("state.last_scan_checked"))
+        violated = view.u64(data, view.offset("state.last_scan_violated"))
+        kept = view.u32(data, view.offset("state.last_violation_count"))
+        size = view.size("violation")
+        base = view.offset("state.last_violations")
+        lines = [view.violation(data[base + i * size: base + (i + 1) * size]) for i in range(kept)]
+        scans = _counter(data, "scans")
+        if as_json:
+            _write(json.dumps({"scans": scans, "checked": checked, "violated": violated, "violations": lines}))
+            return
+        if scans == 0:
+            _write("redzone: no scan has run yet")
+            return
+        for line in lines:
+            _write(line)
+        if violated > kept:
+            _write(f"(and {violated - kept} more violated zones not kept)")
+        _write(f"last scan: {checked} zones checked, {violated} violated")
+
+
+def _counter(data, name):
+    for line in view.counters(data).splitlines():
+        key, value = line.split(": ")
+        if key == name:
+            return int(value)
+    return 0
+
+
 class StatsCommand(gdb.Command):
     """Print every mapping counter as `name: value` (read from memory: works on a core file).
 
@@ -223,6 +274,8 @@ Usage: redzone status"""
         if b("state.poison_active"):
             lines.append(f"poison window: [{o('state.poison_lo')}, {o('state.poison_hi')})")
         lines.append(f"zones: {o('state.zone_count')} registered, next creation index {o('state.next_index')}")
+        lines.append(f"guard pages: {o('state.guard_live')} allocations holding {o('state.guard_bytes')} bytes of "
+                     f"device memory and address space (cap {o('state.guard_cap')}; METRALE_REDZONE_GUARD)")
         try:
             head = target.read(target.symbol_address("__redzone_agent"), view.size("agent.header"))
             alive = view.u32(head, view.offset("agent.alive"))
@@ -483,6 +536,7 @@ def register():
     UnpoisonCommand()
     StatsCommand()
     StatsCommand("redzone counters")
+    ViolationsCommand()
     StatusCommand()
     BreakCommand()
     RedzoneSetPrefix()

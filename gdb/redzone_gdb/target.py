@@ -81,6 +81,14 @@ class Registry:
         off = (i & ((1 << self.shift) - 1)) * self.node
         return self.cache[c][off:off + self.node]
 
+    def read_chunk(self, c):
+        """Chunk c's bytes, or None when the registry has no such chunk."""
+        if c >= len(self.chunk_ptrs) or not self.chunk_ptrs[c]:
+            return None
+        if c not in self.cache:
+            self.cache[c] = read(self.chunk_ptrs[c], self.chunk_bytes)
+        return self.cache[c]
+
     def walk(self):
         id1 = view.u32(self.state, view.offset("state.head"))
         seen = 0
@@ -93,6 +101,41 @@ class Registry:
             if seen > limit:
                 raise TargetError("the zone list is longer than its count (the registry changed while read)")
             id1 = nxt
+
+
+def stack_of(state_bytes, id1):
+    """The allocation stack kept for node id1 (METRALE_REDZONE_STACKS): return addresses, maybe none."""
+    depth = view.u32(state_bytes, view.offset("state.stack_depth"))
+    if depth == 0 or id1 == 0:
+        return []
+    shift = view.size("chunk_shift")
+    i = id1 - 1
+    chunk = view.u64(state_bytes, view.offset("state.stack_chunks") + 8 * (i >> shift))
+    if not chunk:
+        return []
+    words = depth + 1
+    data = read(chunk + (i & ((1 << shift) - 1)) * words * 8, words * 8)
+    n = min(view.u64(data, 0), depth)
+    return [view.u64(data, 8 * (1 + k)) for k in range(n)]
+
+
+def describe_pc(pc):
+    """`0x... in function (file:line)` for a return address, from gdb's symbols (live or core)."""
+    name = None
+    try:
+        block = gdb.block_for_pc(pc - 1)
+        while block is not None and block.function is None:
+            block = block.superblock
+        if block is not None:
+            name = block.function.print_name
+    except RuntimeError:
+        pass
+    if name is None:
+        info = gdb.execute(f"info symbol {pc:#x}", to_string=True).strip()
+        name = info.split(" in section")[0] if not info.startswith("No symbol") else None
+    sal = gdb.find_pc_line(pc - 1)
+    where = f" at {sal.symtab.filename}:{sal.line}" if sal.symtab is not None and sal.line else ""
+    return f"{pc:#x}" + (f" in {name}" if name else "") + where
 
 
 def seq_stable(addr_state):

@@ -138,13 +138,14 @@ typedef struct rz_violation {
     uint64_t index;       /* creation index of the zone */
     rz_devptr_t ptr;      /* user pointer */
     uint64_t user_bytes;
-    uint64_t pad_bytes;
-    uint64_t first;       /* first changed pad offset */
-    uint64_t last;        /* last changed pad offset */
-    uint64_t changed;     /* how many pad bytes changed */
+    uint64_t pad_bytes;   /* size of the violated band (the front band's when `front`) */
+    uint64_t first;       /* first changed offset past the end; front: distance before the start (largest) */
+    uint64_t last;        /* last changed offset past the end; front: distance before the start (smallest) */
+    uint64_t changed;     /* how many band bytes changed */
     uint8_t first_bad;    /* value found at `first` */
     uint8_t expected;     /* value the band should hold */
-    uint8_t reserved[6];
+    uint8_t front;        /* 1: the front band (bytes before the start) was written */
+    uint8_t reserved[5];
 } rz_violation_t;
 
 /* Called once per violated zone found by a scan, before the zone is re-filled. Break here in a debugger. */

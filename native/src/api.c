@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 
+#include "rz_annotate.h"
 #include "rz_internal.h"
 
 RZ_EXPORT uint64_t rz_next_index(void) { return atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed); }
@@ -80,22 +81,132 @@ static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_
 /* Once per process (again in a forked child for the agent): options, driver, exit scan, agent. The flag
  * keeps the steady state to one load. */
 static _Atomic int g_started;
-/* Whether plain allocations through the hooks can take alloc_plain_fast: set once at start-up. */
-static int g_fast_ok;
+/* Whether plain allocations through the hooks can take alloc_plain_fast: set at start-up, by every thread
+ * whose first allocation races with another's (all store the same value; atomic so that is no data race). */
+static _Atomic int g_fast_ok;
 
 static int start(void) {
+    RZ_ANNOTATE_ATOMIC(&RZ_STATE.counters, sizeof RZ_STATE.counters); /* helgrind: relaxed atomics */
+    RZ_ANNOTATE_ATOMIC(&RZ_STATE.next_index, sizeof RZ_STATE.next_index);
+    rz__registry_annotate();
     rz__options();
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;
     rz__exit_scan_arm();
     rz__agent_start();
+    rz__fatal_arm();
     const rz_options_t *o = rz__options();
-    g_fast_ok = rz__drv.cuMemAlloc_v2 && (o->pad_bytes == 0 || (!o->install_eager && rz__drv.cuPointerGetAttribute));
+    int fast = rz__drv.cuMemAlloc_v2 && o->stacks == 0 && o->front_bytes == 0 && !o->guard.every && !o->guard.n &&
+               (o->pad_bytes == 0 || (!o->install_eager && rz__drv.cuPointerGetAttribute));
+    atomic_store_explicit(&g_fast_ok, fast, memory_order_relaxed);
     atomic_store_explicit(&g_started, 1, memory_order_release);
     return RZ_OK;
 }
 
 void rz__alloc_after_fork(void) { atomic_store(&g_started, 0); }
+
+/* ---- guard-page allocations (METRALE_REDZONE_GUARD) -------------------------------------------------- */
+static int guard_selected(const rz_options_t *o, uint64_t index) {
+    if (o->guard.every)
+        return index % o->guard.every == 0;
+    for (uint32_t i = 0; i < o->guard.n; i++)
+        if (o->guard.list[i] == index)
+            return 1;
+    return 0;
+}
+
+static int have_vmm(void) {
+    return rz__drv.cuCtxGetDevice && rz__drv.cuMemGetAllocationGranularity && rz__drv.cuMemAddressReserve &&
+           rz__drv.cuMemAddressFree && rz__drv.cuMemCreate && rz__drv.cuMemRelease && rz__drv.cuMemMap &&
+           rz__drv.cuMemUnmap && rz__drv.cuMemSetAccess;
+}
+
+/* Where a guard zone's mapping starts, how long it is, and its reservation (mapping + one guard granule). */
+static void guard_layout(const rz_zone_node_t *z, rz_devptr_t *base, size_t *mapped, size_t *reserved) {
+    size_t gran = (size_t)1 << z->reserved0;
+    size_t r256 = (z->user_bytes + 255) & ~(size_t)255;
+    *mapped = (r256 + gran - 1) & ~(gran - 1);
+    *base = z->ptr + r256 - *mapped;
+    *reserved = *mapped + gran;
+}
+
+/*
+ * Reserve the mapping plus one granule, back the mapping with physical memory, make it readable and
+ * writable, and place the buffer so that it ends at the mapping's end but for its rounding up to 256 bytes
+ * (alignment): those few bytes are an ordinary band. The granule after it stays reserved and unmapped, so
+ * any access past the end faults. RZCUDA_SUCCESS, or the first failure with everything undone.
+ */
+static rzcu_result guard_alloc(size_t bytes, rz_zone_node_t *z) {
+    rzcu_device dev;
+    rzcu_result r = rz__drv.cuCtxGetDevice(&dev);
+    if (r != RZCUDA_SUCCESS)
+        return r;
+    rzcu_mem_allocation_prop prop = {.type = RZCU_MEM_ALLOCATION_TYPE_PINNED,
+                                     .location = {.type = RZCU_MEM_LOCATION_TYPE_DEVICE, .id = dev}};
+    size_t gran = 0;
+    r = rz__drv.cuMemGetAllocationGranularity(&gran, &prop, RZCU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    if (r != RZCUDA_SUCCESS)
+        return r;
+    if (gran < 256 || (gran & (gran - 1)) || bytes > SIZE_MAX - 2 * gran)
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    z->reserved0 = (uint8_t)__builtin_ctzll(gran);
+    z->user_bytes = bytes;
+    rz_devptr_t base;
+    size_t mapped, reserved;
+    z->ptr = 0;
+    guard_layout(z, &base, &mapped, &reserved); /* with ptr 0: sizes only */
+    uint64_t held = __atomic_add_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
+    if (held > RZ_GUARD_CAP) {
+        __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
+        static atomic_int warned;
+        if (!atomic_exchange(&warned, 1))
+            rz__warn("guard pages: over the %llu-byte cap; further selected allocations get ordinary bands",
+                     (unsigned long long)RZ_GUARD_CAP);
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    }
+    rzcu_mem_generic_alloc_handle h = 0;
+    rzcu_mem_access_desc access = {.location = prop.location, .flags = RZCU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    int reserved_ok = 0, mapped_ok = 0;
+    r = rz__drv.cuMemAddressReserve(&base, reserved, gran, 0, 0);
+    reserved_ok = r == RZCUDA_SUCCESS;
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuMemCreate(&h, mapped, &prop, 0);
+    if (r == RZCUDA_SUCCESS) {
+        r = rz__drv.cuMemMap(base, mapped, 0, h, 0);
+        mapped_ok = r == RZCUDA_SUCCESS;
+        rz__drv.cuMemRelease(h); /* the mapping keeps the memory; unmapping frees it */
+    }
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuMemSetAccess(base, mapped, &access, 1);
+    if (r != RZCUDA_SUCCESS) {
+        if (mapped_ok)
+            rz__drv.cuMemUnmap(base, mapped);
+        if (reserved_ok)
+            rz__drv.cuMemAddressFree(base, reserved);
+        __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
+        return r;
+    }
+    z->ptr = base + mapped - ((bytes + 255) & ~(size_t)255);
+    z->pad_bytes = (uint32_t)(((bytes + 255) & ~(size_t)255) - bytes);
+    z->flags |= RZ_ZONE_GUARD;
+    __atomic_add_fetch(&RZ_STATE.guard_live, 1, __ATOMIC_RELAXED);
+    rz__record_guard_install(gran);
+    return RZCUDA_SUCCESS;
+}
+
+static rzcu_result guard_free(const rz_zone_node_t *z) {
+    rz_devptr_t base;
+    size_t mapped, reserved;
+    guard_layout(z, &base, &mapped, &reserved);
+    rzcu_result r = rz__drv.cuMemUnmap(base, mapped);
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuMemAddressFree(base, reserved);
+    if (r == RZCUDA_SUCCESS) {
+        __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
+        __atomic_sub_fetch(&RZ_STATE.guard_live, 1, __ATOMIC_RELAXED);
+    }
+    return r;
+}
 
 /* padded_oom: the padded attempt was made and ran out of memory; go straight to the unpadded retry. */
 static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index, int padded_oom);
@@ -141,7 +252,7 @@ int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes) {
         return RZCUDA_ERROR_NOT_INITIALIZED;
     const rz_options_t *o = rz__options();
     uint64_t pad = index >= o->min_idx ? o->pad_bytes : 0;
-    if (RZ_LIKELY(g_fast_ok && dptr && bytes && bytes <= SIZE_MAX - pad && index != o->trace_idx))
+    if (RZ_LIKELY(atomic_load_explicit(&g_fast_ok, memory_order_relaxed) && dptr && bytes && bytes <= SIZE_MAX - pad && index != o->trace_idx))
         return alloc_plain_fast(dptr, bytes, &g_plain_interposed, index, pad);
     return alloc_general(dptr, bytes, &g_plain_interposed, index, 0);
 }
@@ -159,40 +270,100 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         /* The band is whole extra rows after the pitched block. The pitch is not known until the driver
          * answers, but it is at least the width, so ceil(pad / width) rows always hold the pad. */
         extra_rows = req->width ? (size_t)((pad + req->width - 1) / req->width) : 0;
-        if (extra_rows == 0 || req->height > SIZE_MAX - extra_rows ||
+        /* No band where the padded block could overflow (pitch < width + 4096) when the program's own
+         * request does not: the driver must answer the program's request, not one redzone made up. */
+        size_t padded_bytes;
+        if (extra_rows == 0 || req->height > SIZE_MAX - extra_rows || req->width > SIZE_MAX - 4096 ||
+            __builtin_mul_overflow(req->height + extra_rows, req->width + 4096, &padded_bytes) ||
             (uint64_t)extra_rows * ((uint64_t)req->width + 4096) > UINT32_MAX) {
             extra_rows = 0;
             pad = 0;
         }
     }
+    if (pad > 0 && req->kind == RZ_ALLOC_PLAIN && !padded_oom && guard_selected(o, index) && have_vmm()) {
+        rz_zone_node_t zone = {.index = index, .ctx = rz__dev_current_ctx()};
+        rzcu_result g = guard_alloc(bytes, &zone);
+        if (g != RZCUDA_SUCCESS && g != RZCUDA_ERROR_OUT_OF_MEMORY) {
+            static atomic_int warned;
+            if (!atomic_exchange(&warned, 1))
+                rz__warn("guard pages: allocation #%llu: the virtual memory calls failed with %s; ordinary bands "
+                         "instead", (unsigned long long)index, rz__cu_name(g));
+        }
+        if (g == RZCUDA_SUCCESS) {
+            /* The slack band, if any, is written now (its context is known: no lazy install needed). */
+            if (zone.pad_bytes) {
+                zone.expected = rz__band_byte_for(index);
+                if (fill_band(req, zone.ptr + bytes, zone.expected, zone.pad_bytes) != RZCUDA_SUCCESS)
+                    zone.flags |= RZ_ZONE_UNWATCHED;
+                else
+                    rz__record_guard_install(zone.pad_bytes);
+            }
+            void *gframes[32];
+            int ngframes = o->stacks ? rz__capture_stack(gframes, (int)o->stacks) : 0;
+            if (rz__registry_add_stack(&zone, gframes, (uint32_t)ngframes) == RZ_OK) {
+                rz_devptr_t base;
+                size_t mapped, reserved;
+                guard_layout(&zone, &base, &mapped, &reserved);
+                rz__record_map(mapped);
+                if (rz__zone_watched(&zone))
+                    rz__count(RZ_C_live_zones, 1);
+            } else {
+                rz__warn("allocation #%llu: out of registry memory; not watched", (unsigned long long)index);
+            }
+            if (index == o->trace_idx)
+                rz__backtrace(index);
+            *dptr = zone.ptr;
+            return RZCUDA_SUCCESS;
+        }
+        /* Not possible here (the driver's VMM calls failed, the cap, out of memory): an ordinary band. */
+    }
+    /* The front band: whole 256-byte units before the program's pointer (not for pitched blocks). */
+    uint64_t front = pad > 0 && req->kind != RZ_ALLOC_PITCH ? o->front_bytes : 0;
+    if (front > SIZE_MAX - bytes - pad) {
+        rz__warn("allocation #%llu of %zu bytes: size + %llu front bytes overflows; no front band",
+                 (unsigned long long)index, bytes, (unsigned long long)front);
+        front = 0;
+    }
     rz_devptr_t p = 0;
-    rzcu_result r = padded_oom ? RZCUDA_ERROR_OUT_OF_MEMORY : raw_alloc(req, &p, bytes + pad, extra_rows);
+    rzcu_result r =
+        padded_oom ? RZCUDA_ERROR_OUT_OF_MEMORY : raw_alloc(req, &p, bytes + pad + front, extra_rows);
     if (r == RZCUDA_ERROR_OUT_OF_MEMORY && pad > 0) {
         rz__warn("allocation #%llu of %zu bytes: out of memory with %llu pad bytes; retrying without a band",
-                 (unsigned long long)index, bytes, (unsigned long long)pad);
+                 (unsigned long long)index, bytes, (unsigned long long)(pad + front));
         pad = 0;
+        front = 0;
         extra_rows = 0;
         r = raw_alloc(req, &p, bytes, 0);
     }
     if (r != RZCUDA_SUCCESS)
         return (int)r;
+    rz_devptr_t raw = p;
+    p += front; /* the program's pointer */
     if (req->kind == RZ_ALLOC_PITCH) {
         bytes = *req->pitch * req->height;
         pad = *req->pitch * extra_rows; /* bounded by the check above: pitch < width + 4096 */
     }
     /* Lazy only where the hooks see the program's copies and launches: not for rz_mem_alloc callers. */
     int lazy = pad > 0 && req->interposed && !o->install_eager && !is_async(req);
-    rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index};
+    rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
+                           .front_units = (uint16_t)(front / RZ_FRONT_UNIT)};
     /* A lazy zone asks the driver for its context when its band is written, so one freed before then
      * never asks at all. */
     if (pad > 0 && (!lazy || rz__drv.cuPointerGetAttribute == NULL))
         zone.ctx = rz__dev_current_ctx(); /* an unpadded zone has no band to move */
     if (pad > 0) {
-        zone.expected = rz__band_byte_for(index); /* lazy: provisional, fixed when the band is written */
+        /* Under the registry lock, which rz_poison holds while it changes the window: no data race (the
+         * window may still change before the zone is registered, see docs/design.md). Lazy: provisional,
+         * fixed when the band is written. */
+        rz__registry_lock();
+        zone.expected = rz__band_byte_for(index);
+        rz__registry_unlock();
         if (lazy) {
             zone.flags |= RZ_ZONE_PENDING;
         } else {
             rzcu_result f = fill_band(req, p + bytes, zone.expected, pad);
+            if (f == RZCUDA_SUCCESS && front)
+                f = fill_band(req, raw, zone.expected, front);
             if (f != RZCUDA_SUCCESS) {
                 rz__warn("allocation #%llu: filling its band failed with %s; the zone is unpadded",
                          (unsigned long long)index, rz__cu_name(f));
@@ -200,16 +371,18 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
             }
         }
     }
-    if (rz__registry_add(&zone) != RZ_OK) {
+    void *frames[32];
+    int nframes = o->stacks ? rz__capture_stack(frames, (int)o->stacks) : 0;
+    if (rz__registry_add_stack(&zone, frames, (uint32_t)nframes) != RZ_OK) {
         /* No host memory for the registry: the program still gets its memory, unwatched and uncounted. The
          * band may still be waiting to be written, which is harmless: it is never read. */
         rz__warn("allocation #%llu: out of registry memory; not watched", (unsigned long long)index);
         zone.flags |= RZ_ZONE_UNWATCHED;
     } else {
-        rz__record_map(bytes + pad);
+        rz__record_map(bytes + pad + front);
         if (rz__zone_watched(&zone)) {
             if (!lazy)
-                rz__record_guard_install(pad); /* lazy: counted when the band is written */
+                rz__record_guard_install(pad + front); /* lazy: counted when the band is written */
             rz__count(RZ_C_live_zones, 1);
         }
         if (lazy && rz__registry_pending() >= RZ_PENDING_BATCH)
@@ -238,10 +411,26 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE))
         rz__scan_before_free(&zone, req); /* reports; never changes the outcome of the free */
     rzcu_result r;
+    rz_devptr_t raw = known ? dptr - rz__zone_front(&zone) : dptr; /* what the driver handed out */
+    if (known && (zone.flags & RZ_ZONE_GUARD)) {
+        r = guard_free(&zone);
+        if (r != RZCUDA_SUCCESS) {
+            rz__record_unmap_failure();
+            RZ_CHECK(rz__registry_add(&zone) == RZ_OK || !"re-registering a zone whose free failed");
+            return (int)r;
+        }
+        rz_devptr_t base;
+        size_t mapped, reserved;
+        guard_layout(&zone, &base, &mapped, &reserved);
+        rz__record_unmap(mapped);
+        if (rz__zone_watched(&zone))
+            rz__count(RZ_C_live_zones, -1);
+        return RZCUDA_SUCCESS;
+    }
     if (req->async)
-        r = req->per_thread ? rz__drv.cuMemFreeAsync_ptsz(dptr, req->stream) : rz__drv.cuMemFreeAsync(dptr, req->stream);
+        r = req->per_thread ? rz__drv.cuMemFreeAsync_ptsz(raw, req->stream) : rz__drv.cuMemFreeAsync(raw, req->stream);
     else
-        r = rz__drv.cuMemFree_v2(dptr);
+        r = rz__drv.cuMemFree_v2(raw);
     if (!known)
         return (int)r;
     if (r != RZCUDA_SUCCESS) {
@@ -249,7 +438,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         RZ_CHECK(rz__registry_add(&zone) == RZ_OK || !"re-registering a zone whose free failed");
         return (int)r;
     }
-    rz__record_unmap(zone.user_bytes + zone.pad_bytes);
+    rz__record_unmap(zone.user_bytes + zone.pad_bytes + rz__zone_front(&zone));
     if (rz__zone_watched(&zone))
         rz__count(RZ_C_live_zones, -1);
     return RZCUDA_SUCCESS;

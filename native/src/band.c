@@ -24,6 +24,8 @@ static RZ_TLS int t_busy; /* a scan or poison is running on this thread (hook re
 static rz_staging_t g_staging;
 static rz_band_io_t *g_io;
 static rz_zone_node_t **g_nodes;
+static uint8_t *g_suspect; /* the device check's answer, per batch entry */
+static rz_zone_node_t **g_pending_nodes; /* zones taken for installing (each one or two entries of g_io) */
 static size_t g_io_cap;
 
 uint8_t rz__band_byte_for(uint64_t index) {
@@ -41,6 +43,8 @@ RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) 
 static int ensure_scratch(size_t staging) {
     size_t zones = rz__registry_count();
     zones = zones < 16 ? 16 : (zones > BATCH_ZONES ? BATCH_ZONES : zones);
+    if (rz__options()->front_bytes)
+        zones *= 2; /* two bands a zone */
     if (zones > g_io_cap) {
         rz_band_io_t *io = realloc(g_io, zones * sizeof *io);
         if (io)
@@ -48,7 +52,13 @@ static int ensure_scratch(size_t staging) {
         rz_zone_node_t **nodes = realloc(g_nodes, zones * sizeof *nodes);
         if (nodes)
             g_nodes = nodes;
-        if (!io || !nodes)
+        uint8_t *suspect = realloc(g_suspect, zones);
+        if (suspect)
+            g_suspect = suspect;
+        rz_zone_node_t **pending = realloc(g_pending_nodes, zones * sizeof *pending);
+        if (pending)
+            g_pending_nodes = pending;
+        if (!io || !nodes || !suspect || !pending)
             return RZ_ENOMEM;
         g_io_cap = zones;
     }
@@ -69,13 +79,14 @@ static void record_violation(const rz_violation_t *v) {
     }
 }
 
-int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) {
-    if (band_clean(band, z->pad_bytes, z->expected))
+/* Report one violated band of zone z (front: the band before its pointer). */
+static int judge(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    if (band_clean(band, bytes, z->expected))
         return 0;
-    rz_violation_t v = {.index = z->index, .ptr = z->ptr, .user_bytes = z->user_bytes, .pad_bytes = z->pad_bytes,
-                        .expected = z->expected};
+    rz_violation_t v = {.index = z->index, .ptr = z->ptr, .user_bytes = z->user_bytes, .pad_bytes = bytes,
+                        .expected = z->expected, .front = (uint8_t)front};
     uint64_t first = UINT64_MAX, last = 0, changed = 0;
-    for (uint64_t i = 0; i < z->pad_bytes; i++) {
+    for (uint64_t i = 0; i < bytes; i++) {
         if (band[i] != z->expected) {
             if (first == UINT64_MAX)
                 first = i;
@@ -83,18 +94,44 @@ int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) {
             changed++;
         }
     }
-    v.first = first;
-    v.last = last;
+    /* Past the end: offsets from the end. Before the start: distances back from the start. */
+    v.first = front ? bytes - first : first;
+    v.last = front ? bytes - last : last;
     v.changed = changed;
     v.first_bad = band[first];
     char line[512];
     rz__format_violation(&v, line, sizeof line);
     rz__log("%s", line);
+    uint32_t nframes;
+    const uint64_t *stack = rz__registry_stack(z, &nframes);
+    if (nframes) {
+        void *frames[32];
+        for (uint32_t i = 0; i < nframes && i < 32; i++)
+            frames[i] = (void *)(uintptr_t)stack[i];
+        rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
+        rz__symbolize_frames(frames, (int)(nframes < 32 ? nframes : 32));
+    }
     rz__launch_report(z);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     record_violation(&v);
     __redzone_violation(&v);
     return 1;
+}
+
+int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) { return judge(z, band, z->pad_bytes, 0); }
+
+int rz__band_judge_front(const rz_zone_node_t *z, const uint8_t *band) {
+    return judge(z, band, rz__zone_front(z), 1);
+}
+
+/* The io entries of zone z's bands at io[0] (and io[1] for a front band): how many. */
+static size_t zone_bands(const rz_zone_node_t *z, rz_band_io_t *io, uint8_t value) {
+    io[0] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes, .value = value};
+    if (!z->front_units)
+        return 1;
+    io[1] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr - rz__zone_front(z), .bytes = rz__zone_front(z),
+                           .value = value, .front = 1};
+    return 2;
 }
 
 /* The agent waits at most this long for the registry (a thread stopped by the debugger may hold it). */
@@ -122,7 +159,10 @@ static int lock_registry(void) {
     return RZ_OK;
 }
 
-static void end(void) { t_busy = 0; }
+static void end(void) {
+    t_busy = 0;
+    rz__dev_release_retired(); /* after the registry lock: see device.c */
+}
 
 /*
  * Lazy install (METRALE_REDZONE_INSTALL=lazy): a new zone's band is written with the next batch, not at its
@@ -138,24 +178,39 @@ static int install_pending_locked(void) {
         return RZ_ENOMEM;
     int rc = RZ_OK;
     size_t n;
-    while ((n = rz__registry_take_pending(g_nodes, g_io_cap)) > 0) {
-        size_t k = 0, gone = 0;
+    size_t per_round = rz__options()->front_bytes ? g_io_cap / 2 : g_io_cap; /* entries per zone: 1 or 2 */
+    while ((n = rz__registry_take_pending(g_pending_nodes, per_round)) > 0) {
+        size_t k = 0, gone = 0, unknown = 0;
+        rzcu_result last_error = RZCUDA_SUCCESS;
         for (size_t i = 0; i < n; i++) {
-            rz_zone_node_t *z = g_nodes[i];
-            if (z->ctx == NULL &&
-                rz__drv.cuPointerGetAttribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr) != RZCUDA_SUCCESS) {
+            rz_zone_node_t *z = g_pending_nodes[i];
+            rzcu_result q = z->ctx ? RZCUDA_SUCCESS
+                                   : rz__drv.cuPointerGetAttribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
+            if (q == RZCUDA_ERROR_INVALID_VALUE) {
                 /* The driver no longer knows the memory (its context was destroyed): forget the zone. */
                 rz__registry_drop_stale(z->ptr);
                 gone++;
                 continue;
             }
+            if (q != RZCUDA_SUCCESS) {
+                /* The driver cannot say now (shut down, no context): the zone stays, unwatched. */
+                z->flags |= RZ_ZONE_UNWATCHED;
+                rz__count(RZ_C_live_zones, -1);
+                rz__count(RZ_C_unpadded_allocs, 1);
+                unknown++;
+                last_error = q;
+                continue;
+            }
             z->expected = rz__band_byte_for(z->index);
-            g_nodes[k] = z;
-            g_io[k++] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
-                                       .value = z->expected};
+            size_t b = zone_bands(z, g_io + k, z->expected);
+            for (size_t j = 0; j < b; j++)
+                g_nodes[k++] = z;
         }
         if (gone)
             rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone);
+        if (unknown)
+            rz__warn("the driver cannot name the context of %zu allocations (%s); they are not watched", unknown,
+                     rz__cu_name(last_error));
         n = k;
         if (n == 0)
             continue;
@@ -163,6 +218,8 @@ static int install_pending_locked(void) {
         if (r != RZCUDA_SUCCESS) {
             rz__warn("installing %zu bands failed with %s; those zones are unwatched", n, rz__cu_name(r));
             for (size_t i = 0; i < n; i++) {
+                if (g_nodes[i]->flags & RZ_ZONE_UNWATCHED)
+                    continue; /* its other band */
                 g_nodes[i]->flags |= RZ_ZONE_UNWATCHED;
                 rz__count(RZ_C_live_zones, -1);
                 rz__count(RZ_C_unpadded_allocs, 1);
@@ -186,23 +243,79 @@ void rz__bands_install(void) {
     t_busy = 0;
 }
 
-/* Read and judge a batch of n zones whose bands were laid out in g_staging. */
-static int scan_batch(size_t n, uint64_t *violated) {
+/* Judge a batch of n zones whose bands have places laid out in g_staging: on a GPU the check kernel says
+ * which bands differ and only those are read; otherwise every band is read. */
+static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
+    /* A zone's bands (one or two entries) are always in the same batch: clear its mark once, up front. */
+    for (size_t i = 0; i < n; i++) {
+        g_io[i].value = g_nodes[i]->expected;
+        g_nodes[i]->flags &= (uint8_t)~RZ_ZONE_VIOLATED;
+    }
+    if (rz__dev_check(g_io, n, g_suspect) == RZ_OK) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!g_suspect[i])
+                continue;
+            g_nodes[m] = g_nodes[i]; /* m <= i: compacting in place */
+            g_io[m++] = g_io[i];
+        }
+        n = m;
+        if (n == 0)
+            return RZ_OK;
+    }
+    for (size_t i = 0; i < n; i++)
+        g_io[i].failed = 0;
     rzcu_result r = rz__dev_read(g_io, n);
+    int rc = RZ_OK;
     if (r != RZCUDA_SUCCESS) {
-        rz__warn("scan: reading %zu bands failed with %s", n, rz__cu_name(r));
-        return RZ_EDRIVER;
+        /* Zones whose memory the driver no longer knows (their context was destroyed) are forgotten; any
+         * other failure is reported, and the bands of the contexts that could be read are still judged. */
+        size_t failed = 0, gone = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!g_io[i].failed || g_io[i].front)
+                continue;
+            rzcu_context owner;
+            if (rz__drv.cuPointerGetAttribute &&
+                rz__drv.cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, g_nodes[i]->ptr) ==
+                    RZCUDA_ERROR_INVALID_VALUE) {
+                g_io[i].failed = 2; /* stale: forgotten below, not counted as unread */
+                gone++;
+            } else {
+                failed++;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            if (g_io[i].failed && g_io[i].front && i > 0 && g_nodes[i - 1] == g_nodes[i])
+                g_io[i].failed = g_io[i - 1].failed; /* a front band follows its zone's other band */
+        for (size_t i = 0; i < n; i++)
+            if (g_io[i].failed == 2 && !g_io[i].front)
+                rz__registry_drop_stale(g_nodes[i]->ptr);
+        if (gone)
+            rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone);
+        if (failed)
+            rz__warn("scan: reading %zu bands failed with %s", failed, rz__cu_name(r));
+        else if (gone == 0)
+            rz__warn("scan: reading %zu bands failed with %s", n, rz__cu_name(r));
+        if (failed == 0 && gone == 0)
+            return RZ_EDRIVER; /* no way to tell which: judge nothing */
+        if (failed)
+            rc = RZ_EDRIVER; /* the other contexts' bands were read: judge those */
     }
     size_t nrefill = 0;
     for (size_t i = 0; i < n; i++) {
         rz_zone_node_t *z = g_nodes[i];
-        z->flags &= (uint8_t)~RZ_ZONE_VIOLATED;
-        if (rz__band_judge(z, g_io[i].host)) {
+        if (g_io[i].failed) {
+            *unread += !g_io[i].front; /* zones, not bands (forgotten ones were not checked either) */
+            continue;
+        }
+        int front = g_io[i].front;
+        if (front ? rz__band_judge_front(z, g_io[i].host) : rz__band_judge(z, g_io[i].host)) {
+            if (!(z->flags & RZ_ZONE_VIOLATED))
+                (*violated)++; /* zones, not bands */
             z->flags |= RZ_ZONE_VIOLATED;
             /* i >= nrefill: slot i was already consumed, so the queue can reuse the array. */
-            g_io[nrefill++] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
-                                             .value = z->expected};
-            (*violated)++;
+            g_io[nrefill] = g_io[i];
+            g_io[nrefill++].value = z->expected;
         }
     }
     if (nrefill > 0) {
@@ -214,14 +327,15 @@ static int scan_batch(size_t n, uint64_t *violated) {
         for (size_t i = 0; i < nrefill; i++)
             rz__record_page_reset(g_io[i].bytes);
     }
-    return RZ_OK;
+    return rc;
 }
 
 RZ_EXPORT int rz_scan(void) {
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
-    uint64_t checked = 0, violated = 0;
+    uint64_t checked = 0, violated = 0, unread = 0;
+    int rc_driver = RZ_OK;
     if ((rc = lock_registry()) != RZ_OK) {
         end();
         return rc;
@@ -231,30 +345,39 @@ RZ_EXPORT int rz_scan(void) {
     RZ_STATE.last_violation_count = 0;
     /* Staging holds one batch: sized for the registry up to RZ_STAGING_MAX (pages are touched only as used),
      * and grown, between batches, for a band wider than it (its address must not move within a batch). */
-    uint64_t want = rz__registry_count() * (uint64_t)(RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes : 16);
+    uint64_t want = rz__registry_count() * (RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes + rz__options()->front_bytes : 16);
     if (ensure_scratch(want < RZ_STAGING_MAX ? (size_t)want : RZ_STAGING_MAX) != RZ_OK)
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
         if (!rz__zone_watched(z))
             continue;
-        if (n > 0 && (n == g_io_cap || used + z->pad_bytes > g_staging.size)) {
-            rc = scan_batch(n, &violated);
+        size_t zone_bytes = z->pad_bytes + rz__zone_front(z), bands = z->front_units ? 2 : 1;
+        if (n > 0 && (n + bands > g_io_cap || used + zone_bytes > g_staging.size)) {
+            int brc = scan_batch(n, &violated, &unread);
             n = used = 0;
-            if (rc != RZ_OK)
-                break;
+            if (brc != RZ_OK)
+                rc_driver = brc; /* keep scanning the other batches */
         }
-        if (z->pad_bytes > g_staging.size && (rc = ensure_scratch(z->pad_bytes)) != RZ_OK)
+        if (zone_bytes > g_staging.size && (rc = ensure_scratch(zone_bytes)) != RZ_OK)
             break; /* n == 0 here: nothing collected points into the old staging */
-        g_nodes[n] = z;
-        g_io[n] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes,
-                                 .host = g_staging.p + used};
-        used += z->pad_bytes;
-        n++;
+        size_t b = zone_bands(z, g_io + n, z->expected);
+        for (size_t j = 0; j < b; j++) {
+            g_nodes[n + j] = z;
+            g_io[n + j].host = g_staging.p + used;
+            used += g_io[n + j].bytes;
+        }
+        n += b;
         checked++;
     }
-    if (rc == RZ_OK && n > 0)
-        rc = scan_batch(n, &violated);
+    if (rc == RZ_OK && n > 0) {
+        int brc = scan_batch(n, &violated, &unread);
+        if (brc != RZ_OK)
+            rc_driver = brc;
+    }
+    if (rc == RZ_OK)
+        rc = rc_driver;
+    checked -= unread < checked ? unread : checked; /* bands that could not be read were not checked */
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
@@ -294,12 +417,16 @@ static int refill_all(void) {
         uint8_t want = rz__band_byte_for(z->index);
         if (!rz__zone_watched(z) || want == z->expected)
             continue;
-        g_nodes[n] = z;
-        g_io[n] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes, .value = want};
-        if (++n == g_io_cap) {
+        if (n + (z->front_units ? 2 : 1) > g_io_cap) {
             rc = flush_fills(n);
             n = 0;
+            if (rc != RZ_OK)
+                break;
         }
+        size_t b = zone_bands(z, g_io + n, want);
+        for (size_t j = 0; j < b; j++)
+            g_nodes[n + j] = z;
+        n += b;
     }
     if (rc == RZ_OK && n > 0)
         rc = flush_fills(n);

@@ -130,7 +130,10 @@ void rz__dev_reset(void) {
     pthread_mutex_lock(&g_stream_lock);
     g_nstreams = 0;
     pthread_mutex_unlock(&g_stream_lock);
+    rz__dev_check_reset();
 }
+
+rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out) { return stream_for(ctx ? ctx : rz__dev_current_ctx(), out); }
 
 /* Make ctx current for the duration of a band operation (pushed only when it is not already current). */
 static rzcu_result enter_ctx(void *ctx, int *pushed) {
@@ -149,6 +152,10 @@ static void leave_ctx(int pushed) {
         rz__drv.cuCtxPopCurrent_v2(&ignored);
     }
 }
+
+rzcu_result rz__dev_enter(void *ctx, int *pushed) { return enter_ctx(ctx, pushed); }
+
+void rz__dev_leave(int pushed) { leave_ctx(pushed); }
 
 /* A new zone's band: one memset on the library's stream of the current context, then one sync. Called
  * without the registry lock, so it must not touch the batch scratch. */
@@ -310,8 +317,14 @@ static rzcu_result per_ctx(rz_band_io_t *io, size_t n,
                 r = op(io, n, ctx, s);
             leave_ctx(pushed);
         }
-        if (r != RZCUDA_SUCCESS && first_err == RZCUDA_SUCCESS)
-            first_err = r;
+        if (r != RZCUDA_SUCCESS) {
+            /* Mark this context's entries, so the others' results are still used. */
+            for (size_t j = i; j < n; j++)
+                if (io[j].ctx == ctx)
+                    io[j].failed = 1;
+            if (first_err == RZCUDA_SUCCESS)
+                first_err = r;
+        }
     }
     return first_err;
 }
@@ -319,6 +332,62 @@ static rzcu_result per_ctx(rz_band_io_t *io, size_t n,
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n) { return per_ctx(io, n, read_ctx); }
 
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n) { return per_ctx(io, n, write_ctx); }
+
+/*
+ * Buffers given up under the registry lock are released after it: unregistering pinned memory and freeing
+ * device memory may wait for the device (the emulated driver drains every stream there, a real one may),
+ * which must never happen while the lock is held (a stream's host function may need it, and gdb's agent
+ * would wait for the program's kernels).
+ */
+struct retired {
+    void *host; /* staging: munmap (and unregister when pinned) */
+    size_t size;
+    int pinned;
+    rz_devptr_t dev; /* device buffer: cuMemFree in context ctx */
+    void *ctx;
+};
+#define MAX_RETIRED 16
+static struct retired g_retired[MAX_RETIRED];
+static int g_nretired;
+static pthread_mutex_t g_retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void release(const struct retired *r) {
+    if (r->host) {
+        if (r->pinned)
+            rz__drv.cuMemHostUnregister(r->host); /* a failure leaves nothing to undo here */
+        munmap(r->host, r->size);
+    }
+    if (r->dev) {
+        int pushed;
+        if (enter_ctx(r->ctx, &pushed) == RZCUDA_SUCCESS) {
+            rz__drv.cuMemFree_v2(r->dev);
+            leave_ctx(pushed);
+        }
+    }
+}
+
+static void retire(struct retired r) {
+    pthread_mutex_lock(&g_retired_lock);
+    if (g_nretired < MAX_RETIRED) {
+        g_retired[g_nretired++] = r;
+        r = (struct retired){0};
+    }
+    pthread_mutex_unlock(&g_retired_lock);
+    release(&r); /* no room (not expected: released after every scan): now, as before */
+}
+
+void rz__dev_retire_device(void *ctx, rz_devptr_t dev) { retire((struct retired){.dev = dev, .ctx = ctx}); }
+
+void rz__dev_release_retired(void) {
+    pthread_mutex_lock(&g_retired_lock);
+    int n = g_nretired;
+    struct retired r[MAX_RETIRED];
+    memcpy(r, g_retired, sizeof r[0] * (size_t)n);
+    g_nretired = 0;
+    pthread_mutex_unlock(&g_retired_lock);
+    for (int i = 0; i < n; i++)
+        release(&r[i]);
+}
 
 /*
  * Host staging for band reads. Page-locked where the driver allows it (registered with
@@ -336,11 +405,8 @@ int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes) {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return RZ_ENOMEM;
-    if (st->p) {
-        if (st->pinned)
-            rz__drv.cuMemHostUnregister(st->p); /* a failure leaves nothing to undo here */
-        munmap(st->p, st->size);
-    }
+    if (st->p)
+        retire((struct retired){.host = st->p, .size = st->size, .pinned = st->pinned});
     st->p = p;
     st->size = size;
     /* Without a current context the driver says so (CUDA_ERROR_INVALID_CONTEXT) and the pages stay plain. */

@@ -12,6 +12,15 @@
 static size_t clamp(int n, size_t cap) { return n < 0 ? 0 : ((size_t)n < cap ? (size_t)n : (cap ? cap - 1 : 0)); }
 
 size_t rz__format_violation(const rz_violation_t *v, char *out, size_t cap) {
+    if (v->front) {
+        int n = snprintf(out, cap,
+                         "REDZONE VIOLATION alloc#%llu user_bytes=%llu front=%llu : bytes [-%llu..=-%llu] before the "
+                         "start were written (%llu of %llu front bytes changed), first bad value 0x%02x",
+                         (unsigned long long)v->index, (unsigned long long)v->user_bytes,
+                         (unsigned long long)v->pad_bytes, (unsigned long long)v->first, (unsigned long long)v->last,
+                         (unsigned long long)v->changed, (unsigned long long)v->pad_bytes, (unsigned)v->first_bad);
+        return clamp(n, cap);
+    }
     int n = snprintf(out, cap,
                      "REDZONE VIOLATION alloc#%llu user_bytes=%llu pad=%llu : bytes [%llu..=%llu] past the end were "
                      "written (%llu of %llu pad bytes changed), first bad value 0x%02x",
@@ -28,6 +37,8 @@ size_t rz__format_scan_summary(uint64_t checked, uint64_t violated, char *out, s
 }
 
 static const char *zone_state(const rz_zone_node_t *z) {
+    if (z->flags & RZ_ZONE_GUARD)
+        return (z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED)) ? "guard-page+band" : "guard-page";
     if (z->pad_bytes == 0)
         return "unpadded";
     if (z->flags & RZ_ZONE_UNWATCHED)
@@ -45,21 +56,25 @@ size_t rz__format_zone_header(char *out, size_t cap) {
 }
 
 size_t rz__format_zone_row(const rz_zone_node_t *z, char *out, size_t cap) {
-    char expected[8] = "-";
+    char expected[8] = "-", pad[32];
     if (rz__zone_watched(z) && !(z->flags & RZ_ZONE_PENDING)) /* pending: decided when it is written */
         snprintf(expected, sizeof expected, "0x%02x", (unsigned)z->expected);
-    int n = snprintf(out, cap, "%10llu  0x%016llx  %12llu  %8u  %8s  %s", (unsigned long long)z->index,
-                     (unsigned long long)z->ptr, (unsigned long long)z->user_bytes, (unsigned)z->pad_bytes, expected,
-                     zone_state(z));
+    if (z->front_units)
+        snprintf(pad, sizeof pad, "%llu+%u", (unsigned long long)rz__zone_front(z), (unsigned)z->pad_bytes);
+    else
+        snprintf(pad, sizeof pad, "%u", (unsigned)z->pad_bytes);
+    int n = snprintf(out, cap, "%10llu  0x%016llx  %12llu  %8s  %8s  %s", (unsigned long long)z->index,
+                     (unsigned long long)z->ptr, (unsigned long long)z->user_bytes, pad, expected, zone_state(z));
     return clamp(n, cap);
 }
 
 size_t rz__format_zone_json(const rz_zone_node_t *z, char *out, size_t cap) {
     int n = snprintf(out, cap,
                      "{\"index\": %llu, \"pointer\": \"0x%llx\", \"user_bytes\": %llu, \"pad\": %u, "
-                     "\"expected\": %u, \"state\": \"%s\"}",
+                     "\"front\": %llu, \"expected\": %u, \"state\": \"%s\"}",
                      (unsigned long long)z->index, (unsigned long long)z->ptr, (unsigned long long)z->user_bytes,
-                     (unsigned)z->pad_bytes, (unsigned)z->expected, zone_state(z));
+                     (unsigned)z->pad_bytes, (unsigned long long)rz__zone_front(z), (unsigned)z->expected,
+                     zone_state(z));
     return clamp(n, cap);
 }
 

@@ -66,6 +66,17 @@ static void parse_BAND(rz_options_t *o, const char *name, const char *value, uin
     *field = (v + 15) & ~(uint64_t)15;
 }
 
+static void parse_FRONT(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
+    uint64_t v;
+    int rc = parse_u64(value, &v);
+    if (rc != 0 || v > RZ_FRONT_MAX) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is not a number of bytes up to %llu; using 0 (no front bands)",
+                  name, value, (unsigned long long)RZ_FRONT_MAX);
+        return;
+    }
+    *field = (v + RZ_FRONT_UNIT - 1) / RZ_FRONT_UNIT * RZ_FRONT_UNIT;
+}
+
 static void parse_INDEX(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
     uint64_t v;
     if (parse_u64(value, &v) != 0) {
@@ -136,17 +147,19 @@ static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value,
             bits |= RZ_SCAN_SYNC;
         else if (len == 4 && strncmp(s, "exit", 4) == 0)
             bits |= RZ_SCAN_EXIT;
+        else if (len == 5 && strncmp(s, "fatal", 5) == 0)
+            bits |= RZ_SCAN_FATAL;
         else if (len == 4 && strncmp(s, "none", 4) == 0)
             none = 1;
         else {
-            warn_line(o, "redzone: warning: %s=\"%s\" is not a comma list of free, sync, exit, none; using free,exit",
+            warn_line(o, "redzone: warning: %s=\"%s\" is not a comma list of free, sync, exit, fatal, none; using free,exit,fatal",
                       name, value);
             return;
         }
         s = end ? end + 1 : NULL;
     } while (s);
     if (none && bits) {
-        warn_line(o, "redzone: warning: %s=\"%s\" combines none with other scans; using free,exit", name, value);
+        warn_line(o, "redzone: warning: %s=\"%s\" combines none with other scans; using free,exit,fatal", name, value);
         return;
     }
     *field = bits;
@@ -183,6 +196,52 @@ static void parse_WINDOW(rz_options_t *o, const char *name, const char *value, r
     field->set = true;
 }
 
+static void parse_GUARD(rz_options_t *o, const char *name, const char *value, rz_guard_sel_t *field) {
+    rz_guard_sel_t g = {0};
+    int ok = 1;
+    if (strncmp(value, "idx:", 4) == 0) {
+        const char *s = value + 4;
+        do {
+            const char *end = strchr(s, ',');
+            size_t len = end ? (size_t)(end - s) : strlen(s);
+            char num[32];
+            uint64_t v;
+            if (len == 0 || len >= sizeof num || g.n == RZ_GUARD_LIST_MAX) {
+                ok = 0;
+                break;
+            }
+            memcpy(num, s, len);
+            num[len] = '\0';
+            if (parse_u64(num, &v) != 0) {
+                ok = 0;
+                break;
+            }
+            g.list[g.n++] = v;
+            s = end ? end + 1 : NULL;
+        } while (s);
+    } else {
+        ok = parse_u64(value, &g.every) == 0 && g.every > 0;
+    }
+    if (!ok) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is not N (every N-th allocation, N >= 1) or idx:I,J,... (at most "
+                  "%d indices); using unset (no guard pages)", name, value, RZ_GUARD_LIST_MAX);
+        return;
+    }
+    *field = g;
+}
+
+#define RZ_STACKS_MAX 32
+
+static void parse_DEPTH(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
+    uint64_t v;
+    if (parse_u64(value, &v) != 0 || v > RZ_STACKS_MAX) {
+        warn_line(o, "redzone: warning: %s=\"%s\" is not a frame count 0-%d; using 0 (off)", name, value,
+                  RZ_STACKS_MAX);
+        return;
+    }
+    *field = v;
+}
+
 static void parse_BOOL(rz_options_t *o, const char *name, const char *value, bool *field) {
     if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0) {
         *field = value[0] == '1';
@@ -197,8 +256,9 @@ void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) {
     out->min_idx = 0;
     out->trace_idx = RZ_INDEX_NONE;
     out->fill = RZ_FILL_DEFAULT;
-    out->scan = RZ_SCAN_FREE | RZ_SCAN_EXIT;
+    out->scan = RZ_SCAN_FREE | RZ_SCAN_EXIT | RZ_SCAN_FATAL;
     out->agent = true;
+    out->check_kernel = true;
     out->help = false;
 #define RZ_OPTION(field, var, type, shown, desc)                                                             \
     {                                                                                                        \
@@ -224,6 +284,8 @@ static void options_load(void) {
     RZ_STATE.min_idx = g_options.min_idx;
     RZ_STATE.trace_idx = g_options.trace_idx;
     RZ_STATE.fill = g_options.fill;
+    RZ_STATE.stack_depth = (uint32_t)g_options.stacks;
+    RZ_STATE.guard_cap = RZ_GUARD_CAP;
     if (g_options.poison.set) {
         /* Before options_loaded is published and before the first allocation takes its index. */
         RZ_STATE.poison_lo = g_options.poison.lo;
@@ -243,7 +305,7 @@ const rz_options_t *rz__options(void) {
 }
 
 static const char *type_name(const char *t) {
-    if (strcmp(t, "BAND") == 0)
+    if (strcmp(t, "BAND") == 0 || strcmp(t, "FRONT") == 0)
         return "bytes";
     if (strcmp(t, "INDEX") == 0 || strcmp(t, "OPTINDEX") == 0)
         return "index";
@@ -255,6 +317,10 @@ static const char *type_name(const char *t) {
         return "list";
     if (strcmp(t, "WINDOW") == 0)
         return "window";
+    if (strcmp(t, "DEPTH") == 0)
+        return "frames";
+    if (strcmp(t, "GUARD") == 0)
+        return "N/idx:list";
     if (strcmp(t, "INSTALL") == 0)
         return "lazy/eager";
     return "0|1";

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rz_annotate.h"
 #include "rz_internal.h"
 
 /* ---- exit scan --------------------------------------------------------------------------------------- */
@@ -37,6 +38,7 @@ static void write_summary(const rz_options_t *o, const rz_stats_t *s) {
 static void exit_scan(void) {
     if (getpid() != g_exit_pid)
         return; /* a forked child: the zones and the driver state are its parent's */
+    rz__judge_deferred();
     const rz_options_t *o = rz__options();
     rz_stats_t s;
     if (!(o->scan & RZ_SCAN_EXIT)) {
@@ -44,20 +46,32 @@ static void exit_scan(void) {
         write_summary(o, &s);
         return;
     }
-    int violated = rz_scan();
+    /* The driver's own exit handler may have run first (it is registered when cuInit runs, which can come
+     * after the first allocation call): then every band read fails, so say that instead of scanning. */
+    rzcu_context current = NULL;
+    int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
+    int violated = gone ? RZ_EDRIVER : rz_scan();
     rz_stats_get(&s);
     write_summary(o, &s);
-    char now[64];
-    if (violated >= 0)
+    char now[160];
+    if (gone)
+        snprintf(now, sizeof now, "not checked, the CUDA driver had already shut down (CUDA_ERROR_DEINITIALIZED)");
+    else if (violated == RZ_EBUSY) /* this thread was inside a scan or band write: exit from a signal handler */
+        snprintf(now, sizeof now, "not checked, exit was called while this thread was scanning (from a signal handler?)");
+    else if (violated >= 0)
         snprintf(now, sizeof now, "%d violated at exit", violated);
     else
         snprintf(now, sizeof now, "exit scan failed (%s)", rz_status_name(violated));
+    /* Live: allocations still registered (a free the driver refused counts as an unmap call, not a release). */
     rz__log("redzone: exit: %s; %llu violations in %llu scans; %llu allocations, %llu live, %llu unpadded",
             now, (unsigned long long)s.violations, (unsigned long long)s.scans, (unsigned long long)s.map_calls,
-            (unsigned long long)(s.map_calls - s.unmap_calls), (unsigned long long)s.unpadded_allocs);
+            (unsigned long long)rz__registry_count(), (unsigned long long)s.unpadded_allocs);
 }
 
+static _Atomic int g_have_deferred; /* stream-ordered checks wait (defined with them, below) */
+
 static void arm(void) {
+    RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
     g_exit_pid = getpid();
     atexit(exit_scan);
 }
@@ -99,8 +113,11 @@ void rz__launch_record(rzcu_function f) {
     pthread_mutex_unlock(&g_ring_lock);
 }
 
+static void judge_deferred_locked(void);
+
 /* Under the registry lock, at the start of a full scan. */
 void rz__launch_scan_begin(void) {
+    judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (below) */
     pthread_mutex_lock(&g_ring_lock);
     g_report_since = g_scan_start;
     g_scan_start = g_launch_seq;
@@ -139,32 +156,92 @@ void rz__launch_report(const rz_zone_node_t *z) {
 
 /* ---- check before free ------------------------------------------------------------------------------- */
 struct async_check {
+    struct async_check *next; /* in the deferred list */
     rz_zone_node_t zone;
     uint8_t band[];
 };
 
-static void judge_freed(const rz_zone_node_t *zone, const uint8_t *band) {
-    rz__registry_lock();
+/* Registry lock held (scans report under it too, and share g_report_since). */
+static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band) {
     pthread_mutex_lock(&g_ring_lock);
     g_report_since = g_scan_start;
     pthread_mutex_unlock(&g_ring_lock);
+    /* band: the band after the end, then the front band (if any) right behind it */
     int bad = rz__band_judge(zone, band);
-    rz__registry_unlock();
-    if (bad) {
+    if (zone->front_units)
+        bad |= rz__band_judge_front(zone, band + zone->pad_bytes);
+    if (bad)
         rz__log("redzone: alloc#%llu was violated when it was freed", (unsigned long long)zone->index);
+}
+
+/*
+ * Why stream-ordered checks can be deferred: their host function runs on the driver's callback thread and
+ * must never wait for the registry lock, because the holder may be waiting for that very stream (the
+ * driver drains every stream in cuMemHostUnregister, which a scan calls when it grows its staging, and
+ * other calls may synchronise on a real driver): a deadlock. When the lock is busy, the check (its band
+ * copied in stream order already) is queued here and judged by the next scan, band check before a free,
+ * successful synchronisation through the hooks, or at exit.
+ */
+static pthread_mutex_t g_deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct async_check *g_deferred;
+static struct async_check **g_deferred_tail = &g_deferred;
+static _Atomic int g_have_deferred;
+
+/* Registry lock held: judge the queued checks, oldest first. */
+static void judge_deferred_locked(void) {
+    if (RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
+        return;
+    pthread_mutex_lock(&g_deferred_lock);
+    struct async_check *c = g_deferred;
+    g_deferred = NULL;
+    g_deferred_tail = &g_deferred;
+    atomic_store_explicit(&g_have_deferred, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&g_deferred_lock);
+    while (c) {
+        struct async_check *next = c->next;
+        judge_freed_locked(&c->zone, c->band);
+        free(c);
+        c = next;
     }
 }
 
-/* Host function in the program's stream: the band copy before it has completed; no CUDA calls here. */
+void rz__judge_deferred(void) {
+    if (RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
+        return;
+    rz__registry_lock();
+    judge_deferred_locked();
+    rz__registry_unlock();
+}
+
+static void judge_freed(const rz_zone_node_t *zone, const uint8_t *band) {
+    rz__registry_lock();
+    judge_deferred_locked();
+    judge_freed_locked(zone, band);
+    rz__registry_unlock();
+}
+
+/* Host function in the program's stream: the band copy before it has completed; no CUDA calls here, and
+ * no waiting for the registry lock (see above): a timeout of 0 only tries it. */
 static void async_check_cb(void *arg) {
     struct async_check *c = arg;
-    judge_freed(&c->zone, c->band);
-    free(c);
+    if (rz__registry_lock_timed(0) == RZ_OK) {
+        judge_deferred_locked();
+        judge_freed_locked(&c->zone, c->band);
+        rz__registry_unlock();
+        free(c);
+        return;
+    }
+    pthread_mutex_lock(&g_deferred_lock);
+    c->next = NULL;
+    *g_deferred_tail = c;
+    g_deferred_tail = &c->next;
+    atomic_store_explicit(&g_have_deferred, 1, memory_order_release);
+    pthread_mutex_unlock(&g_deferred_lock);
 }
 
 void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) {
-    rz_devptr_t band = zone->ptr + zone->user_bytes;
-    struct async_check *c = malloc(sizeof *c + zone->pad_bytes);
+    rz_devptr_t band = zone->ptr + zone->user_bytes, front = zone->ptr - rz__zone_front(zone);
+    struct async_check *c = malloc(sizeof *c + zone->pad_bytes + rz__zone_front(zone));
     if (c == NULL) {
         rz__warn("alloc#%llu: no host memory to check its band before free", (unsigned long long)zone->index);
         return;
@@ -175,6 +252,8 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
         if (req->per_thread && s == NULL)
             s = RZCU_STREAM_PER_THREAD;
         rzcu_result r = rz__drv.cuMemcpyDtoHAsync_v2(c->band, band, zone->pad_bytes, s);
+        if (r == RZCUDA_SUCCESS && zone->front_units)
+            r = rz__drv.cuMemcpyDtoHAsync_v2(c->band + zone->pad_bytes, front, rz__zone_front(zone), s);
         if (r == RZCUDA_SUCCESS)
             r = rz__drv.cuLaunchHostFunc(s, async_check_cb, c);
         if (r == RZCUDA_SUCCESS)
@@ -187,9 +266,11 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
             return;
         }
     }
-    rz_band_io_t io = {.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band};
+    rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band},
+                          {.ctx = zone->ctx, .dev = front, .bytes = rz__zone_front(zone), .host = c->band + zone->pad_bytes,
+                           .front = 1}};
     rz__registry_lock(); /* the device seam's batch scratch is shared with scans */
-    rzcu_result r = rz__dev_read(&io, 1);
+    rzcu_result r = rz__dev_read(io, zone->front_units ? 2 : 1);
     rz__registry_unlock();
     if (r == RZCUDA_SUCCESS)
         judge_freed(zone, c->band);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rz_annotate.h"
 #include "rz_internal.h"
 
 #define CHUNK_MASK (RZ_CHUNK_NODES - 1u)
@@ -70,12 +71,15 @@ void rz__registry_lock(void) {
     uint32_t free_ = 0;
     if (!atomic_compare_exchange_strong_explicit(&g_lock, &free_, 1, memory_order_acquire, memory_order_relaxed))
         lock_slow(NULL);
+    RZ_ANNOTATE_LOCK_ACQUIRED(&g_lock);
 }
 
 int rz__registry_lock_timed(unsigned timeout_ms) {
     uint32_t free_ = 0;
-    if (atomic_compare_exchange_strong_explicit(&g_lock, &free_, 1, memory_order_acquire, memory_order_relaxed))
+    if (atomic_compare_exchange_strong_explicit(&g_lock, &free_, 1, memory_order_acquire, memory_order_relaxed)) {
+        RZ_ANNOTATE_LOCK_ACQUIRED(&g_lock);
         return RZ_OK;
+    }
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += timeout_ms / 1000;
@@ -84,10 +88,14 @@ int rz__registry_lock_timed(unsigned timeout_ms) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
-    return lock_slow(&until);
+    int rc = lock_slow(&until);
+    if (rc == RZ_OK)
+        RZ_ANNOTATE_LOCK_ACQUIRED(&g_lock);
+    return rc;
 }
 
 void rz__registry_unlock(void) {
+    RZ_ANNOTATE_LOCK_RELEASED(&g_lock);
     if (atomic_fetch_sub_explicit(&g_lock, 1, memory_order_release) != 1) {
         atomic_store_explicit(&g_lock, 0, memory_order_release);
         futex(&g_lock, FUTEX_WAKE_PRIVATE, 1, NULL);
@@ -146,7 +154,7 @@ __attribute__((cold, noinline)) static int map_chunk(uint32_t chunk) {
     return RZ_OK;
 }
 
-static uint32_t take_node(void) {
+static inline __attribute__((always_inline)) uint32_t take_node(void) {
     if (g_free_head) {
         uint32_t id1 = g_free_head;
         g_free_head = node_at(id1)->hnext;
@@ -194,13 +202,45 @@ static inline __attribute__((always_inline)) void unlink_locked(uint32_t *link, 
 __attribute__((cold, noinline)) static void drop_stale_locked(uint32_t *link) {
     rz_zone_node_t old;
     unlink_locked(link, &old);
-    rz__record_unmap(old.user_bytes + old.pad_bytes);
+    rz__record_unmap(old.user_bytes + old.pad_bytes + rz__zone_front(&old));
     if (rz__zone_watched(&old))
         rz__count(RZ_C_live_zones, -1);
     rz__count(RZ_C_stale_zones, 1);
 }
 
-int rz__registry_add(const rz_zone_node_t *zone) {
+/* Node id1's stack slot (stack_depth + 1 words), mapping its chunk on first use; NULL when out of memory. */
+__attribute__((noinline)) static uint64_t *stack_slot(uint32_t id1) {
+    uint32_t id = id1 - 1, chunk = id >> RZ_CHUNK_SHIFT;
+    size_t words = (size_t)RZ_STATE.stack_depth + 1;
+    if (RZ_STATE.stack_chunks[chunk] == NULL) {
+        void *p = mmap(NULL, words * 8 * RZ_CHUNK_NODES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        RZ_STATE.stack_chunks[chunk] = p;
+    }
+    return RZ_STATE.stack_chunks[chunk] + (size_t)(id & CHUNK_MASK) * words;
+}
+
+const uint64_t *rz__registry_stack(const rz_zone_node_t *node, uint32_t *n) {
+    *n = 0;
+    if (RZ_STATE.stack_depth == 0)
+        return NULL;
+    for (uint32_t c = 0; c < RZ_MAX_CHUNKS && RZ_STATE.chunks[c]; c++) {
+        const rz_zone_node_t *base = RZ_STATE.chunks[c];
+        if (node >= base && node < base + RZ_CHUNK_NODES) {
+            if (RZ_STATE.stack_chunks[c] == NULL)
+                return NULL;
+            const uint64_t *slot = RZ_STATE.stack_chunks[c] + (size_t)(node - base) * (RZ_STATE.stack_depth + 1);
+            *n = (uint32_t)(slot[0] <= RZ_STATE.stack_depth ? slot[0] : 0);
+            return slot + 1;
+        }
+    }
+    return NULL;
+}
+
+/* Two instances: without stacks (the allocation fast path) and with. */
+static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *zone, void *const *frames,
+                                                          uint32_t nframes, int with_stack) {
     int rc = RZ_OK;
     rz__registry_lock();
     if (RZ_UNLIKELY(RZ_STATE.zone_count >= g_grow_at)) {
@@ -235,6 +275,15 @@ int rz__registry_add(const rz_zone_node_t *zone) {
     rz_zone_node_t *n = node_at(id1);
     *n = *zone;
     n->state = RZ_ZONE_LIVE;
+    if (with_stack && RZ_STATE.stack_depth != 0) {
+        uint64_t *slot = stack_slot(id1);
+        if (slot) {
+            uint32_t k = nframes < RZ_STATE.stack_depth ? nframes : RZ_STATE.stack_depth;
+            for (uint32_t i = 0; i < k; i++)
+                slot[1 + i] = (uint64_t)(uintptr_t)frames[i];
+            slot[0] = k;
+        }
+    }
     n->hnext = g_buckets[b];
     g_buckets[b] = id1;
     /* Sorted insert, walking back from the tail. */
@@ -256,6 +305,12 @@ int rz__registry_add(const rz_zone_node_t *zone) {
 out:
     rz__registry_unlock();
     return rc;
+}
+
+int rz__registry_add(const rz_zone_node_t *zone) { return add_impl(zone, NULL, 0, 0); }
+
+int rz__registry_add_stack(const rz_zone_node_t *zone, void *const *frames, uint32_t nframes) {
+    return add_impl(zone, frames, nframes, 1);
 }
 
 static inline __attribute__((always_inline)) rz_zone_node_t *find_locked(uint64_t ptr, uint32_t **link) {
@@ -300,6 +355,12 @@ int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out) {
 }
 
 uint32_t rz__registry_pending(void) { return atomic_load_explicit(&g_npending, memory_order_relaxed); }
+
+void rz__registry_annotate(void) {
+    RZ_ANNOTATE_ATOMIC(&g_lock, sizeof g_lock);           /* the lock word itself */
+    RZ_ANNOTATE_ATOMIC(&g_npending, sizeof g_npending);   /* read without the lock, as a hint */
+    RZ_ANNOTATE_ATOMIC(&RZ_STATE.seq, sizeof RZ_STATE.seq);
+}
 
 size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap) {
     uint32_t n = atomic_load_explicit(&g_npending, memory_order_relaxed);

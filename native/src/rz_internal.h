@@ -47,6 +47,17 @@ _Noreturn void rz__check_failed(const char *file, int line, const char *what);
 #define RZ_SCAN_FREE 0x1u
 #define RZ_SCAN_SYNC 0x2u
 #define RZ_SCAN_EXIT 0x4u
+#define RZ_SCAN_FATAL 0x8u
+
+/* METRALE_REDZONE_GUARD: every N-th allocation (index % every == 0), or a list of creation indices. */
+#define RZ_GUARD_LIST_MAX 32
+typedef struct rz_guard_sel {
+    uint64_t every; /* 0: not by period */
+    uint32_t n;     /* entries in list */
+    uint64_t list[RZ_GUARD_LIST_MAX];
+} rz_guard_sel_t;
+/* Physical plus reserved bytes guard allocations may hold at once; beyond it, ordinary bands. */
+#define RZ_GUARD_CAP ((uint64_t)1 << 30)
 
 /* A creation-index window [lo, hi) (METRALE_REDZONE_POISON). */
 typedef struct rz_window {
@@ -56,10 +67,14 @@ typedef struct rz_window {
 
 typedef struct rz_options {
     uint64_t pad_bytes;  /* 0: bands off */
+    uint64_t front_bytes; /* METRALE_REDZONE_FRONT, a multiple of RZ_FRONT_UNIT; 0: no front bands */
     unsigned scan;       /* RZ_SCAN_* */
     bool agent;          /* start the debugger agent thread */
     bool install_eager;  /* METRALE_REDZONE_INSTALL=eager: fill each band at its allocation */
     rz_window_t poison;  /* METRALE_REDZONE_POISON: window applied from the first allocation on */
+    bool check_kernel;   /* METRALE_REDZONE_CHECK_KERNEL: scans may use the device check kernel */
+    uint64_t stacks;     /* METRALE_REDZONE_STACKS: frames kept per allocation (0: off) */
+    rz_guard_sel_t guard; /* METRALE_REDZONE_GUARD: which allocations get a hardware guard page */
     uint64_t min_idx;
     uint64_t trace_idx;  /* RZ_INDEX_NONE: off */
     uint8_t fill;
@@ -121,12 +136,20 @@ typedef struct rz_zone_node {
     uint8_t expected;
     uint8_t state;
     uint8_t flags; /* RZ_ZONE_UNWATCHED: pad bytes were allocated but hold no known band */
-    uint8_t reserved[5];
+    uint8_t reserved0;
+    uint16_t front_units; /* front band (METRALE_REDZONE_FRONT) in units of RZ_FRONT_UNIT bytes, before ptr */
+    uint8_t reserved[2];
 } rz_zone_node_t;
+
+/* The front band keeps the driver's alignment for the pointer the program gets: whole 256-byte units. */
+#define RZ_FRONT_UNIT 256u
+#define RZ_FRONT_MAX ((uint64_t)1 << 20)
+static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_t)z->front_units * RZ_FRONT_UNIT; }
 
 #define RZ_ZONE_UNWATCHED 0x1
 #define RZ_ZONE_VIOLATED 0x2 /* the last scan that covered this zone found it violated */
 #define RZ_ZONE_PENDING 0x4  /* padded, band not installed yet (lazy install): nothing to check */
+#define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
 /* A zone whose band scans and poisons cover. */
 static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED); }
 /* Install the bands of pending zones once this many wait (lazy install). */
@@ -153,8 +176,16 @@ void rz__registry_drop_stale(uint64_t ptr);
 /* Under the lock: the zone for ptr, or NULL. */
 rz_zone_node_t *rz__registry_find(uint64_t ptr);
 uint64_t rz__registry_count(void);
+/* As rz__registry_add, also keeping the allocation's stack (n frames, at most RZ_STATE.stack_depth). */
+int rz__registry_add_stack(const rz_zone_node_t *zone, void *const *frames, uint32_t n);
+/* Under the lock: the stack kept for a registry node (NULL, 0 when none). */
+const uint64_t *rz__registry_stack(const rz_zone_node_t *node, uint32_t *n);
+/* The program's frames of the current call, without redzone's own leading ones (at most max). */
+int rz__capture_stack(void **frames, int max);
 /* Zones waiting for their band (lazy install); read without the lock, so only a hint. */
 uint32_t rz__registry_pending(void);
+/* Tell valgrind's helgrind which registry words are atomics (nothing without REDZONE_VALGRIND; rz_annotate.h). */
+void rz__registry_annotate(void);
 /* Under the lock: up to cap pending zones, oldest first, no longer marked pending (the caller installs them
  * or marks them unwatched). Returns how many. */
 size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap);
@@ -165,7 +196,7 @@ void rz__registry_reset(void);
 
 /* ---- exported state (state.c) ----------------------------------------------------------------------- */
 #define RZ_STATE_MAGIC UINT64_C(0x3145544154535a52) /* the bytes "RZSTATE1" in memory order */
-#define RZ_STATE_VERSION 2
+#define RZ_STATE_VERSION 3
 #define RZ_LAST_VIOLATIONS 16
 
 typedef struct rz_state {
@@ -200,6 +231,15 @@ typedef struct rz_state {
     uint32_t last_violation_count; /* entries used in last_violations (at most RZ_LAST_VIOLATIONS) */
     uint32_t reserved1;
     rz_violation_t last_violations[RZ_LAST_VIOLATIONS];
+    /* allocation stacks (METRALE_REDZONE_STACKS): per node id a slot of stack_depth + 1 words, the frame
+     * count then the return addresses, in chunks parallel to the node chunks (NULL: none yet) */
+    uint32_t stack_depth; /* 0: off */
+    uint32_t reserved2;
+    uint64_t *stack_chunks[RZ_MAX_CHUNKS];
+    /* guard-page allocations now: how many, bytes of device memory and address space they hold, the cap */
+    uint64_t guard_live;
+    uint64_t guard_bytes;
+    uint64_t guard_cap;
 } rz_state_t;
 
 extern rz_state_t __redzone_state;
@@ -274,14 +314,45 @@ typedef struct rz_band_io {
     rz_devptr_t dev;
     size_t bytes;
     uint8_t *host;  /* read: destination */
-    uint8_t value;  /* fill: byte to write */
+    uint8_t value;  /* fill: byte to write; scan: the byte expected */
+    uint8_t front;  /* the zone's front band (before its pointer), not the one after its end */
+    uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
 } rz_band_io_t;
-/* Read n bands into their host buffers (batched per context, one sync each). */
+/* Read n bands into their host buffers (batched per context, one sync each). On failure the first error
+ * is returned and the entries of every context that failed have `failed` set; the others were read. */
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
 /* Fill n bands with their values (per context, one sync each). */
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
 /* 1: move bands one by one (the fallback for drivers without batch copies); 0: batched when possible. */
 void rz__dev_set_per_band(int per_band);
+/* The library's stream for ctx (the current context when NULL), created on first use. */
+rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out);
+/* Make ctx current for a band operation (pushed only when it is not); undo with rz__dev_leave. */
+rzcu_result rz__dev_enter(void *ctx, int *pushed);
+void rz__dev_leave(int pushed);
+
+/* ---- device-side check (check.c) -------------------------------------------------------------------- */
+/* One band for the check kernel (native/kernels/rz_check.cu: struct rz_check_desc, same layout). */
+typedef struct rz_check_desc {
+    uint64_t band;
+    uint32_t bytes;
+    uint8_t expected;
+    uint8_t reserved[3];
+} rz_check_desc_t;
+/* Violated positions one launch returns; more and the scan reads every band of the batch instead. */
+#define RZ_CHECK_CAP 4096u
+/* Check the n bands of io (any mix of contexts; io[i].value is the expected byte) on the device: sets
+ * suspect[i] to 1 exactly for the bands that differ. RZ_OK, or RZ_EDRIVER when a context has no check
+ * kernel (no PTX built in, or the driver cannot load it: the emulated driver), more than RZ_CHECK_CAP
+ * bands differ, or a driver call failed: the caller then reads every band. Registry lock held. */
+int rz__dev_check(const rz_band_io_t *io, size_t n, uint8_t *suspect);
+/* 1 when the library was built with the check kernel's PTX (nvcc was found). */
+int rz__dev_check_built(void);
+/* 0 keeps scans off the check kernel (benchmarks and tests compare methods); 1 (default) uses it. */
+void rz__dev_set_check_kernel(int on);
+/* Forget the per-context kernel state (fork child). */
+void rz__dev_check_reset(void);
+
 /* Host staging for band reads: page-locked when the driver allows; one batch reads at most this much. */
 #define RZ_STAGING_MAX ((size_t)64 << 20)
 typedef struct rz_staging {
@@ -289,7 +360,11 @@ typedef struct rz_staging {
     size_t size;
     int pinned;
 } rz_staging_t;
-/* Make st at least `bytes` long (contents not kept). RZ_OK or RZ_ENOMEM. */
+/* Device memory given up under the registry lock, freed by rz__dev_release_retired. */
+void rz__dev_retire_device(void *ctx, rz_devptr_t dev);
+/* Release what was given up under the registry lock (old staging, old device buffers). Call without it. */
+void rz__dev_release_retired(void);
+/* Make st at least `bytes` long (contents not kept; the old buffer is retired). RZ_OK or RZ_ENOMEM. */
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
@@ -326,10 +401,14 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
 const char *rz__proc_exported_name(const char *symbol, int version, rzcu_uint64 flags);
 
 /* ---- scans without a debugger (policy.c) ------------------------------------------------------------ */
+/* Install the fatal-signal scan's handlers where the program has none (fatal.c). */
+void rz__fatal_arm(void);
 /* Register the exit scan once, lazily (after the driver's own exit handlers, so it runs before them). */
 void rz__exit_scan_arm(void);
 /* Check one zone's band just before it is freed (stream-ordered for an async free). */
 void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req);
+/* Judge the stream-ordered checks queued while the registry was busy (policy.c); takes the lock. */
+void rz__judge_deferred(void);
 /* Kernel attribution: record a launch; print the kernels that may have touched a violated zone. */
 void rz__launch_record(rzcu_function f);
 void rz__launch_report(const rz_zone_node_t *zone);
@@ -354,5 +433,7 @@ uint8_t rz__band_byte_for(uint64_t index);
 void rz__bands_install(void);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
+/* The same for the zone's front band (rz__zone_front(zone) bytes before its pointer). */
+int rz__band_judge_front(const rz_zone_node_t *zone, const uint8_t *band);
 
 #endif /* REDZONE_INTERNAL_H */

@@ -6,6 +6,7 @@
  * are printed, not lines (that would need DWARF).
  */
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
@@ -123,4 +124,35 @@ void rz__symbolize_frames(void *const *frames, int n) {
         else
             rz__log("    #%d %p (%s)", k++, frames[i], file);
     }
+}
+
+/* redzone's own code: [lo, hi) of libredzone's mapping, found once. */
+static uintptr_t g_self_lo, g_self_hi;
+
+static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    uintptr_t at = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && at >= lo && at < lo + ph->p_memsz) {
+            g_self_lo = lo;
+            g_self_hi = lo + ph->p_memsz;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int rz__capture_stack(void **frames, int max) {
+    if (g_self_hi == 0)
+        dl_iterate_phdr(find_self, (void *)(uintptr_t)rz__capture_stack);
+    void *all[64 + 16];
+    int want = max + 16 < (int)(sizeof all / sizeof all[0]) ? max + 16 : (int)(sizeof all / sizeof all[0]);
+    int n = backtrace(all, want), i = 0, k = 0;
+    while (i < n && (uintptr_t)all[i] >= g_self_lo && (uintptr_t)all[i] < g_self_hi)
+        i++; /* redzone's own allocation path */
+    while (i < n && k < max)
+        frames[k++] = all[i++];
+    return k;
 }

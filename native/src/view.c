@@ -20,6 +20,10 @@ VIEW size_t rzv_zone_header(char *out, size_t cap);
 VIEW int rzv_zone_fields(const void *node_bytes, uint64_t *index, uint32_t *next, int *violated, int *watched);
 VIEW size_t rzv_zone_row(const void *node_bytes, int json, char *out, size_t cap);
 VIEW size_t rzv_violation(const void *bytes, char *out, size_t cap);
+typedef const void *(*rzv_chunk_fn)(uint32_t chunk);
+VIEW int rzv_list(const void *state_bytes, rzv_chunk_fn chunk, uint64_t from, uint64_t to, uint64_t limit,
+                  int violated_only, int json, char *out, size_t cap, uint64_t *shown, uint64_t *total,
+                  size_t *used, uint32_t *ids, size_t ids_cap);
 VIEW size_t rzv_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap);
 VIEW const char *rzv_status_name(int status);
 
@@ -51,6 +55,11 @@ VIEW size_t rzv_offset(const char *field) {
     F("state.last_scan_violated", rz_state_t, last_scan_violated)
     F("state.last_violation_count", rz_state_t, last_violation_count)
     F("state.last_violations", rz_state_t, last_violations)
+    F("state.stack_depth", rz_state_t, stack_depth)
+    F("state.stack_chunks", rz_state_t, stack_chunks)
+    F("state.guard_live", rz_state_t, guard_live)
+    F("state.guard_bytes", rz_state_t, guard_bytes)
+    F("state.guard_cap", rz_state_t, guard_cap)
     F("agent.magic", rz_agent_t, magic)
     F("agent.request", rz_agent_t, request)
     F("agent.answered", rz_agent_t, answered)
@@ -137,6 +146,73 @@ VIEW size_t rzv_zone_row(const void *node_bytes, int json, char *out, size_t cap
     rz_zone_node_t z;
     memcpy(&z, node_bytes, sizeof z);
     return json ? rz__format_zone_json(&z, out, cap) : rz__format_zone_row(&z, out, cap);
+}
+
+/*
+ * `redzone list` in one call: walk the zone list of a state snapshot in index order, keep the zones with
+ * index in [from, to] (and violated ones only, if asked), format up to `limit` of them (0: all) as rows
+ * ('\n'-terminated) or JSON objects (", "-separated) into out. chunk(c) returns node chunk c's bytes (read
+ * on demand by the caller, kept alive until this returns) or NULL. *total counts every matching zone (the
+ * walk stops at the limit when no filter is set: then *total is the registry's count). Returns 0, -1 when
+ * the list is longer than its count (changed while read), -2 when a chunk could not be read, -3 when out is
+ * too small (call again with more room). ids (optional, ids_cap entries): each shown zone's node id + 1, for
+ * reading its allocation stack.
+ */
+VIEW int rzv_list(const void *state_bytes, rzv_chunk_fn chunk, uint64_t from, uint64_t to, uint64_t limit,
+                  int violated_only, int json, char *out, size_t cap, uint64_t *shown, uint64_t *total,
+                  size_t *used, uint32_t *ids, size_t ids_cap) {
+    rz_state_t st;
+    memcpy(&st, state_bytes, sizeof st);
+    int filtered = violated_only || from != 0 || to != UINT64_MAX;
+    uint64_t seen = 0, n_shown = 0, n_total = 0;
+    size_t pos = 0;
+    const uint8_t *cached = NULL;
+    uint32_t cached_chunk = UINT32_MAX;
+    for (uint32_t id1 = st.head; id1;) {
+        if (++seen > st.zone_count + 1)
+            return -1;
+        uint32_t id = id1 - 1, c = id >> RZ_CHUNK_SHIFT;
+        if (c != cached_chunk) {
+            cached = c < RZ_MAX_CHUNKS ? chunk(c) : NULL;
+            cached_chunk = c;
+        }
+        if (cached == NULL)
+            return -2;
+        rz_zone_node_t z;
+        memcpy(&z, cached + (size_t)(id & (RZ_CHUNK_NODES - 1)) * sizeof z, sizeof z);
+        uint32_t this_id1 = id1;
+        id1 = z.next;
+        if (z.index > to)
+            break; /* index order */
+        if (z.index < from || (violated_only && !(z.flags & RZ_ZONE_VIOLATED)))
+            continue;
+        n_total++;
+        if (limit && n_shown >= limit) {
+            if (!filtered)
+                break;
+            continue;
+        }
+        char row[512];
+        size_t len = json ? rz__format_zone_json(&z, row, sizeof row) : rz__format_zone_row(&z, row, sizeof row);
+        const char *sep = json ? (n_shown ? ", " : "") : "";
+        size_t need = strlen(sep) + len + (json ? 0 : 1);
+        if (pos + need >= cap)
+            return -3;
+        memcpy(out + pos, sep, strlen(sep));
+        pos += strlen(sep);
+        memcpy(out + pos, row, len);
+        pos += len;
+        if (!json)
+            out[pos++] = '\n';
+        if (ids && n_shown < ids_cap)
+            ids[n_shown] = this_id1;
+        n_shown++;
+    }
+    out[pos] = '\0';
+    *shown = n_shown;
+    *total = filtered ? n_total : st.zone_count;
+    *used = pos;
+    return 0;
 }
 
 VIEW size_t rzv_violation(const void *bytes, char *out, size_t cap) {

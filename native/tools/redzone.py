@@ -32,7 +32,7 @@ RUN_OPTIONS = [
     ("--fill", "METRALE_REDZONE_FILL", "B", "band byte, decimal 0-255 (default 238 = 0xEE)"),
     ("--min-idx", "METRALE_REDZONE_MIN_IDX", "N", "pad only allocations with creation index >= N"),
     ("--trace-idx", "METRALE_REDZONE_TRACE_IDX", "N", "log a host backtrace when allocation #N is made"),
-    ("--scan", "METRALE_REDZONE_SCAN", "LIST", "when to scan: comma list of free,sync,exit,none (default free,exit)"),
+    ("--scan", "METRALE_REDZONE_SCAN", "LIST", "when to scan: comma list of free,sync,exit,fatal,none (default free,exit,fatal)"),
     ("--log", "METRALE_REDZONE_LOG", "PATH", "write reports to PATH instead of stderr (%%p = pid)"),
     ("--poison", "METRALE_REDZONE_POISON", "LO:HI",
      "poison window: bands of allocations #LO..#HI-1 get 0xEE, all others 0x00 (0:0: every band 0x00)"),
@@ -165,8 +165,8 @@ def check_value(run_parser, var, value):
             run_parser.error(f"--fill {value!r} is not a byte (decimal 0-255)")
     elif var == "METRALE_REDZONE_SCAN":
         parts = value.split(",")
-        if not all(p in ("free", "sync", "exit", "none") for p in parts) or ("none" in parts and len(parts) > 1):
-            run_parser.error(f"--scan {value!r} is not a comma list of free, sync, exit (or none)")
+        if not all(p in ("free", "sync", "exit", "fatal", "none") for p in parts) or ("none" in parts and len(parts) > 1):
+            run_parser.error(f"--scan {value!r} is not a comma list of free, sync, exit, fatal (or none)")
 
 
 def child_env(args, run_parser, summary_path):

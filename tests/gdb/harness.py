@@ -50,13 +50,15 @@ def expect_error(cmd, *fragments):
     raise AssertionError(f"{cmd!r} did not fail; it printed {out!r}")
 
 
-def start(args="overrun", bp="stop_here", emulated=True):
+def start(args="overrun", bp="stop_here", emulated=True, settings=(), prog=None):
     ex("set pagination off")
     ex("set confirm off")
     ex(f"source {PLUGIN}")
     if emulated:
         ex("set redzone emulated-device on")
-    ex(f"file {PROG}")
+    for setting in settings:
+        ex(f"set redzone {setting}")
+    ex(f"file {prog or PROG}")
     if bp:
         ex(f"break {bp}")
     return go(f"run {args}")

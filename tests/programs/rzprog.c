@@ -11,6 +11,11 @@
  *   rzprog data                         deterministic work; prints checksums and result codes
  *   rzprog exit CODE OVERRUN            optionally overrun (1/0), free, exit with CODE
  *   rzprog three                        three allocations, each overrun
+ *   rzprog guard free|slack|write|read  a guard-page allocation (run with METRALE_REDZONE_GUARD): freed and
+ *                                       fully released, its slack band overrun, or a kernel writing or
+ *                                       reading the first byte past its mapped end (faults)
+ *   rzprog front                        writes before the start (run with METRALE_REDZONE_FRONT)
+ *   rzprog crash segv|abort             overrun, then die of SIGSEGV (a null store) or abort()
  *   rzprog ctxgone                      allocate in a created context, destroy it before any device work
  *   rzprog lazy                         when bands are written: reads a band straight from emulated memory
  *                                       after allocating, after a memset, and counts the driver calls
@@ -272,6 +277,85 @@ static int mode_ctxgone(void) {
     return 0;
 }
 
+CUDA_EMU_KERNEL(peek, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(rzcu_deviceptr)) {
+    const unsigned char *p = (const unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    unsigned char *out = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 2);
+    *out = p[CUDA_EMU_PARAM(size_t, 1)];
+}
+
+static void vmm_usage(const char *when) {
+    cuda_emu_vmm_usage_t u;
+    cuEmuVmmUsage(&u);
+    printf("guard: %s: physical %zu reserved %zu mapped %zu allocations %zu\n", when, u.physical_bytes,
+           u.reserved_bytes, u.mapped_bytes, u.allocations);
+}
+
+static int mode_guard(const char *how) {
+    setup(0);
+    rzcu_deviceptr p, out;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    CHECK(cuMemAlloc_v2(&out, 8));
+    printf("guard: aligned %d\n", p % 256 == 0);
+    unsigned char host[1000];
+    memset(host, 0x42, sizeof host);
+    CHECK(cuMemcpyHtoD_v2(p, host, sizeof host));
+    unsigned char back[1000];
+    CHECK(cuMemcpyDtoH_v2(back, p, sizeof back));
+    printf("guard: round trip %d\n", memcmp(host, back, sizeof host) == 0);
+    printf("guard: copy into the guard granule refused %d\n", cuMemsetD8_v2(p + 1024, 1, 1) != 0);
+    vmm_usage("live");
+    if (strcmp(how, "slack") == 0)
+        CHECK(cuMemsetD8_v2(p + 1000, 0x55, 1)); /* inside the 24 slack bytes: the band there */
+    if (strcmp(how, "write") == 0 || strcmp(how, "read") == 0) {
+        rzcu_module mod;
+        rzcu_function f;
+        CHECK(cuModuleLoadData(&mod, "emulated module"));
+        CHECK(cuModuleGetFunction(&f, mod, how[0] == 'w' ? "touch" : "peek"));
+        size_t at = 1024; /* the first byte past the mapped end */
+        void *params[] = {&p, &at, &out};
+        fprintf(stderr, "rzprog: launching a kernel that %ss past the end\n", how);
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        CHECK(cuCtxSynchronize());
+        fprintf(stderr, "rzprog: not reached\n");
+    }
+    CHECK(cuMemFree_v2(p));
+    CHECK(cuMemFree_v2(out));
+    vmm_usage("after free");
+    return 0;
+}
+
+static int mode_front(void) {
+    setup(0);
+    rzcu_deviceptr p, q, pitched;
+    size_t pitch;
+    CHECK(cuMemAlloc_v2(&p, 100));
+    CHECK(cuMemAlloc_v2(&q, 300));
+    CHECK(cuMemAllocPitch_v2(&pitched, &pitch, 100, 2, 4));
+    printf("front: aligned %d %d\n", p % 256 == 0, q % 256 == 0);
+    rzcu_deviceptr base = 0;
+    size_t size = 0;
+    rzcu_result r = cuMemGetAddressRange_v2(&base, &size, p + 5);
+    printf("front: range inside %u base ok %d size %zu\n", r, base == p, size);
+    printf("front: range in the front band %u\n", cuMemGetAddressRange_v2(&base, &size, p - 1));
+    CHECK(cuMemsetD8_v2(p - 1, 0x11, 1));  /* one byte before the start */
+    CHECK(cuMemsetD8_v2(q - 40, 0x22, 8)); /* bytes 40..33 before the start, never freed: the exit scan */
+    CHECK(cuMemFree_v2(p));
+    CHECK(cuMemFree_v2(pitched));
+    return 0;
+}
+
+static int mode_crash(const char *how) {
+    setup(0);
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 128));
+    overrun(p, 128);
+    fprintf(stderr, "rzprog: about to die\n");
+    if (strcmp(how, "abort") == 0)
+        abort();
+    *(volatile int *)(uintptr_t)0 = 1;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
@@ -326,6 +410,12 @@ int main(int argc, char **argv) {
         return mode_lazy();
     if (strcmp(mode, "ctxgone") == 0)
         return mode_ctxgone();
+    if (strcmp(mode, "front") == 0)
+        return mode_front();
+    if (strcmp(mode, "guard") == 0 && argc > 2)
+        return mode_guard(argv[2]);
+    if (strcmp(mode, "crash") == 0 && argc > 2)
+        return mode_crash(argv[2]);
     if (strcmp(mode, "three") == 0) {
         for (int i = 0; i < 3; i++) {
             CHECK(cuMemAlloc_v2(&p, 32));

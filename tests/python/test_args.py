@@ -11,9 +11,11 @@ from redzone_gdb.args import UsageError  # noqa: E402
 
 def test_list_defaults_and_values():
     o = args.parse_list([])
-    assert o == {"--violated": False, "--json": False, "--from": None, "--to": None, "--limit": None}
-    o = args.parse_list(["--violated", "--from", "3", "--to", "9", "--limit", "0", "--json"])
-    assert o["--violated"] and o["--json"] and (o["--from"], o["--to"], o["--limit"]) == (3, 9, 0)
+    assert o == {"--violated": False, "--json": False, "--stacks": False, "--from": None, "--to": None,
+                 "--limit": None}
+    o = args.parse_list(["--violated", "--from", "3", "--to", "9", "--limit", "0", "--json", "--stacks"])
+    assert o["--violated"] and o["--json"] and o["--stacks"]
+    assert (o["--from"], o["--to"], o["--limit"]) == (3, 9, 0)
 
 
 @pytest.mark.parametrize("argv, fragment", [
@@ -51,7 +53,10 @@ def test_env_values():
     assert args.check_env_value("fill", "255") == "255"
     assert args.check_env_value("scan", "free,sync") == "free,sync"
     assert args.check_env_value("bytes", "") is None
-    for name, value in (("fill", "256"), ("bytes", "-1"), ("scan", "none,free"), ("scan", "later")):
+    assert args.check_env_value("stacks", "32") == "32" and args.check_env_value("stacks", "0") == "0"
+    assert args.ENV_VARS["stacks"] == "METRALE_REDZONE_STACKS"
+    for name, value in (("fill", "256"), ("bytes", "-1"), ("scan", "none,free"), ("scan", "later"),
+                        ("stacks", "33"), ("stacks", "x")):
         with pytest.raises(UsageError):
             args.check_env_value(name, value)
 

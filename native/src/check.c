@@ -1,0 +1,168 @@
+/*
+ * Scans on the device (GPU): the check kernel (native/kernels/rz_check.cu, its PTX built in by nvcc at
+ * build time) compares every band with its expected byte where the bands are, and only the positions of
+ * bands that differ come back. Per context and scan batch: one upload of the descriptors (with the zeroed
+ * result count in front), one launch, one read of the count and positions, one synchronisation, all on
+ * the library's own stream. The scan then reads just those bands for the report.
+ *
+ * The module is loaded on first use in each context. When there is no PTX (built without nvcc) or the
+ * driver cannot load it or find the kernel (the emulated driver has no such kernel unless a test program
+ * provides one), that context is marked and scans read bands with batched copies (band.c), silently: the
+ * results are the same, only the cost differs. Everything here runs under the registry lock.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rz_check_ptx.h"
+#include "rz_internal.h"
+
+_Static_assert(sizeof(rz_check_desc_t) == 16, "rz_check_desc matches the kernel's struct");
+_Static_assert(offsetof(rz_check_desc_t, bytes) == 8 && offsetof(rz_check_desc_t, expected) == 12,
+               "rz_check_desc matches the kernel's struct");
+
+#define MAX_CTX 64
+#define BLOCK 256u
+/* The upload: the result area (count, then RZ_CHECK_CAP positions) zeroed, then the descriptors. */
+#define HEAD_BYTES ((size_t)4 * (1 + RZ_CHECK_CAP))
+
+static struct kernel_ctx {
+    void *ctx;
+    int state; /* 0: not tried, 1: ready, -1: unavailable in this context */
+    rzcu_module mod;
+    rzcu_function fn;
+    rz_devptr_t buf; /* HEAD_BYTES + descriptors */
+    size_t buf_size;
+} g_kctx[MAX_CTX];
+static int g_nkctx;
+static int g_off;
+
+static uint8_t *g_upload;   /* host side of the upload */
+static size_t g_upload_size;
+static uint32_t *g_pos;     /* descriptor -> position in the caller's io */
+static size_t g_pos_cap;
+static uint32_t g_result[1 + RZ_CHECK_CAP];
+
+int rz__dev_check_built(void) { return rz_check_ptx[0] != '\0'; }
+
+void rz__dev_set_check_kernel(int on) { g_off = !on; }
+
+void rz__dev_check_reset(void) { g_nkctx = 0; }
+
+/* The kernel state of ctx (current), loading the module on first use. NULL when unavailable. */
+static struct kernel_ctx *kernel_for(void *ctx) {
+    struct kernel_ctx *k = NULL;
+    for (int i = 0; i < g_nkctx && !k; i++)
+        if (g_kctx[i].ctx == ctx)
+            k = &g_kctx[i];
+    if (k == NULL) {
+        if (g_nkctx == MAX_CTX)
+            return NULL; /* more contexts than slots: those scan with copies */
+        k = &g_kctx[g_nkctx++];
+        *k = (struct kernel_ctx){.ctx = ctx};
+    }
+    if (k->state == 0) {
+        k->state = -1;
+        if (!rz__dev_check_built() || !rz__drv.cuModuleLoadData || !rz__drv.cuModuleGetFunction ||
+            !rz__drv.cuLaunchKernel || !rz__drv.cuModuleUnload)
+            return NULL;
+        if (rz__drv.cuModuleLoadData(&k->mod, rz_check_ptx) != RZCUDA_SUCCESS)
+            return NULL;
+        if (rz__drv.cuModuleGetFunction(&k->fn, k->mod, "rz_check_bands") != RZCUDA_SUCCESS) {
+            rz__drv.cuModuleUnload(k->mod);
+            return NULL;
+        }
+        k->state = 1;
+    }
+    return k->state == 1 ? k : NULL;
+}
+
+static int grow(void **p, size_t *cap, size_t want, size_t elem) {
+    if (want <= *cap)
+        return RZ_OK;
+    size_t n = *cap ? *cap : 1024;
+    while (n < want)
+        n *= 2;
+    void *q = realloc(*p, n * elem);
+    if (q == NULL)
+        return RZ_ENOMEM;
+    *p = q;
+    *cap = n;
+    return RZ_OK;
+}
+
+/* Check the bands of io that belong to ctx (m of them, positions already in g_pos, descriptors in
+ * g_upload after the head). Marks suspects; RZ_EDRIVER on anything that prevents a complete answer. */
+static int check_ctx(void *ctx, size_t m, uint8_t *suspect) {
+    for (int i = 0; i < g_nkctx; i++)
+        if (g_kctx[i].ctx == ctx && g_kctx[i].state < 0)
+            return RZ_EDRIVER; /* known to have no kernel: no driver call at all */
+    int pushed, rc = RZ_EDRIVER;
+    if (rz__dev_enter(ctx, &pushed) != RZCUDA_SUCCESS)
+        return RZ_EDRIVER;
+    struct kernel_ctx *k = kernel_for(ctx);
+    rzcu_stream s;
+    size_t bytes = HEAD_BYTES + m * sizeof(rz_check_desc_t);
+    if (k == NULL || rz__dev_stream(ctx, &s) != RZCUDA_SUCCESS)
+        goto out;
+    if (bytes > k->buf_size) {
+        if (k->buf)
+            rz__dev_retire_device(ctx, k->buf); /* freed after the registry lock: cuMemFree may wait */
+        k->buf = 0;
+        k->buf_size = 0;
+        size_t size = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes + bytes / 2;
+        if (rz__drv.cuMemAlloc_v2(&k->buf, size) != RZCUDA_SUCCESS)
+            goto out;
+        k->buf_size = size;
+    }
+    rz_devptr_t result = k->buf, descs = k->buf + HEAD_BYTES;
+    unsigned n32 = (unsigned)m, cap32 = RZ_CHECK_CAP;
+    void *params[] = {&descs, &n32, &result, &cap32};
+    unsigned grid = (unsigned)((m + BLOCK - 1) / BLOCK);
+    if (rz__drv.cuMemcpyHtoDAsync_v2(k->buf, g_upload, bytes, s) != RZCUDA_SUCCESS ||
+        rz__drv.cuLaunchKernel(k->fn, grid, 1, 1, BLOCK, 1, 1, 0, s, params, NULL) != RZCUDA_SUCCESS ||
+        rz__drv.cuMemcpyDtoHAsync_v2(g_result, result, sizeof g_result, s) != RZCUDA_SUCCESS ||
+        rz__drv.cuStreamSynchronize(s) != RZCUDA_SUCCESS)
+        goto out;
+    if (g_result[0] > RZ_CHECK_CAP)
+        goto out; /* too many to list: read every band */
+    for (uint32_t i = 0; i < g_result[0]; i++) {
+        if (g_result[1 + i] >= m)
+            goto out; /* not an answer this kernel gives */
+        suspect[g_pos[g_result[1 + i]]] = 1;
+    }
+    rc = RZ_OK;
+out:
+    rz__dev_leave(pushed);
+    return rc;
+}
+
+int rz__dev_check(const rz_band_io_t *io, size_t n, uint8_t *suspect) {
+    if (g_off || !rz__options()->check_kernel || !rz__dev_check_built() || n == 0 || n > UINT32_MAX)
+        return RZ_EDRIVER;
+    if (grow((void **)&g_pos, &g_pos_cap, n, sizeof *g_pos) != RZ_OK ||
+        grow((void **)&g_upload, &g_upload_size, HEAD_BYTES + n * sizeof(rz_check_desc_t), 1) != RZ_OK)
+        return RZ_EDRIVER;
+    memset(suspect, 0, n);
+    memset(g_upload, 0, HEAD_BYTES);
+    rz_check_desc_t *descs = (rz_check_desc_t *)(void *)(g_upload + HEAD_BYTES);
+    /* One pass per distinct context (few: quadratic in contexts only). */
+    for (size_t i = 0; i < n; i++) {
+        void *ctx = io[i].ctx;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = io[j].ctx == ctx;
+        if (seen)
+            continue;
+        size_t m = 0;
+        for (size_t j = i; j < n; j++) {
+            if (io[j].ctx != ctx)
+                continue;
+            descs[m] = (rz_check_desc_t){.band = io[j].dev, .bytes = (uint32_t)io[j].bytes, .expected = io[j].value};
+            g_pos[m++] = (uint32_t)j;
+        }
+        if (check_ctx(ctx, m, suspect) != RZ_OK)
+            return RZ_EDRIVER;
+    }
+    return RZ_OK;
+}
