@@ -84,6 +84,11 @@ static _Atomic int g_started;
 /* Whether plain allocations through the hooks can take alloc_plain_fast: set at start-up, by every thread
  * whose first allocation races with another's (all store the same value; atomic so that is no data race). */
 static _Atomic int g_fast_ok;
+/* What the fast path needs from the options, copied once at start-up (written before g_started). */
+static struct {
+    uint64_t pad, min_idx, trace_idx;
+    size_t max_bytes_1; /* largest bytes - 1 that can take the pad without overflow */
+} g_fast;
 
 static int start(void) {
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.counters, sizeof RZ_STATE.counters); /* helgrind: relaxed atomics */
@@ -98,6 +103,10 @@ static int start(void) {
     const rz_options_t *o = rz__options();
     int fast = rz__drv.cuMemAlloc_v2 && o->stacks == 0 && o->front_bytes == 0 && !o->guard.every && !o->guard.n &&
                (o->pad_bytes == 0 || (!o->install_eager && rz__drv.cuPointerGetAttribute));
+    g_fast.pad = o->pad_bytes;
+    g_fast.min_idx = o->min_idx;
+    g_fast.trace_idx = o->trace_idx;
+    g_fast.max_bytes_1 = SIZE_MAX - o->pad_bytes - 1;
     atomic_store_explicit(&g_fast_ok, fast, memory_order_relaxed);
     atomic_store_explicit(&g_started, 1, memory_order_release);
     return RZ_OK;
@@ -208,6 +217,23 @@ static rzcu_result guard_free(const rz_zone_node_t *z) {
     return r;
 }
 
+/* The free of a guard-page zone (already out of the registry): unmap, release, count. */
+__attribute__((cold, noinline)) static int free_guarded(const rz_zone_node_t *zone) {
+    rzcu_result r = guard_free(zone);
+    if (r != RZCUDA_SUCCESS) {
+        rz__record_unmap_failure();
+        RZ_CHECK(rz__registry_add(zone) == RZ_OK || !"re-registering a zone whose free failed");
+        return (int)r;
+    }
+    rz_devptr_t base;
+    size_t mapped, reserved;
+    guard_layout(zone, &base, &mapped, &reserved);
+    rz__record_unmap(mapped);
+    if (rz__zone_watched(zone))
+        rz__count(RZ_C_live_zones, -1);
+    return RZCUDA_SUCCESS;
+}
+
 /* padded_oom: the padded attempt was made and ran out of memory; go straight to the unpadded retry. */
 static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index, int padded_oom);
 
@@ -250,10 +276,10 @@ int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes) {
     uint64_t index = atomic_fetch_add_explicit(&RZ_STATE.next_index, 1, memory_order_relaxed);
     if (RZ_UNLIKELY(!atomic_load_explicit(&g_started, memory_order_acquire)) && start() != RZ_OK)
         return RZCUDA_ERROR_NOT_INITIALIZED;
-    const rz_options_t *o = rz__options();
-    uint64_t pad = index >= o->min_idx ? o->pad_bytes : 0;
-    if (RZ_LIKELY(atomic_load_explicit(&g_fast_ok, memory_order_relaxed) && dptr && bytes && bytes <= SIZE_MAX - pad && index != o->trace_idx))
-        return alloc_plain_fast(dptr, bytes, &g_plain_interposed, index, pad);
+    /* bytes - 1 wraps for 0, so one compare checks both 0 < bytes and bytes + pad not overflowing. */
+    if (RZ_LIKELY(atomic_load_explicit(&g_fast_ok, memory_order_relaxed) && dptr && bytes - 1 <= g_fast.max_bytes_1 &&
+                  index != g_fast.trace_idx))
+        return alloc_plain_fast(dptr, bytes, &g_plain_interposed, index, index >= g_fast.min_idx ? g_fast.pad : 0);
     return alloc_general(dptr, bytes, &g_plain_interposed, index, 0);
 }
 
@@ -412,21 +438,8 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         rz__scan_before_free(&zone, req); /* reports; never changes the outcome of the free */
     rzcu_result r;
     rz_devptr_t raw = known ? dptr - rz__zone_front(&zone) : dptr; /* what the driver handed out */
-    if (known && (zone.flags & RZ_ZONE_GUARD)) {
-        r = guard_free(&zone);
-        if (r != RZCUDA_SUCCESS) {
-            rz__record_unmap_failure();
-            RZ_CHECK(rz__registry_add(&zone) == RZ_OK || !"re-registering a zone whose free failed");
-            return (int)r;
-        }
-        rz_devptr_t base;
-        size_t mapped, reserved;
-        guard_layout(&zone, &base, &mapped, &reserved);
-        rz__record_unmap(mapped);
-        if (rz__zone_watched(&zone))
-            rz__count(RZ_C_live_zones, -1);
-        return RZCUDA_SUCCESS;
-    }
+    if (RZ_UNLIKELY(known && (zone.flags & RZ_ZONE_GUARD)))
+        return free_guarded(&zone);
     if (req->async)
         r = req->per_thread ? rz__drv.cuMemFreeAsync_ptsz(raw, req->stream) : rz__drv.cuMemFreeAsync(raw, req->stream);
     else
