@@ -1,0 +1,16 @@
+# Concurrency stress (issue #7), include()d from tests/CMakeLists.txt: rzstress drives libredzone.so through
+# its interposed entry points (preloaded) on the emulated driver, with scans and poisons running alongside,
+# and checks its invariants itself; the same program, smaller, runs under valgrind's helgrind and drd.
+# REDZONE_LONG=1 in the environment turns each into its long run (docs/testing.md).
+add_executable(rzstress ${CMAKE_CURRENT_LIST_DIR}/stress.c)
+target_include_directories(rzstress PRIVATE ${PROJECT_SOURCE_DIR}/native/include ${PROJECT_SOURCE_DIR}/native/src
+                                            ${PROJECT_SOURCE_DIR}/native/emu)
+target_link_libraries(rzstress PRIVATE redzone_cuda_emu Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(rzstress PROPERTIES SKIP_BUILD_RPATH ON)
+add_dependencies(rzstress redzone)
+
+set(REDZONE_STRESS_OPS 3000 CACHE STRING "rzstress allocation/free calls per thread in ctest (REDZONE_LONG=1 makes it 100000)")
+set(RZ_STRESS_ENV "LD_PRELOAD=$<TARGET_FILE:redzone>;LD_LIBRARY_PATH=${PROJECT_BINARY_DIR}/emu")
+add_test(NAME stress COMMAND rzstress --ops ${REDZONE_STRESS_OPS})
+set_tests_properties(stress PROPERTIES TIMEOUT 3600 LABELS stress ENVIRONMENT "${RZ_STRESS_ENV}"
+  PASS_REGULAR_EXPRESSION "rzstress: passed" FAIL_REGULAR_EXPRESSION "rzstress: FAIL")
