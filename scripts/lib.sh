@@ -5,7 +5,8 @@ REDZONE_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 REDZONE_BUILD=${REDZONE_BUILD_DIR:-$REDZONE_ROOT/build}
 
 # Debian packages the build and the tests need.
-REDZONE_PACKAGES=(gcc cmake ninja-build pkg-config libcriterion-dev python3 python3-pytest gdb)
+REDZONE_PACKAGES=(gcc cmake ninja-build pkg-config libcriterion-dev python3 python3-pytest gdb
+                  clang python3-hypothesis valgrind)
 
 rz_ensure_packages() {
     local missing=() p

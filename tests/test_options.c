@@ -326,3 +326,10 @@ Test(options, check_kernel_and_install) {
     cr_assert(parse_one("METRALE_REDZONE_INSTALL", "eager").install_eager);
     cr_assert(!parse_one("METRALE_REDZONE_INSTALL", "lazy").install_eager);
 }
+
+/* A value with a newline (or other control characters) still makes exactly one warning line. */
+Test(options, control_characters_in_a_value_stay_on_one_line) {
+    rz_options_t o = parse_one("METRALE_REDZONE", "6\n4\x1b");
+    cr_assert_eq(o.pad_bytes, 0);
+    cr_assert_str_eq(o.warnings, "redzone: warning: METRALE_REDZONE=\"6?4?\" is not a number of bytes; using 0 (red zones off)\n");
+}

@@ -20,7 +20,7 @@ USAGE = {
 def parse_count(text, what):
     """A non-negative decimal integer (for --from/--to/--limit)."""
     text = text.strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # str.isdigit() also takes '²', which int() refuses
         raise UsageError(f"{what} must be a non-negative integer, not {text!r}")
     return int(text)
 
@@ -92,7 +92,7 @@ def parse_autoscan(value):
     if value in ("off", "on"):
         return value
     parts = [p.strip() for p in value.split(",")]
-    if not value or not all(p.isdigit() and int(p) > 0 for p in parts):
+    if not value or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
         raise UsageError(f"autoscan takes off, on, or breakpoint numbers like 2,5 (not {value!r})")
     return frozenset(int(p) for p in parts)
 

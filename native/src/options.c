@@ -36,18 +36,31 @@ static int parse_u64(const char *s, uint64_t *out) {
 
 static void warn_line(rz_options_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn_line(rz_options_t *o, const char *fmt, ...) {
-    size_t used = strlen(o->warnings);
-    if (used + 2 >= sizeof o->warnings)
-        return;
+    static const char more[] = "redzone: warning: METRALE_REDZONE*: more warnings not shown\n";
+    size_t used = strlen(o->warnings), room = sizeof o->warnings - used;
+    if (room <= sizeof more)
+        return; /* the "more" line is already there */
+    char line[sizeof o->warnings];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(o->warnings + used, sizeof o->warnings - used - 1, fmt, ap);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     if (n < 0)
         return;
-    used = strlen(o->warnings);
-    o->warnings[used] = '\n';
-    o->warnings[used + 1] = '\0';
+    /* One line per warning whatever the value holds: control characters (a newline in a variable) are
+     * shown as '?' (found by fuzz/options_fuzz.c). */
+    for (char *c = line; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    size_t len = strlen(line);
+    if (len + 1 + sizeof more > room) {
+        /* A line that does not fit whole is not cut: one line says some were left out. */
+        memcpy(o->warnings + used, more, sizeof more);
+        return;
+    }
+    memcpy(o->warnings + used, line, len);
+    o->warnings[used + len] = '\n';
+    o->warnings[used + len + 1] = '\0';
 }
 
 /* Each parse_<TYPE> sets the field from a set variable (value != NULL) or leaves the default. */
