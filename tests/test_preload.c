@@ -46,7 +46,9 @@ static void run(struct run *r, const char *const *env, const char *const *argv) 
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     posix_spawn_file_actions_addclose(&fa, fds[0]);
     pid_t pid;
-    cr_assert_eq(posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, envp), 0, "spawn %s", argv[0]);
+    int spawned = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    cr_assert_eq(spawned, 0, "spawn %s", argv[0]);
     close(fds[1]);
     size_t used = 0;
     ssize_t got;
