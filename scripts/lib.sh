@@ -6,7 +6,7 @@ REDZONE_BUILD=${REDZONE_BUILD_DIR:-$REDZONE_ROOT/build}
 
 # Debian packages the build and the tests need.
 REDZONE_PACKAGES=(gcc cmake ninja-build pkg-config libcriterion-dev python3 python3-pytest gdb
-                  clang python3-hypothesis valgrind)
+                  clang libclang-rt-dev python3-hypothesis valgrind)
 
 rz_ensure_packages() {
     local missing=() p
