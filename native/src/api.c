@@ -4,6 +4,7 @@
  * pool). The public rz_mem_alloc/rz_mem_free and the interposed driver entry points (hooks.c) all come
  * through here; the driver's result codes come back untouched.
  */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "rz_annotate.h"
@@ -81,8 +82,7 @@ static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_
 /* Once per process (again in a forked child for the agent): options, driver, exit scan, agent. The flag
  * keeps the steady state to one load. */
 static _Atomic int g_started;
-/* Whether plain allocations through the hooks can take alloc_plain_fast: set at start-up, by every thread
- * whose first allocation races with another's (all store the same value; atomic so that is no data race). */
+/* Whether plain allocations through the hooks can take alloc_plain_fast: set at start-up. */
 static _Atomic int g_fast_ok;
 /* What the fast path needs from the options, copied once at start-up (written before g_started). */
 static struct {
@@ -90,7 +90,19 @@ static struct {
     size_t max_bytes_1; /* largest bytes - 1 that can take the pad without overflow */
 } g_fast;
 
+/* Threads whose first allocations race all come to start(): one does the work, under this lock, so g_fast
+ * is written once and never while another thread, having seen g_started, reads it. */
+static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
+static int start_locked(void);
+
 static int start(void) {
+    pthread_mutex_lock(&g_start_lock);
+    int rc = atomic_load_explicit(&g_started, memory_order_relaxed) ? RZ_OK : start_locked();
+    pthread_mutex_unlock(&g_start_lock);
+    return rc;
+}
+
+static int start_locked(void) {
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.counters, sizeof RZ_STATE.counters); /* helgrind: relaxed atomics */
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.next_index, sizeof RZ_STATE.next_index);
     rz__registry_annotate();
@@ -112,7 +124,10 @@ static int start(void) {
     return RZ_OK;
 }
 
-void rz__alloc_after_fork(void) { atomic_store(&g_started, 0); }
+void rz__alloc_after_fork(void) {
+    atomic_store(&g_started, 0);
+    pthread_mutex_init(&g_start_lock, NULL); /* another thread of the parent may have held it at the fork */
+}
 
 /* ---- guard-page allocations (METRALE_REDZONE_GUARD) -------------------------------------------------- */
 static int guard_selected(const rz_options_t *o, uint64_t index) {
