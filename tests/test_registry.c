@@ -197,3 +197,24 @@ Test(registry, an_address_handed_out_again_replaces_its_stale_zone) {
     cr_assert_eq(after.unmap_calls - before.unmap_calls, 1, "counted as released");
     cr_assert_eq(before.current_mapped_bytes - after.current_mapped_bytes, 116);
 }
+
+/* Lazy install: from the moment a lock holder takes pending zones until its bands are written (the
+ * take_pending call that returns 0), the unlocked hint must not say "nothing pending", or a thread would let
+ * the program write past the end before the band lands, and the band would erase that write (rzstress found
+ * this: the overrun was never reported). */
+Test(registry, pending_hint_covers_an_install_in_progress) {
+    rz_zone_node_t a = {.ptr = 0x3000, .index = 1, .pad_bytes = 16, .flags = RZ_ZONE_PENDING};
+    rz_zone_node_t b = {.ptr = 0x4000, .index = 2, .pad_bytes = 16, .flags = RZ_ZONE_PENDING};
+    cr_assert_eq(rz__registry_add(&a), RZ_OK);
+    cr_assert_eq(rz__registry_add(&b), RZ_OK);
+    cr_assert_eq(rz__registry_pending(), 2);
+    rz_zone_node_t *taken[4];
+    rz__registry_lock();
+    cr_assert_eq(rz__registry_take_pending(taken, 1), 1);
+    cr_assert_neq(rz__registry_pending(), 0, "one still waits, one is being installed");
+    cr_assert_eq(rz__registry_take_pending(taken, 4), 1);
+    cr_assert_neq(rz__registry_pending(), 0, "none waits, but the last batch's bands are not written yet");
+    cr_assert_eq(rz__registry_take_pending(taken, 4), 0); /* after writing them: the install is over */
+    cr_assert_eq(rz__registry_pending(), 0);
+    rz__registry_unlock();
+}

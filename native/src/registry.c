@@ -354,11 +354,25 @@ int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out) {
     return RZ_OK;
 }
 
-uint32_t rz__registry_pending(void) { return atomic_load_explicit(&g_npending, memory_order_relaxed); }
+/*
+ * Why the hint also counts an install in progress: a lock holder takes pending zones (take_pending) and
+ * then writes their bands, all under the lock. A thread that found no pending zone at that moment would
+ * let the program's copy or kernel run at once, and a write past the end made before the band lands is
+ * erased by it: a missed violation (rzstress found it). So from the take until the band writes are done
+ * the hint stays non-zero, and such a thread waits for the lock, that is, for the install. Callers call
+ * take_pending until it returns 0, which they do after writing the last batch: that call clears it.
+ */
+static _Atomic uint32_t g_installing;
+
+uint32_t rz__registry_pending(void) {
+    uint32_t n = atomic_load_explicit(&g_npending, memory_order_acquire); /* pairs with take_pending */
+    return n + atomic_load_explicit(&g_installing, memory_order_acquire);
+}
 
 void rz__registry_annotate(void) {
     RZ_ANNOTATE_ATOMIC(&g_lock, sizeof g_lock);           /* the lock word itself */
     RZ_ANNOTATE_ATOMIC(&g_npending, sizeof g_npending);   /* read without the lock, as a hint */
+    RZ_ANNOTATE_ATOMIC(&g_installing, sizeof g_installing);
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.seq, sizeof RZ_STATE.seq);
 }
 
@@ -374,7 +388,9 @@ size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap) {
         }
     }
     memmove(g_pending, g_pending + i, (n - i) * sizeof *g_pending);
-    atomic_store_explicit(&g_npending, n - (uint32_t)i, memory_order_relaxed);
+    /* Release: bands written before this call (k == 0 ends an install) are done for whoever sees it. */
+    atomic_store_explicit(&g_installing, k > 0, memory_order_release);
+    atomic_store_explicit(&g_npending, n - (uint32_t)i, memory_order_release); /* after g_installing */
     return k;
 }
 
@@ -402,6 +418,7 @@ void rz__registry_reset(void) {
     g_nodes_used = 0;
     g_free_head = 0;
     atomic_store(&g_npending, 0);
+    atomic_store(&g_installing, 0);
     RZ_STATE.head = RZ_STATE.tail = 0;
     RZ_STATE.zone_count = 0;
     seq_end();

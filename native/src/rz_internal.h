@@ -182,12 +182,13 @@ int rz__registry_add_stack(const rz_zone_node_t *zone, void *const *frames, uint
 const uint64_t *rz__registry_stack(const rz_zone_node_t *node, uint32_t *n);
 /* The program's frames of the current call, without redzone's own leading ones (at most max). */
 int rz__capture_stack(void **frames, int max);
-/* Zones waiting for their band (lazy install); read without the lock, so only a hint. */
+/* Zones waiting for their band (lazy install), plus 1 while a lock holder is installing some; read without
+ * the lock, so only a hint, but 0 means no band is waiting or being written. */
 uint32_t rz__registry_pending(void);
 /* Tell valgrind's helgrind which registry words are atomics (nothing without REDZONE_VALGRIND; rz_annotate.h). */
 void rz__registry_annotate(void);
 /* Under the lock: up to cap pending zones, oldest first, no longer marked pending (the caller installs them
- * or marks them unwatched). Returns how many. */
+ * or marks them unwatched). Returns how many. Call it until it returns 0, after writing the last batch. */
 size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap);
 /* Host bytes the registry holds for its zones (nodes in use and hash buckets). */
 uint64_t rz__registry_bytes(void);
