@@ -95,7 +95,7 @@ static void *agent_main(void *arg) {
         if (atomic_load(&a->abandoned) == req && a->out_len)
             /* Nobody is waiting for this answer any more: nothing is lost, it goes to the program's log. */
             rz__write_all(rz__log_fd(), a->out, a->out_len);
-        a->answered = req;
+        __atomic_store_n(&a->answered, req, __ATOMIC_RELEASE); /* publishes the result and out to the requester */
         __redzone_agent_done();
     }
     return NULL;
@@ -152,7 +152,8 @@ int64_t rz__agent_request(uint32_t op, uint64_t arg0, uint64_t arg1) {
     a->op = op;
     a->arg0 = arg0;
     a->arg1 = arg1;
-    uint32_t req = a->answered + 1 != 0 ? a->answered + 1 : 1;
+    uint32_t answered = __atomic_load_n(&a->answered, __ATOMIC_RELAXED);
+    uint32_t req = answered + 1 != 0 ? answered + 1 : 1;
     atomic_store(&a->request, req);
     syscall(SYS_futex, &a->request, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     while (__atomic_load_n(&a->answered, __ATOMIC_ACQUIRE) != req) {

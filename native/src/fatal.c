@@ -54,7 +54,8 @@ static int agent_scan(void) {
     rz_agent_t *a = &__redzone_agent;
     if (!atomic_load(&a->alive))
         return -1;
-    uint32_t req = a->answered + 1 != 0 ? a->answered + 1 : 1;
+    uint32_t answered = __atomic_load_n(&a->answered, __ATOMIC_RELAXED); /* the agent writes it */
+    uint32_t req = answered + 1 != 0 ? answered + 1 : 1;
     a->op = RZ_AGENT_SCAN;
     atomic_store(&a->abandoned, req);
     atomic_store(&a->request, req);
