@@ -23,8 +23,11 @@ _Static_assert(offsetof(rz_check_desc_t, bytes) == 8 && offsetof(rz_check_desc_t
 
 #define MAX_CTX 64
 #define BLOCK 256u
-/* The upload: the result area (count, then RZ_CHECK_CAP positions) zeroed, then the descriptors. */
-#define HEAD_BYTES ((size_t)4 * (1 + RZ_CHECK_CAP))
+/* The upload: the result area (count, then RZ_CHECK_CAP positions) zeroed, then the descriptors, which start
+ * 16-byte aligned: the kernel loads their 64-bit field whole (a misaligned address is a sticky error that
+ * ends the context on a GPU), and the host writes them as rz_check_desc_t. */
+#define HEAD_BYTES ((((size_t)4 * (1 + RZ_CHECK_CAP)) + 15) & ~(size_t)15)
+_Static_assert(HEAD_BYTES % 16 == 0 && HEAD_BYTES >= 4 * (1 + RZ_CHECK_CAP), "descriptors aligned after the result");
 
 static struct kernel_ctx {
     void *ctx;
