@@ -19,8 +19,8 @@
  *
  * Lookups are followed as the program makes them: dlsym and cuGetProcAddress (v1, v2) are interposed here too
  * and hand out this shim's forwarders, named by the exported name of the pointer the next layer returned.
- * An entry point outside cu.h's lists is handed out untouched (not traced). dlsym(RTLD_NEXT, ...) called by
- * the program resolves relative to this shim, as with any dlsym interposer.
+ * An entry point outside cu.h's lists is handed out untouched (not traced). dlsym(RTLD_NEXT, ...) is answered
+ * for its caller, as without the shim, and not traced (rz_dlsym_next.h).
  *
  * The shim works over any driver; data checksums of device memory need the emulated driver (whose device
  * pointers are host addresses) and are left out otherwise. It is a test tool: it never changes an argument
@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "cuda_emu.h"
+#include "rz_dlsym_next.h"
 #include "trace_line.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
@@ -46,28 +47,30 @@
 const char *emu_error_name(rzcu_result r); /* emu_errors.c, compiled in here too */
 
 /* ---- forwarding ------------------------------------------------------------------------------------- */
-typedef void *dlsym_fn(void *, const char *);
-static dlsym_fn *real_dlsym_fn, *next_dlsym_fn;
+__attribute__((used, visibility("hidden"))) rz_dlsym_fn *shim_real_dlsym; /* libc's, once resolved */
+static rz_dlsym_fn *next_dlsym_fn;
 
-/* libc's dlsym (dlvsym finds only its versioned definition, never an interposer's), called from here, so
- * RTLD_NEXT means the definitions after this shim. */
-static void *real_dlsym(void *handle, const char *name)
+RZ_DLSYM_NO_SANITIZE __attribute__((used, visibility("hidden"))) rz_dlsym_fn *shim_resolve_dlsym(void);
+rz_dlsym_fn *shim_resolve_dlsym(void) { return rz_dlsym_resolve(&shim_real_dlsym); }
+
+/* libc's dlsym called from here, so RTLD_NEXT means the definitions after this shim. */
+RZ_DLSYM_NO_SANITIZE static void *real_dlsym(void *handle, const char *name)
 {
-    if (real_dlsym_fn == NULL) {
-        dlsym_fn *f = (dlsym_fn *)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-        real_dlsym_fn = f ? f : (dlsym_fn *)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-    }
-    return real_dlsym_fn ? real_dlsym_fn(handle, name) : NULL;
+    rz_dlsym_fn *real = shim_resolve_dlsym();
+    return real ? real(handle, name) : NULL;
 }
 
 /* The next dlsym: that of an interposer preloaded after this shim (libredzone's), else libc's. */
-static void *next_dlsym(void *handle, const char *name)
+RZ_DLSYM_NO_SANITIZE static void *next_dlsym(void *handle, const char *name)
 {
-    if (next_dlsym_fn == NULL) {
-        dlsym_fn *next = (dlsym_fn *)real_dlsym(RTLD_NEXT, "dlsym");
-        next_dlsym_fn = next ? next : real_dlsym_fn;
+    rz_dlsym_fn *next = __atomic_load_n(&next_dlsym_fn, __ATOMIC_ACQUIRE);
+    if (next == NULL) {
+        next = (rz_dlsym_fn *)real_dlsym(RTLD_NEXT, "dlsym");
+        if (next == NULL)
+            next = shim_resolve_dlsym();
+        __atomic_store_n(&next_dlsym_fn, next, __ATOMIC_RELEASE);
     }
-    return next_dlsym_fn ? next_dlsym_fn(handle, name) : NULL;
+    return next ? next(handle, name) : NULL;
 }
 
 /* The next definition of `name`: what dlsym or cuGetProcAddress handed out for it, else the next one in
@@ -730,8 +733,11 @@ static void swap_for_forwarder(void **pfn)
         *pfn = e->fwd;
 }
 
-SHIM_EXPORT void *dlsym(void *restrict handle, const char *restrict name);
-void *dlsym(void *restrict handle, const char *restrict name)
+/* dlsym: RTLD_NEXT requests go to libc's dlsym untouched, answered for the caller (rz_dlsym_next.h says
+ * why: sanitizer runtimes depend on it), so they are not traced; the rest to shim_dlsym, which hands out
+ * forwarders for the driver's entry points. */
+RZ_DLSYM_NO_SANITIZE __attribute__((used, visibility("hidden"))) void *shim_dlsym(void *handle, const char *name);
+void *shim_dlsym(void *handle, const char *name)
 {
     void *p = next_dlsym(handle, name);
     if (p == NULL || name[0] != 'c' || name[1] != 'u')
@@ -744,3 +750,4 @@ void *dlsym(void *restrict handle, const char *restrict name)
         return p;
     return e->fwd;
 }
+RZ_DLSYM_INTERPOSER(shim_dlsym, shim_real_dlsym, shim_resolve_dlsym);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rz_dlsym_next.h"
 #include "rz_internal.h"
 
 static RZ_TLS int t_in_hook;
@@ -330,70 +331,15 @@ static void *wrapper_by_real(void *real) {
     return NULL;
 }
 
-/*
- * Why dlsym needs care beyond the cu* names: every library's dlsym calls land here (we come first in the
- * global scope), and glibc answers dlsym(RTLD_NEXT, ...) relative to the object its return address points
- * into. Called from C in this wrapper, it would answer for libredzone instead of the caller: a later
- * interposer asking for the next definition of a function it defines itself (a sanitizer runtime asking for
- * mmap, a profiler) would get its own back and recurse. So on x86-64 dlsym is a few instructions of
- * assembly that send RTLD_NEXT requests to the real dlsym with a jump, the caller's return address
- * untouched, and everything else to rz__dlsym. Elsewhere the C fallback relies on the compiler turning
- * that call into a tail call (it does at -O2; the dlsym_rtld_next test checks). Sanitizer runtimes call
- * dlsym while they initialise, before their shadow memory exists: this path runs no instrumented code.
- */
-#define RZ_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
-
-typedef void *rz_dlsym_fn(void *, const char *);
+/* dlsym itself: RTLD_NEXT requests go to the real dlsym untouched (rz_dlsym_next.h says why), the rest to
+ * rz__dlsym. */
 __attribute__((used, visibility("hidden"))) rz_dlsym_fn *rz__next_dlsym; /* the real dlsym, once resolved */
 
-RZ_NO_SANITIZE __attribute__((used, visibility("hidden"))) rz_dlsym_fn *rz__resolve_dlsym(void);
-rz_dlsym_fn *rz__resolve_dlsym(void) {
-    rz_dlsym_fn *f = __atomic_load_n(&rz__next_dlsym, __ATOMIC_ACQUIRE);
-    if (f == NULL) {
-        /* glibc 2.34 moved dlsym into libc with a new version; older ones have only GLIBC_2.2.5. */
-        f = (rz_dlsym_fn *)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-        if (f == NULL)
-            f = (rz_dlsym_fn *)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-        __atomic_store_n(&rz__next_dlsym, f, __ATOMIC_RELEASE);
-    }
-    return f;
-}
+RZ_DLSYM_NO_SANITIZE __attribute__((used, visibility("hidden"))) rz_dlsym_fn *rz__resolve_dlsym(void);
+rz_dlsym_fn *rz__resolve_dlsym(void) { return rz_dlsym_resolve(&rz__next_dlsym); }
 
-RZ_NO_SANITIZE __attribute__((used, visibility("hidden"))) void *rz__dlsym(void *handle, const char *name);
-
-#if defined(__x86_64__)
-__asm__(".text\n"
-        ".globl dlsym\n"
-        ".type dlsym, @function\n"
-        "dlsym:\n"
-        "    cmpq $-1, %rdi\n" /* RTLD_NEXT */
-        "    jne rz__dlsym\n"
-        "    movq rz__next_dlsym(%rip), %rax\n"
-        "    testq %rax, %rax\n"
-        "    jz 1f\n"
-        "    jmp *%rax\n"
-        "1:  pushq %rdi\n"
-        "    pushq %rsi\n"
-        "    subq $8, %rsp\n" /* the stack 16-byte aligned at the call */
-        "    call rz__resolve_dlsym\n"
-        "    addq $8, %rsp\n"
-        "    popq %rsi\n"
-        "    popq %rdi\n"
-        "    testq %rax, %rax\n"
-        "    jz 2f\n"
-        "    jmp *%rax\n"
-        "2:  ret\n" /* no real dlsym: NULL */
-        ".size dlsym, .-dlsym\n");
-#else
-RZ_EXPORT void *dlsym(void *restrict handle, const char *restrict name);
-RZ_NO_SANITIZE void *dlsym(void *restrict handle, const char *restrict name) {
-    if (handle == RTLD_NEXT) {
-        rz_dlsym_fn *real = rz__resolve_dlsym();
-        return real ? real(handle, name) : NULL; /* a tail call: the caller's return address stays */
-    }
-    return rz__dlsym(handle, name);
-}
-#endif
+RZ_DLSYM_NO_SANITIZE __attribute__((used, visibility("hidden"))) void *rz__dlsym(void *handle, const char *name);
+RZ_DLSYM_INTERPOSER(rz__dlsym, rz__next_dlsym, rz__resolve_dlsym);
 
 void *rz__dlsym(void *handle, const char *name) {
     rz_dlsym_fn *real = rz__resolve_dlsym();
