@@ -24,10 +24,15 @@ int rznext_call_next(void) {
 }
 #elif defined(RZNEXT_SECOND)
 __attribute__((visibility("default"))) int rznext_probe(void);
+__attribute__((visibility("default"))) int rznext_second_loaded(void);
 int rznext_probe(void) { return 2; }
+int rznext_second_loaded(void) { return 1; } /* used by the program, so the linker keeps this library */
 #else
 int rznext_call_next(void);
+int rznext_second_loaded(void);
 int main(void) {
+    if (!rznext_second_loaded())
+        return 1;
     int v = rznext_call_next();
     if (v != 2) {
         printf("rtldnext: FAIL: dlsym(RTLD_NEXT, \"rznext_probe\") from librznext_first.so gave %s\n",
