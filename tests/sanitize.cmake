@@ -39,10 +39,13 @@ endfunction()
 rz_exclude("address|thread" "a core file of an instrumented process holds the sanitizer's shadow memory, terabytes of address space that gcore writes out"
   gdb_core gdb_state)
 rz_exclude("thread" "Criterion cannot start under ThreadSanitizer (\"Could not initialize inheritable arena\": its runner maps memory where TSan keeps its own); the concurrency these cover runs under TSan in rzstress (the stress test)"
-  options registry stats api band check agent emu preload reliability)
+  options registry stats api band check agent emu preload reliability nothing_lost)
 
-rz_exclude("address|thread" "its trace shim (native/emu/trace_shim.c) interposes dlsym and answers dlsym(RTLD_NEXT) for itself, so the sanitizer runtime, which looks up the functions it wraps that way as it starts, gets its own wrappers back and crashes (libredzone.so's dlsym, hooks.c, forwards RTLD_NEXT for its caller)"
-  nothing_lost)
+rz_exclude("thread" "gdb stops every thread but the agent, and under TSan a stopped thread can hold the TSan runtime's own locks (its allocator, its thread registry), which the agent then waits for: scans time out at random, and the case accepts only a held registry as the reason to refuse"
+  gdb_threads)
+
+rz_exclude("address|thread|undefined" "the fuzzer is its own clang build, with ASan and UBSan already, the same in every tree: the main tree runs it"
+  fuzz_options)
 
 # rz_exclude_cases(<regex matching REDZONE_SANITIZE> <test> "<reason>" <suite/case glob>...): leaves some
 # Criterion cases of one test out (Criterion's own filter, CRITERION_TEST_PATTERN); the rest still run.

@@ -19,7 +19,9 @@ out = ex("redzone violations")
 check("REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end" in out
       and "last scan: 3 zones checked, 1 violated" in out, out)
 out = ex("redzone list --stacks --from 1 --to 1")
-check(count(out, "#0 0x") == 1 and " in main at " in out and "gdbprog.c:113" in out, out)
+src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "programs", "gdbprog.c")
+line = next(i for i, l in enumerate(open(src), 1) if "cuMemAlloc_v2(&p[1], 1000)" in l)  # alloc#1's call
+check(count(out, "#0 0x") == 1 and " in main at " in out and f"gdbprog.c:{line}" in out, out)
 expect_error("redzone scan", "core file")
 expect_error("redzone poison 0 1", "core file")
 os.unlink(core)

@@ -30,6 +30,7 @@
  * Run it preloaded on the emulated driver, as ctest does (docs/testing.md):
  *   LD_PRELOAD=build/native/libredzone.so LD_LIBRARY_PATH=build/emu build/tests/rzstress [options]
  *   --threads T (8)  --ops N per thread (100000)  --phases P (4)  --seed S (1)  --max-live L per thread (64)
+ *   --overrun-every K (a deliberate overrun after one call in K on average; 50)
  *   --warm (start the library in the main thread before the others: for helgrind, which cannot see the
  *   atomic flags that publish the library's one-time start to the threads)
  * REDZONE_LONG=1 in the environment raises --ops to at least 100000, the size the issue asks for. The
@@ -111,7 +112,7 @@ static void load_api(void) {
 }
 
 /* ---- settings ----------------------------------------------------------------------------------------- */
-static unsigned g_threads = 8, g_phases = 4, g_max_live = 64;
+static unsigned g_threads = 8, g_phases = 4, g_max_live = 64, g_overrun_every = 50;
 static unsigned long g_ops = LONG_OPS;
 static uint64_t g_seed = 1;
 static int g_warm;            /* --warm: the library starts in main before the threads (valgrind runs) */
@@ -138,7 +139,8 @@ static void parse_args(int argc, char **argv) {
             continue;
         }
         if (strcmp(a, "--help") == 0) {
-            printf("usage: rzstress [--threads T] [--ops N] [--phases P] [--seed S] [--max-live L] [--warm]\n"
+            printf("usage: rzstress [--threads T] [--ops N] [--phases P] [--seed S] [--max-live L]\n"
+                   "                [--overrun-every K] [--warm]\n"
                    "run with LD_PRELOAD=libredzone.so on the emulated driver; see docs/testing.md\n");
             exit(0);
         }
@@ -155,6 +157,8 @@ static void parse_args(int argc, char **argv) {
             g_phases = (unsigned)number(a, v, 1, 1000);
         else if (strcmp(a, "--seed") == 0)
             g_seed = number(a, v, 0, ULONG_MAX);
+        else if (strcmp(a, "--overrun-every") == 0)
+            g_overrun_every = (unsigned)number(a, v, 1, 1000000000);
         else if (strcmp(a, "--max-live") == 0)
             g_max_live = (unsigned)number(a, v, 1, 4096);
         else {
@@ -208,6 +212,7 @@ static uint64_t g_overruns_started; /* counted before the byte is written */
 static uint64_t g_overruns_done;    /* counted after the free that must report it */
 static uint64_t *g_overrun_index;   /* creation index of each deliberate overrun */
 static size_t *g_overrun_user;
+static uint8_t *g_overrun_kind;
 static size_t g_overrun_n, g_overrun_cap;
 static int g_done;
 
@@ -390,11 +395,13 @@ static void overrun(struct worker *w) {
         g_overrun_cap = g_overrun_cap ? 2 * g_overrun_cap : 64;
         g_overrun_index = realloc(g_overrun_index, g_overrun_cap * sizeof *g_overrun_index);
         g_overrun_user = realloc(g_overrun_user, g_overrun_cap * sizeof *g_overrun_user);
-        if (!g_overrun_index || !g_overrun_user)
+        g_overrun_kind = realloc(g_overrun_kind, g_overrun_cap * sizeof *g_overrun_kind);
+        if (!g_overrun_index || !g_overrun_user || !g_overrun_kind)
             fail("out of host memory");
     }
     g_overrun_index[g_overrun_n] = f.index;
     g_overrun_user[g_overrun_n] = a.user;
+    g_overrun_kind[g_overrun_n] = a.kind;
     g_overrun_n++;
     pthread_mutex_unlock(&g_mu);
     CU(cuMemsetD8_v2(a.p + a.user, OVERRUN_BYTE, 1)); /* inside the padded allocation: the driver allows it */
@@ -437,7 +444,7 @@ static void *worker_main(void *arg) {
         }
         if (below(&w->rng, 256) == 0)
             CU(below(&w->rng, 2) ? cuCtxSynchronize() : cuStreamSynchronize(w->stream));
-        if (below(&w->rng, 2000) == 0)
+        if (below(&w->rng, g_overrun_every) == 0)
             overrun(w);
         if (op + 1 == next_phase && phase + 1 < g_phases) {
             phase_end(w);
@@ -567,6 +574,8 @@ static void *checker_main(void *arg) {
     return NULL;
 }
 
+static void check_log(void);
+
 /* ---- checks at a barrier ---------------------------------------------------------------------------------- */
 static void check_quiescent(unsigned phase, struct walk *w) {
     char who[64];
@@ -631,6 +640,8 @@ static void check_quiescent(unsigned phase, struct walk *w) {
     EXPECT(s.peak_mapped_bytes >= s.current_mapped_bytes, "%s: peak_mapped_bytes %" PRIu64 " < current %" PRIu64, who,
            s.peak_mapped_bytes, s.current_mapped_bytes);
     EXPECT(s.live_zones == live, "%s: live_zones %" PRIu64 ", %" PRIu64 " live allocations", who, s.live_zones, live);
+    if (s.violations != overruns)
+        check_log(); /* names the overrun that went unreported, or reported twice */
     EXPECT(s.violations == overruns, "%s: %" PRIu64 " violations counted for %" PRIu64 " deliberate overruns", who,
            s.violations, overruns);
     EXPECT(s.unpadded_allocs == 0, "%s: %" PRIu64 " allocations went unpadded", who, s.unpadded_allocs);
@@ -668,9 +679,6 @@ static size_t count(const char *hay, const char *needle) {
 
 static void check_log(void) {
     char *log = read_file(g_log_path);
-    size_t lines = count(log, "REDZONE VIOLATION");
-    if (lines != g_overrun_n)
-        fail("the log has %zu violation lines for %zu deliberate overruns", lines, g_overrun_n);
     for (size_t i = 0; i < g_overrun_n; i++) {
         char want[256];
         snprintf(want, sizeof want,
@@ -678,9 +686,12 @@ static void check_log(void) {
                  "written (1 of %zu pad bytes changed), first bad value 0x%02x\n",
                  g_overrun_index[i], g_overrun_user[i], g_pad, g_pad, OVERRUN_BYTE);
         if (count(log, want) != 1)
-            fail("the overrun of alloc#%" PRIu64 " is reported %zu times, want once as: %s", g_overrun_index[i],
-                 count(log, want), want);
+            fail("the overrun of alloc#%" PRIu64 " (%s) is reported %zu times, want once as: %s", g_overrun_index[i],
+                 kind_name[g_overrun_kind[i]], count(log, want), want);
     }
+    size_t lines = count(log, "REDZONE VIOLATION");
+    if (lines != g_overrun_n)
+        fail("the log has %zu violation lines for %zu deliberate overruns", lines, g_overrun_n);
     if (strstr(log, "redzone: warning:"))
         fail("the library warned: %s", strstr(log, "redzone: warning:"));
     free(log);
@@ -765,6 +776,7 @@ int main(int argc, char **argv) {
     free(w.z);
     free(g_overrun_index);
     free(g_overrun_user);
+    free(g_overrun_kind);
     pthread_barrier_destroy(&g_barrier);
     return 0;
 }
