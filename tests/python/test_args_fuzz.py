@@ -6,6 +6,9 @@ import sys
 import pytest
 from hypothesis import given, settings, strategies as st
 
+# REDZONE_LONG=1 (scripts/test --long): fifty times the examples of the CI run.
+SCALE = 50 if os.environ.get("REDZONE_LONG") == "1" else 1
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "gdb"))
 from redzone_gdb import args  # noqa: E402
 from redzone_gdb.args import UsageError  # noqa: E402
@@ -14,7 +17,7 @@ WORDS = st.one_of(st.sampled_from(["--violated", "--json", "--stacks", "--from",
                                    "-1", "99999999999999999999999", "x", ""]), st.text(max_size=12))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400 * SCALE, deadline=None)
 @given(st.lists(WORDS, max_size=8))
 def test_parse_list_total(argv):
     try:
@@ -29,7 +32,7 @@ def test_parse_list_total(argv):
         assert o["--from"] <= o["--to"]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400 * SCALE, deadline=None)
 @given(st.sampled_from(sorted(args.ENV_VARS)), st.text(max_size=24))
 def test_env_values_total(name, value):
     try:
@@ -40,7 +43,7 @@ def test_env_values_total(name, value):
     assert v is None or (isinstance(v, str) and v)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300 * SCALE, deadline=None)
 @given(st.text(max_size=16))
 def test_autoscan_total(value):
     try:
@@ -51,7 +54,7 @@ def test_autoscan_total(value):
     assert v in ("on", "off") or (isinstance(v, frozenset) and all(n > 0 for n in v))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300 * SCALE, deadline=None)
 @given(st.lists(st.text(max_size=8), max_size=4))
 def test_poison_total(argv):
     try:
