@@ -25,8 +25,7 @@
 #include <unistd.h>
 
 #include "cu.h"
-
-extern char **environ;
+#include "spawn.h"
 
 #define MAXLINES 8192
 
@@ -46,40 +45,13 @@ static void run(struct run *r, const char *const *env, const char *const *argv) 
     snprintf(trace_path, sizeof trace_path, "/tmp/rz-nothing-lost-%ld-%d.trace", (long)getpid(), serial++);
     unlink(trace_path);
     snprintf(trace_env, sizeof trace_env, "CUDA_EMU_TRACE=%s", trace_path);
-    char *envp[64];
+    const char *envp[64];
     int n = 0;
-    for (char **e = environ; *e && n < 40; e++)
-        if (strncmp(*e, "METRALE_REDZONE", 15) != 0 && strncmp(*e, "LD_PRELOAD=", 11) != 0 &&
-            strncmp(*e, "CUDA_EMU_", 9) != 0 && strncmp(*e, "LD_LIBRARY_PATH=", 16) != 0)
-            envp[n++] = *e;
     for (; env && *env && n < 62; env++)
-        envp[n++] = (char *)*env;
+        envp[n++] = *env;
     envp[n++] = trace_env;
     envp[n] = NULL;
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        /* Killed with the test: a program that hangs must not outlive a test that timed out. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        close(fds[0]);
-        close(fds[1]);
-        execve(argv[0], (char *const *)argv, envp);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t used = 0;
-    ssize_t got;
-    while ((got = read(fds[0], r->out + used, sizeof r->out - 1 - used)) > 0)
-        used += (size_t)got;
-    r->out[used] = '\0';
-    close(fds[0]);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r->status = spawn_capture(envp, argv, r->out, sizeof r->out);
 
     FILE *f = fopen(trace_path, "r");
     cr_assert(f, "no trace written at %s:\n%s", trace_path, r->out);

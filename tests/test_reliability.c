@@ -18,55 +18,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "spawn.h"
 
 struct run {
     int status; /* exit code, or 128 + signal */
     char out[1 << 16];
 };
 
-static int count(const char *hay, const char *needle) {
-    int n = 0;
-    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
-}
-
-/* Run argv with `env` (NULL-terminated "K=V" list) added to a clean copy of ours; stdout+stderr captured. */
 static void run(struct run *r, const char *const *env, const char *const *argv) {
-    char *envp[64];
-    int n = 0;
-    for (char **e = environ; *e && n < 40; e++)
-        if (strncmp(*e, "METRALE_REDZONE", 15) != 0 && strncmp(*e, "LD_PRELOAD=", 11) != 0 &&
-            strncmp(*e, "CUDA_EMU_", 9) != 0 && strncmp(*e, "LD_LIBRARY_PATH=", 16) != 0)
-            envp[n++] = *e;
-    for (; env && *env && n < 63; env++)
-        envp[n++] = (char *)*env;
-    envp[n] = NULL;
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        /* Killed with the test: a program that hangs must not outlive a test that timed out. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        close(fds[0]);
-        close(fds[1]);
-        execve(argv[0], (char *const *)argv, envp);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t used = 0;
-    ssize_t got;
-    while ((got = read(fds[0], r->out + used, sizeof r->out - 1 - used)) > 0)
-        used += (size_t)got;
-    r->out[used] = '\0';
-    close(fds[0]);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r->status = spawn_capture(env, argv, r->out, sizeof r->out);
 }
 
 /* A fresh file path for METRALE_REDZONE_SUMMARY (removed first: the library appends). */
