@@ -16,7 +16,7 @@ set_tests_properties(stress PROPERTIES TIMEOUT 3600 LABELS stress ENVIRONMENT "$
   PASS_REGULAR_EXPRESSION "rzstress: passed" FAIL_REGULAR_EXPRESSION "rzstress: FAIL")
 
 # The same program under helgrind, in a build with REDZONE_VALGRIND=ON (only there do the library's lock and
-# atomics carry the annotations helgrind needs). 8 threads x 200 calls; REDZONE_LONG=1: 8 x 5,000. drd runs
+# atomics carry the annotations helgrind needs). 8 threads x 200 calls; REDZONE_LONG=1: 8 x 2,000. drd runs
 # the same way by hand (tests/stress/valgrind.sh drd ...; much slower). Skipped, saying why, without valgrind.
 if(REDZONE_VALGRIND)
   add_test(NAME stress_helgrind COMMAND ${CMAKE_CURRENT_LIST_DIR}/valgrind.sh helgrind $<TARGET_FILE:rzstress>

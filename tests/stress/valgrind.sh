@@ -14,7 +14,7 @@ supp=$(dirname "$0")/valgrind.supp
 # REDZONE_LONG=1: the long run, sized for valgrind (rzstress alone would take the 100k calls).
 long=()
 if [ "${REDZONE_LONG:-}" = 1 ]; then
-    long=(--ops 5000)
+    long=(--ops 2000)
 fi
 # --warm: the library starts in the main thread, before the others (see rzstress --help).
 exec env -u REDZONE_LONG LD_PRELOAD="$lib" LD_LIBRARY_PATH="$emu" \
