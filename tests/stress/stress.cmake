@@ -1,6 +1,6 @@
 # Concurrency stress (issue #7), include()d from tests/CMakeLists.txt: rzstress drives libredzone.so through
 # its interposed entry points (preloaded) on the emulated driver, with scans and poisons running alongside,
-# and checks its invariants itself; the same program, smaller, runs under valgrind's helgrind and drd.
+# and checks its invariants itself; the same program, smaller, runs under valgrind's helgrind (drd by hand).
 # REDZONE_LONG=1 in the environment turns each into its long run (docs/testing.md).
 add_executable(rzstress ${CMAKE_CURRENT_LIST_DIR}/stress.c)
 target_include_directories(rzstress PRIVATE ${PROJECT_SOURCE_DIR}/native/include ${PROJECT_SOURCE_DIR}/native/src
