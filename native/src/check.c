@@ -151,12 +151,9 @@ int rz__dev_check(const rz_band_io_t *io, size_t n, uint8_t *suspect) {
     rz_check_desc_t *descs = (rz_check_desc_t *)(void *)(g_upload + HEAD_BYTES);
     /* One pass per distinct context (few: quadratic in contexts only). */
     for (size_t i = 0; i < n; i++) {
-        void *ctx = io[i].ctx;
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = io[j].ctx == ctx;
-        if (seen)
+        if (rz__io_ctx_seen(io, i))
             continue;
+        void *ctx = io[i].ctx;
         size_t m = 0;
         for (size_t j = i; j < n; j++) {
             if (io[j].ctx != ctx)

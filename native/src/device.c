@@ -302,12 +302,9 @@ static rzcu_result per_ctx(rz_band_io_t *io, size_t n,
                            rzcu_result (*op)(rz_band_io_t *, size_t, void *, rzcu_stream)) {
     rzcu_result first_err = RZCUDA_SUCCESS;
     for (size_t i = 0; i < n; i++) {
-        void *ctx = io[i].ctx;
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = io[j].ctx == ctx;
-        if (seen)
+        if (rz__io_ctx_seen(io, i))
             continue;
+        void *ctx = io[i].ctx;
         int pushed;
         rzcu_result r = enter_ctx(ctx, &pushed);
         if (r == RZCUDA_SUCCESS) {

@@ -319,6 +319,15 @@ typedef struct rz_band_io {
     uint8_t front;  /* the zone's front band (before its pointer), not the one after its end */
     uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
 } rz_band_io_t;
+
+/* Whether io[i]'s context already appears in io[0..i): passes over a batch take each context once, at its
+ * first entry (few contexts: quadratic in contexts only). */
+static inline int rz__io_ctx_seen(const rz_band_io_t *io, size_t i) {
+    for (size_t j = 0; j < i; j++)
+        if (io[j].ctx == io[i].ctx)
+            return 1;
+    return 0;
+}
 /* Read n bands into their host buffers (batched per context, one sync each). On failure the first error
  * is returned and the entries of every context that failed have `failed` set; the others were read. */
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
