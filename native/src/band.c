@@ -29,9 +29,7 @@ static rz_zone_node_t **g_pending_nodes; /* zones taken for installing (each one
 static size_t g_io_cap;
 
 uint8_t rz__band_byte_for(uint64_t index) {
-    if (RZ_STATE.poison_active)
-        return (index >= RZ_STATE.poison_lo && index < RZ_STATE.poison_hi) ? RZ_POISON_IN : RZ_POISON_OUT;
-    return RZ_STATE.fill;
+    return rz__window_byte(RZ_STATE.poison_active, RZ_STATE.poison_lo, RZ_STATE.poison_hi, RZ_STATE.fill, index);
 }
 
 RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) {
@@ -65,12 +63,6 @@ static int ensure_scratch(size_t staging) {
     return rz__dev_staging_reserve(&g_staging, staging);
 }
 
-/* Whether every byte is `expected`: the first byte, then the range against itself shifted by one (libc's
- * vectorised memcmp does the wide compare). */
-static int band_clean(const uint8_t *band, size_t bytes, uint8_t expected) {
-    return bytes == 0 || (band[0] == expected && memcmp(band, band + 1, bytes - 1) == 0);
-}
-
 static void record_violation(const rz_violation_t *v) {
     uint32_t k = RZ_STATE.last_violation_count;
     if (k < RZ_LAST_VIOLATIONS) {
@@ -81,24 +73,9 @@ static void record_violation(const rz_violation_t *v) {
 
 /* Report one violated band of zone z (front: the band before its pointer). */
 static int judge(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
-    if (band_clean(band, bytes, z->expected))
+    rz_violation_t v;
+    if (!rz__band_violation(z, band, bytes, front, &v))
         return 0;
-    rz_violation_t v = {.index = z->index, .ptr = z->ptr, .user_bytes = z->user_bytes, .pad_bytes = bytes,
-                        .expected = z->expected, .front = (uint8_t)front};
-    uint64_t first = UINT64_MAX, last = 0, changed = 0;
-    for (uint64_t i = 0; i < bytes; i++) {
-        if (band[i] != z->expected) {
-            if (first == UINT64_MAX)
-                first = i;
-            last = i;
-            changed++;
-        }
-    }
-    /* Past the end: offsets from the end. Before the start: distances back from the start. */
-    v.first = front ? bytes - first : first;
-    v.last = front ? bytes - last : last;
-    v.changed = changed;
-    v.first_bad = band[first];
     char line[512];
     rz__format_violation(&v, line, sizeof line);
     rz__log("%s", line);

@@ -30,6 +30,61 @@ size_t rz__format_violation(const rz_violation_t *v, char *out, size_t cap) {
     return clamp(n, cap);
 }
 
+int rz__band_violation(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, rz_violation_t *v) {
+    /* Clean in the common case: the first byte, then the range against itself shifted by one (libc's
+     * vectorised memcmp does the wide compare). */
+    if (bytes == 0 || (band[0] == z->expected && memcmp(band, band + 1, bytes - 1) == 0))
+        return 0;
+    *v = (rz_violation_t){.index = z->index, .ptr = z->ptr, .user_bytes = z->user_bytes, .pad_bytes = bytes,
+                          .expected = z->expected, .front = (uint8_t)front};
+    uint64_t first = UINT64_MAX, last = 0, changed = 0;
+    for (uint64_t i = 0; i < bytes; i++) {
+        if (band[i] != z->expected) {
+            if (first == UINT64_MAX)
+                first = i;
+            last = i;
+            changed++;
+        }
+    }
+    /* Past the end: offsets from the end. Before the start: distances back from the start. */
+    v->first = front ? bytes - first : first;
+    v->last = front ? bytes - last : last;
+    v->changed = changed;
+    v->first_bad = band[first];
+    return 1;
+}
+
+size_t rz__format_launch_candidates(const rz_launches_t *ring, uint64_t since, uint64_t index, char *out, size_t cap) {
+    enum { NAMES_SHOWN = 8 };
+    char names[768];
+    size_t n = 0;
+    unsigned shown = 0, more = 0;
+    uint64_t newest = ring->seq;
+    uint64_t oldest_kept = newest > RZ_LAUNCH_RING ? newest - RZ_LAUNCH_RING + 1 : 1;
+    int lost = since + 1 < oldest_kept;
+    for (uint64_t seq = newest; seq > since && seq >= oldest_kept; seq--) {
+        const struct rz_launch *l = &ring->ring[(seq - 1) % RZ_LAUNCH_RING];
+        if (l->next_index <= index)
+            continue; /* launched before this zone existed */
+        if (shown == NAMES_SHOWN) {
+            more++;
+            continue;
+        }
+        int w = snprintf(names + n, sizeof names - n, "%s%.*s", shown ? ", " : "", (int)sizeof l->name, l->name);
+        if (w > 0 && (size_t)w < sizeof names - n)
+            n += (size_t)w;
+        shown++;
+    }
+    if (shown == 0) {
+        if (cap)
+            out[0] = '\0';
+        return 0;
+    }
+    int w = snprintf(out, cap, "  kernels launched since alloc#%llu was last seen clean (most recent first): %s%s%s",
+                     (unsigned long long)index, names, more ? " and more" : "", lost ? " (older launches not kept)" : "");
+    return clamp(w, cap);
+}
+
 size_t rz__format_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap) {
     int n = snprintf(out, cap, "redzone scan: %llu zones checked, %llu violated", (unsigned long long)checked,
                      (unsigned long long)violated);

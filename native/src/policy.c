@@ -87,18 +87,16 @@ void rz__exit_scan_arm(void) {
 }
 
 /* ---- kernel attribution ------------------------------------------------------------------------------ */
-#define RING 256
 #define NAMES_SHOWN 8
 
+/* The ring, exported so a debugger judging bands itself names the same kernels (rz_internal.h). */
+RZ_EXPORT rz_launches_t __redzone_launches = {
+    .magic = RZ_LAUNCHES_MAGIC,
+    .version = RZ_LAUNCHES_VERSION,
+    .size = sizeof(rz_launches_t),
+};
+#define L __redzone_launches
 static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct launch {
-    uint64_t seq;
-    uint64_t next_index; /* zones with index below this existed when the kernel was launched */
-    char name[56];
-} g_ring[RING];
-static uint64_t g_launch_seq;  /* launches recorded so far */
-static uint64_t g_scan_start;  /* g_launch_seq when the last full scan started */
-static uint64_t g_report_since; /* launches after this one are candidates in the current report */
 
 void rz__launch_record(rzcu_function f) {
     const char *name = NULL;
@@ -106,10 +104,11 @@ void rz__launch_record(rzcu_function f) {
         name = "(unnamed kernel)";
     uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
     pthread_mutex_lock(&g_ring_lock);
-    struct launch *l = &g_ring[g_launch_seq % RING];
-    l->seq = ++g_launch_seq;
+    struct rz_launch *l = &L.ring[L.seq % RZ_LAUNCH_RING];
+    l->seq = L.seq + 1;
     l->next_index = next;
     snprintf(l->name, sizeof l->name, "%s", name);
+    L.seq++;
     pthread_mutex_unlock(&g_ring_lock);
 }
 
@@ -119,40 +118,20 @@ static void judge_deferred_locked(void);
 void rz__launch_scan_begin(void) {
     judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (below) */
     pthread_mutex_lock(&g_ring_lock);
-    g_report_since = g_scan_start;
-    g_scan_start = g_launch_seq;
+    L.report_since = L.scan_start;
+    L.scan_start = L.seq;
     pthread_mutex_unlock(&g_ring_lock);
 }
 
 void rz__launch_report(const rz_zone_node_t *z) {
-    char line[768];
-    size_t n = 0;
-    unsigned shown = 0, more = 0;
-    int lost = 0;
+    char line[1024];
     pthread_mutex_lock(&g_ring_lock);
-    uint64_t newest = g_launch_seq;
-    uint64_t oldest_kept = newest > RING ? newest - RING + 1 : 1;
-    if (g_report_since + 1 < oldest_kept)
-        lost = 1;
-    for (uint64_t seq = newest; seq > g_report_since && seq >= oldest_kept; seq--) {
-        const struct launch *l = &g_ring[(seq - 1) % RING];
-        if (l->next_index <= z->index)
-            continue; /* launched before this zone existed */
-        if (shown == NAMES_SHOWN) {
-            more++;
-            continue;
-        }
-        int w = snprintf(line + n, sizeof line - n, "%s%s", shown ? ", " : "", l->name);
-        if (w > 0 && (size_t)w < sizeof line - n)
-            n += (size_t)w;
-        shown++;
-    }
+    size_t n = rz__format_launch_candidates(&L, L.report_since, z->index, line, sizeof line);
     pthread_mutex_unlock(&g_ring_lock);
-    if (shown == 0)
-        return;
-    rz__log("  kernels launched since alloc#%llu was last seen clean (most recent first): %s%s%s",
-            (unsigned long long)z->index, line, more ? " and more" : "", lost ? " (older launches not kept)" : "");
+    if (n)
+        rz__log("%s", line);
 }
+#undef L
 
 /* ---- check before free ------------------------------------------------------------------------------- */
 struct async_check {
@@ -161,10 +140,10 @@ struct async_check {
     uint8_t band[];
 };
 
-/* Registry lock held (scans report under it too, and share g_report_since). */
+/* Registry lock held (scans report under it too, and share the ring's report_since). */
 static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band) {
     pthread_mutex_lock(&g_ring_lock);
-    g_report_since = g_scan_start;
+    __redzone_launches.report_since = __redzone_launches.scan_start;
     pthread_mutex_unlock(&g_ring_lock);
     /* band: the band after the end, then the front band (if any) right behind it */
     int bad = rz__band_judge(zone, band);

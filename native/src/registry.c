@@ -25,7 +25,8 @@
 
 /* The registry lock: a three-state futex lock (0 free, 1 held, 2 held with waiters), a few instructions when
  * uncontended; every allocation and free takes it once. */
-static _Atomic uint32_t g_lock;
+/* The lock word lives in the state block (RZ_STATE.lock) so a debugger can see it is held. */
+#define g_lock (RZ_STATE.lock)
 static uint32_t *g_buckets;     /* node id + 1, 0 = empty */
 static uint32_t g_bucket_bits;  /* log2 of the bucket count; 0 = no table yet */
 static uint64_t g_grow_at;      /* zone count that makes the table grow: the bucket count (0: no table) */

@@ -197,7 +197,7 @@ void rz__registry_reset(void);
 
 /* ---- exported state (state.c) ----------------------------------------------------------------------- */
 #define RZ_STATE_MAGIC UINT64_C(0x3145544154535a52) /* the bytes "RZSTATE1" in memory order */
-#define RZ_STATE_VERSION 3
+#define RZ_STATE_VERSION 4
 #define RZ_LAST_VIOLATIONS 16
 
 typedef struct rz_state {
@@ -230,7 +230,8 @@ typedef struct rz_state {
     uint64_t last_scan_checked;
     uint64_t last_scan_violated;
     uint32_t last_violation_count; /* entries used in last_violations (at most RZ_LAST_VIOLATIONS) */
-    uint32_t reserved1;
+    _Atomic uint32_t lock;          /* the registry lock (registry.c): 0 free, 1 held, 2 held with waiters; a
+                                     * debugger judging bands itself refuses while it is held */
     rz_violation_t last_violations[RZ_LAST_VIOLATIONS];
     /* allocation stacks (METRALE_REDZONE_STACKS): per node id a slot of stack_depth + 1 words, the frame
      * count then the return addresses, in chunks parallel to the node chunks (NULL: none yet) */
@@ -280,6 +281,27 @@ void rz__agent_after_fork(void);
 int rz__is_agent_thread(void);
 void rz__agent_capture(const char *line, size_t len);
 int64_t rz__agent_request(uint32_t op, uint64_t arg0, uint64_t arg1);
+
+/* ---- kernel launches (policy.c) ---------------------------------------------------------------------- */
+#define RZ_LAUNCHES_MAGIC UINT64_C(0x3148434e55414c52) /* the bytes "RLAUNCH1" in memory order */
+#define RZ_LAUNCHES_VERSION 1
+#define RZ_LAUNCH_RING 256
+/* The recent kernel launches a report names, exported (`__redzone_launches`) so a debugger that judges bands
+ * itself names the same kernels. Changed under policy.c's ring lock. */
+typedef struct rz_launches {
+    uint64_t magic;        /* RZ_LAUNCHES_MAGIC */
+    uint32_t version;      /* RZ_LAUNCHES_VERSION */
+    uint32_t size;         /* sizeof(rz_launches_t) */
+    uint64_t seq;          /* launches recorded so far */
+    uint64_t scan_start;   /* seq when the last full scan started */
+    uint64_t report_since; /* launches after this one are candidates in the current report */
+    struct rz_launch {
+        uint64_t seq;
+        uint64_t next_index; /* zones with index below this existed when the kernel was launched */
+        char name[56];
+    } ring[RZ_LAUNCH_RING];
+} rz_launches_t;
+extern rz_launches_t __redzone_launches;
 
 /* ---- device seam (device.c) ------------------------------------------------------------------------- */
 /* The driver's entry points, resolved once from libcuda.so.1. NULL where the driver lacks one. */
@@ -433,6 +455,18 @@ size_t rz__format_zone_row(const rz_zone_node_t *z, char *out, size_t cap);
 size_t rz__format_zone_json(const rz_zone_node_t *z, char *out, size_t cap);
 size_t rz__format_counters(const uint64_t *counters, char *out, size_t cap);
 size_t rz__format_counters_json(const uint64_t *counters, char *out, size_t cap);
+/* The judge, pure: whether `bytes` band bytes of zone z differ from z->expected; if so fill *v (front: the
+ * band before the pointer) and return 1. The library's scans and the debugger's memory scans both use it. */
+int rz__band_violation(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, rz_violation_t *v);
+/* The byte a zone with this index holds under a window rule (poison active: 0xEE inside, 0x00 outside). */
+static inline uint8_t rz__window_byte(int poison_active, uint64_t lo, uint64_t hi, uint8_t fill, uint64_t index) {
+    if (poison_active)
+        return (index >= lo && index < hi) ? RZ_POISON_IN : RZ_POISON_OUT;
+    return fill;
+}
+/* The kernel-candidates line of a report for zone index `index`: launches after `since` still kept in
+ * the ring that were made after the zone existed (0 when there are none). */
+size_t rz__format_launch_candidates(const rz_launches_t *ring, uint64_t since, uint64_t index, char *out, size_t cap);
 
 /* ---- bands (band.c) --------------------------------------------------------------------------------- */
 /* The byte a zone with this index gets when its band is (re)filled now. Caller holds the registry lock or

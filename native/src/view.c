@@ -24,6 +24,24 @@ typedef const void *(*rzv_chunk_fn)(uint32_t chunk);
 VIEW int rzv_list(const void *state_bytes, rzv_chunk_fn chunk, uint64_t from, uint64_t to, uint64_t limit,
                   int violated_only, int json, char *out, size_t cap, uint64_t *shown, uint64_t *total,
                   size_t *used, uint32_t *ids, size_t ids_cap);
+/* One band a debugger's memory scan reads (rzv_bands). */
+typedef struct rzv_band {
+    uint64_t addr;
+    uint64_t bytes;
+    uint64_t index;
+    uint32_t id1; /* node id + 1 */
+    uint8_t front;
+    uint8_t expected;
+    uint8_t flags;
+    uint8_t reserved;
+} rzv_band_t;
+VIEW int rzv_bands(const void *state_bytes, rzv_chunk_fn chunk, rzv_band_t *out, size_t cap, size_t *n,
+                   uint64_t *checked, uint64_t *pending);
+VIEW int rzv_judge(const void *node_bytes, const uint8_t *band, uint64_t bytes, int front, void *record, char *line,
+                   size_t cap);
+VIEW size_t rzv_launch_candidates(const void *launches_bytes, uint64_t since, uint64_t index, char *out, size_t cap);
+VIEW int rzv_check_launches(const void *bytes);
+VIEW int rzv_window_byte(const void *state_bytes, uint64_t index);
 VIEW size_t rzv_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap);
 VIEW const char *rzv_status_name(int status);
 
@@ -60,6 +78,10 @@ VIEW size_t rzv_offset(const char *field) {
     F("state.guard_live", rz_state_t, guard_live)
     F("state.guard_bytes", rz_state_t, guard_bytes)
     F("state.guard_cap", rz_state_t, guard_cap)
+    F("state.lock", rz_state_t, lock)
+    F("launches.seq", rz_launches_t, seq)
+    F("launches.scan_start", rz_launches_t, scan_start)
+    F("launches.report_since", rz_launches_t, report_since)
     F("agent.magic", rz_agent_t, magic)
     F("agent.request", rz_agent_t, request)
     F("agent.answered", rz_agent_t, answered)
@@ -75,6 +97,8 @@ VIEW size_t rzv_offset(const char *field) {
     F("agent.abandoned", rz_agent_t, abandoned)
     F("agent.out", rz_agent_t, out)
     F("node.next", rz_zone_node_t, next)
+    F("node.expected", rz_zone_node_t, expected)
+    F("node.flags", rz_zone_node_t, flags)
     F("node.index", rz_zone_node_t, index)
 #undef F
     return (size_t)-1;
@@ -97,6 +121,14 @@ VIEW size_t rzv_size(const char *what) {
         return sizeof(rz_violation_t);
     if (strcmp(what, "counters") == 0)
         return RZ_NCOUNTERS;
+    if (strcmp(what, "launches") == 0)
+        return sizeof(rz_launches_t);
+    if (strcmp(what, "band") == 0)
+        return sizeof(rzv_band_t);
+    if (strcmp(what, "flag.violated") == 0)
+        return RZ_ZONE_VIOLATED;
+    if (strcmp(what, "flag.pending") == 0)
+        return RZ_ZONE_PENDING;
     return 0;
 }
 
@@ -235,4 +267,92 @@ VIEW const char *rzv_status_name(int status) {
     default:
         return "unknown status";
     }
+}
+
+VIEW int rzv_check_launches(const void *bytes) {
+    rz_launches_t head;
+    memcpy(&head, bytes, offsetof(rz_launches_t, seq));
+    if (head.magic != RZ_LAUNCHES_MAGIC)
+        return -1;
+    if (head.version != RZ_LAUNCHES_VERSION)
+        return -2;
+    return head.size == sizeof(rz_launches_t) ? 0 : -3;
+}
+
+/*
+ * A debugger's scan without the agent (cuda-gdb cannot resume one thread): the bands to read, in the order
+ * the library's scan judges them (index order; a zone's back band, then its front band). Zones whose band
+ * is not installed yet (pending, lazy install) count as checked, as in the library's scan, which installs
+ * them first, but there is nothing of theirs to read. Returns 0, -1 torn, -2 a chunk unreadable, -3 out
+ * too small (*n: entries needed).
+ */
+VIEW int rzv_bands(const void *state_bytes, rzv_chunk_fn chunk, rzv_band_t *out, size_t cap, size_t *n,
+                   uint64_t *checked, uint64_t *pending) {
+    rz_state_t st;
+    memcpy(&st, state_bytes, sizeof st);
+    uint64_t seen = 0;
+    size_t k = 0;
+    *checked = *pending = 0;
+    const uint8_t *cached = NULL;
+    uint32_t cached_chunk = UINT32_MAX;
+    for (uint32_t id1 = st.head; id1;) {
+        if (++seen > st.zone_count + 1)
+            return -1;
+        uint32_t id = id1 - 1, c = id >> RZ_CHUNK_SHIFT;
+        if (c != cached_chunk) {
+            cached = c < RZ_MAX_CHUNKS ? chunk(c) : NULL;
+            cached_chunk = c;
+        }
+        if (cached == NULL)
+            return -2;
+        rz_zone_node_t z;
+        memcpy(&z, cached + (size_t)(id & (RZ_CHUNK_NODES - 1)) * sizeof z, sizeof z);
+        uint32_t this_id1 = id1;
+        id1 = z.next;
+        if (!rz__zone_watched(&z))
+            continue;
+        (*checked)++;
+        if (z.flags & RZ_ZONE_PENDING) {
+            (*pending)++;
+            continue;
+        }
+        rzv_band_t b = {.addr = z.ptr + z.user_bytes, .bytes = z.pad_bytes, .index = z.index, .id1 = this_id1,
+                        .expected = z.expected, .flags = z.flags};
+        if (k < cap)
+            out[k] = b;
+        k++;
+        if (z.front_units) {
+            b.addr = z.ptr - rz__zone_front(&z);
+            b.bytes = rz__zone_front(&z);
+            b.front = 1;
+            if (k < cap)
+                out[k] = b;
+            k++;
+        }
+    }
+    *n = k;
+    return k > cap ? -3 : 0;
+}
+
+/* The library's judge on one band read by the debugger: 1 (record and line filled) when violated, else 0. */
+VIEW int rzv_judge(const void *node_bytes, const uint8_t *band, uint64_t bytes, int front, void *record, char *line,
+                   size_t cap) {
+    rz_zone_node_t z;
+    memcpy(&z, node_bytes, sizeof z);
+    rz_violation_t v;
+    if (!rz__band_violation(&z, band, bytes, front, &v))
+        return 0;
+    memcpy(record, &v, sizeof v);
+    rz__format_violation(&v, line, cap);
+    return 1;
+}
+
+VIEW size_t rzv_launch_candidates(const void *launches_bytes, uint64_t since, uint64_t index, char *out, size_t cap) {
+    return rz__format_launch_candidates((const rz_launches_t *)launches_bytes, since, index, out, cap);
+}
+
+VIEW int rzv_window_byte(const void *state_bytes, uint64_t index) {
+    rz_state_t st;
+    memcpy(&st, state_bytes, offsetof(rz_state_t, counters));
+    return rz__window_byte(st.poison_active, st.poison_lo, st.poison_hi, st.fill, index);
 }
