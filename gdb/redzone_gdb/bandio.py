@@ -1,0 +1,63 @@
+"""One band reader/writer that hides where band bytes come from. No gdb import: the debugger seam hands it
+its memory paths (read(addr, n) -> bytes or None, write(addr, data) -> bool), in the order to try them, and
+pytest drives it with fakes.
+
+The first path is always plain memory: on the emulated device bands are host memory, and a cuda-gdb
+@global read of host memory silently returns zeros (measured without a GPU), so an answer from a later path
+is only asked for when an earlier one failed. Each read and write remembers the path that served it
+(`used`), so `redzone status` and the tests can say which one ran.
+
+Adjacent bands are read in spans (one debugger call for many bands; reading the program's bytes between
+them is harmless), so a memory scan of 100k zones costs a few hundred calls, not 100k."""
+
+SPAN_MAX = 1 << 20   # bytes one read may cover
+GAP_MAX = 64 << 10   # bytes of the program's own memory a span may read between two bands
+
+
+class BandIO:
+    def __init__(self, paths):
+        self.paths = paths  # [(name, read, write)]
+        self.used = {}      # path name -> how many reads and writes it served
+
+    def _note(self, name):
+        self.used[name] = self.used.get(name, 0) + 1
+
+    def read(self, addr, n):
+        for name, read, _ in self.paths:
+            data = read(addr, n)
+            if data is not None and len(data) == n:
+                self._note(name)
+                return data
+        return None
+
+    def write(self, addr, data):
+        for name, _, write in self.paths:
+            if write(addr, data):
+                self._note(name)
+                return True
+        return False
+
+    def read_bands(self, bands):
+        """bands: [(addr, bytes)]. Returns a list of bytes (None where unreadable), in the same order."""
+        order = sorted(range(len(bands)), key=lambda i: bands[i][0])
+        out = [None] * len(bands)
+        k = 0
+        while k < len(order):
+            start = bands[order[k]][0]
+            end = start + bands[order[k]][1]
+            j = k + 1
+            while j < len(order):
+                a, n = bands[order[j]]
+                if a > end + GAP_MAX or max(end, a + n) - start > SPAN_MAX:
+                    break
+                end = max(end, a + n)
+                j += 1
+            span = self.read(start, end - start) if end > start else b""
+            for i in order[k:j]:
+                a, n = bands[i]
+                if span is not None:
+                    out[i] = span[a - start:a - start + n]
+                else:
+                    out[i] = self.read(a, n) if j - k > 1 else None  # one by one: only the bad ones fail
+            k = j
+        return out
