@@ -139,6 +139,7 @@ LO and HI are gdb expressions ($lo, 100, $i+1). Zones allocated later follow the
 
     def run(self, argv):
         lo_text, hi_text = args.parse_poison(argv)
+        _refuse_core("poison")
         lo, hi = args.check_window(_eval_int(lo_text, "LO"), _eval_int(hi_text, "HI"))
         result, out = serve(target.OP_POISON, lo, hi)
         _write(out)
@@ -169,11 +170,18 @@ Usage: redzone unpoison"""
 
     def run(self, argv):
         args.parse_none(argv, "unpoison")
+        _refuse_core("unpoison")
         result, out = serve(target.OP_UNPOISON)
         _write(out)
         if result < 0:
             raise target.TargetError(f"unpoison failed: {view.status_name(result)}")
         _write("redzone unpoison: every band holds the fill byte again")
+
+
+def _refuse_core(command):
+    if target.is_core():
+        _fail(command, "this is a core file: poison and unpoison change the program's bands, so they need a "
+                       "running program")
 
 
 def _eval_int(text, what):

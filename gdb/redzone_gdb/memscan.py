@@ -17,8 +17,8 @@ import ctypes
 
 from . import view
 
-EBUSY_TEXT = ("a thread is in the middle of changing the zone registry (its lock is held); step or "
-              "continue that thread past redzone, then try again")
+EBUSY_TEXT = ("RZ_EBUSY: a thread is in the middle of changing the zone registry (it holds the registry "
+              "lock); step or continue that thread past redzone, then try again")
 
 
 class Busy(Exception):

@@ -122,3 +122,15 @@ def done():
 
 def count(text, needle):
     return len(re.findall(re.escape(needle), text))
+
+
+def make_cores(d):
+    """Two core files of gdbprog for case_core: d/before-scan.core (alloc#1's band overrun, no scan yet)
+    and d/gdbprog.core (after one scan), and the live scan's report in d/live-scan. Leaves no process."""
+    start(settings=("stacks 4",))
+    ex(f"gcore {d}/before-scan.core")
+    live = ex("redzone scan")
+    with open(f"{d}/live-scan", "w") as f:
+        f.write(live)
+    ex(f"gcore {d}/gdbprog.core")
+    ex("kill")
