@@ -6,7 +6,11 @@ REDZONE_BUILD=${REDZONE_BUILD_DIR:-$REDZONE_ROOT/build}
 
 # Debian packages the build and the tests need.
 REDZONE_PACKAGES=(gcc cmake ninja-build pkg-config libcriterion-dev python3 python3-pytest gdb
-                  clang libclang-rt-dev python3-hypothesis valgrind)
+                  clang libclang-rt-dev python3-hypothesis valgrind nvidia-cuda-gdb mmdebstrap)
+# cuda-gdb (nvidia-cuda-gdb) is in Debian 12's non-free component: one apt source for it.
+REDZONE_NONFREE_SOURCE=/etc/apt/sources.list.d/redzone-non-free.sources
+# The gdb cases' third debugger: gdb 16 from a Debian 13 root built once (scripts/debian13-root).
+REDZONE_GDB16_ROOT=${REDZONE_GDB16_ROOT:-$REDZONE_BUILD/debian13}
 
 rz_ensure_packages() {
     local missing=() p
@@ -21,6 +25,11 @@ rz_ensure_packages() {
     fi
     echo "redzone: installing ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
+    if ! grep -rqs "non-free\b" /etc/apt/sources.list /etc/apt/sources.list.d/ && . /etc/os-release &&
+       [ "${VERSION_CODENAME:-}" = bookworm ]; then
+        printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+            >"$REDZONE_NONFREE_SOURCE"
+    fi
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
