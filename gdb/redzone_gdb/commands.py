@@ -337,8 +337,30 @@ class ViolationBreakpoint(gdb.Breakpoint):
                 gdb.write(view.violation(target.read(int(rec), view.size("violation"))) + "\n")
         except (gdb.error, target.TargetError) as e:
             gdb.write(f"redzone: violation reported (record unreadable: {e})\n")
-        gdb.write("redzone: stopped where the library found this violation; `bt` shows the host stack\n")
+        ViolationBreakpoint.select_program_frame = True  # done by _on_stop, once the stop is reported
         return True
+
+    select_program_frame = False
+
+
+def _select_program_frame():
+    """After a violation stop: select the first frame outside libredzone (the program's call that led to
+    the violation, as ASan reports name it) and say which it is."""
+    frame, level = gdb.newest_frame(), 0
+    while not debugger.is_none(frame):
+        so = gdb.solib_name(frame.pc())
+        if debugger.is_none(so) or "libredzone" not in so.rsplit("/", 1)[-1]:
+            break
+        frame, level = frame.older(), level + 1
+    if debugger.is_none(frame):
+        gdb.write("redzone: stopped where the library found this violation; `bt` shows the host stack\n")
+        return
+    frame.select()
+    sal = frame.find_sal()
+    where = f" at {sal.symtab.filename}:{sal.line}" if not debugger.is_none(sal.symtab) and sal.line else ""
+    gdb.write(f"redzone: stopped where the library found this violation; frame #{level}, {frame.name() or '??'}"
+              f"{where}, the program's call that led to it, is selected (`bt` shows the whole host stack, "
+              "`frame 0` the library's report call)\n")
 
 
 class BreakCommand(gdb.Command):
@@ -521,6 +543,12 @@ def update_exec_wrapper():
 
 # ---- autoscan -------------------------------------------------------------------------------------------
 def _on_stop(event):
+    if ViolationBreakpoint.select_program_frame and not target.Agent.busy:
+        ViolationBreakpoint.select_program_frame = False
+        try:
+            _select_program_frame()
+        except gdb.error as e:
+            gdb.write(f"redzone: could not select the program's frame ({e})\n")
     if target.Agent.busy or SETTINGS.autoscan == "off":
         return
     if isinstance(SETTINGS.autoscan, frozenset):

@@ -20,11 +20,11 @@ _LOG = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"rz-gdb-case-{os.getpid()
 
 
 def go(cmd):
-    """Run a command that resumes the program; return everything gdb printed meanwhile (stop reports and
-    what stop handlers wrote go straight to gdb's stdout, not to gdb.execute's string)."""
-    ex(f"set logging file {_LOG}")
-    ex("set logging overwrite on")
-    ex("set logging redirect on")
+    """Run a command that resumes the program; return what gdb.write printed meanwhile (the plugin's lines
+    and what stop handlers wrote: they go to gdb's stdout, not to gdb.execute's string). The logging
+    settings are made without to_string: made inside a to_string capture, logging captures nothing."""
+    for setting in (f"file {_LOG}", "overwrite on", "redirect on"):
+        gdb.execute(f"set logging {setting}")
     _logging("on")
     try:
         gdb.execute(cmd)
@@ -38,9 +38,9 @@ def go(cmd):
 
 def _logging(state):
     try:
-        ex(f"set logging enabled {state}")  # GDB 12+
+        gdb.execute(f"set logging enabled {state}")  # GDB 12+
     except gdb.error:
-        ex(f"set logging {state}")
+        gdb.execute(f"set logging {state}")
 
 
 def is_none(value):
