@@ -32,9 +32,11 @@ ex(f"file {PROG}")
 ex("break stop_here")
 for n in SIZES:
     gdb.execute(f"run many {n}", to_string=True)
-    ex("set redzone method agent")
-    scan_ms, out = best("redzone scan")
-    assert f"redzone scan: {n} zones checked" in out, out
+    cuda = "CUDA Debugger" in ex("show version")
+    if not cuda:  # cuda-gdb cannot resume one thread alone: no agent method there
+        ex("set redzone method agent")
+        scan_ms, out = best("redzone scan")
+        assert f"redzone scan: {n} zones checked" in out, out
     ex("set redzone method memory")
     mem_ms, out = best("redzone scan")
     assert f"redzone scan: {n} zones checked" in out, out
@@ -43,8 +45,10 @@ for n in SIZES:
     assert f"{n} zone(s) (showing 50" in out, out
     full_ms, out = best("redzone list --limit 0", reps=1)
     assert f"{n} zone(s)\n" in out, out[-200:]
-    print(f"{'gdb ms, redzone scan':34s} {n:9d} {scan_ms:12.1f} {'-':>12s} {'':9s}  {'<= 100 ms' if n >= 100000 else ''}")
-    print(f"{'gdb ms, redzone scan (memory)':34s} {n:9d} {mem_ms:12.1f} {'-':>12s} {'':9s}  {'<= 1000 ms' if n >= 100000 else ''}")
-    print(f"{'gdb ms, redzone list --limit 50':34s} {n:9d} {limited_ms:12.1f} {'-':>12s} {'':9s}  flat in N")
-    print(f"{'gdb ms, redzone list (all)':34s} {n:9d} {full_ms:12.1f} {'-':>12s} {'':9s}  {'<= 1000 ms' if n >= 100000 else ''}")
+    who = "cuda-gdb" if cuda else "gdb"
+    if not cuda:
+        print(f"{'gdb ms, redzone scan':34s} {n:9d} {scan_ms:12.1f} {'-':>12s} {'':9s}  {'<= 100 ms' if n >= 100000 else ''}")
+    print(f"{who + ' ms, redzone scan (memory)':34s} {n:9d} {mem_ms:12.1f} {'-':>12s} {'':9s}  {'<= 1000 ms' if n >= 100000 else ''}")
+    print(f"{who + ' ms, redzone list --limit 50':34s} {n:9d} {limited_ms:12.1f} {'-':>12s} {'':9s}  flat in N")
+    print(f"{who + ' ms, redzone list (all)':34s} {n:9d} {full_ms:12.1f} {'-':>12s} {'':9s}  {'<= 1000 ms' if n >= 100000 else ''}")
     ex("kill")

@@ -38,26 +38,30 @@ class BandIO:
         return False
 
     def read_bands(self, bands):
-        """bands: [(addr, bytes)]. Returns a list of bytes (None where unreadable), in the same order."""
-        order = sorted(range(len(bands)), key=lambda i: bands[i][0])
-        out = [None] * len(bands)
+        """bands: [(addr, bytes, ...)]. Returns a list of bytes (None where unreadable), in the same order."""
+        n = len(bands)
+        addrs = [b[0] for b in bands]
+        ends = [b[0] + b[1] for b in bands]
+        order = sorted(range(n), key=addrs.__getitem__)
+        out = [None] * n
         k = 0
-        while k < len(order):
-            start = bands[order[k]][0]
-            end = start + bands[order[k]][1]
+        while k < n:
+            first = order[k]
+            start, end = addrs[first], ends[first]
             j = k + 1
-            while j < len(order):
-                a, n = bands[order[j]]
-                if a > end + GAP_MAX or max(end, a + n) - start > SPAN_MAX:
+            while j < n:
+                i = order[j]
+                if addrs[i] > end + GAP_MAX or ends[i] - start > SPAN_MAX:
                     break
-                end = max(end, a + n)
+                if ends[i] > end:
+                    end = ends[i]
                 j += 1
             span = self.read(start, end - start) if end > start else b""
-            for i in order[k:j]:
-                a, n = bands[i]
-                if span is not None:
-                    out[i] = span[a - start:a - start + n]
-                else:
-                    out[i] = self.read(a, n) if j - k > 1 else None  # one by one: only the bad ones fail
+            if span is not None:
+                for i in order[k:j]:
+                    out[i] = span[addrs[i] - start:ends[i] - start]
+            elif j - k > 1:
+                for i in order[k:j]:  # one by one: only the unreadable ones fail
+                    out[i] = self.read(addrs[i], ends[i] - addrs[i])
             k = j
         return out

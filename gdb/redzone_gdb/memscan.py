@@ -101,16 +101,22 @@ class MemoryMethod:
                 launches = None
         since = view.u64(launches, view.offset("launches.scan_start")) if launches else 0
 
-        datas = self.io.read_bands([(b[0], b[1]) for b in bands])
+        datas = self.io.read_bands(bands)
         lines, records, refill = [], [], []
         violated_zones, unread_zones, violations = set(), set(), 0
+        clean = {}  # (expected, bytes) -> the clean band: one memcmp a band
         for b, data in zip(bands, datas):
+            if data is not None:
+                key = (b[5], b[1])
+                want = clean.get(key)
+                if want is None:
+                    want = clean[key] = bytes([b[5]]) * b[1]
+                if data == want:
+                    continue
             addr, n, index, id1, front, expected, flags = b
             if data is None:
                 if not front:
                     unread_zones.add(id1)
-                continue
-            if data.count(expected) == n:
                 continue
             verdict = view.judge(node(id1), data, front)
             if verdict is None:
@@ -145,15 +151,14 @@ class MemoryMethod:
                     self._bump(state, "page_reset_bytes", len(data))
                     state = self._state_after_counter(state, "page_reset_bytes", len(data))
             flag_v = view.size("flag.violated")
-            seen = set()
+            marked = {}  # zones whose violated mark changes: id1 -> new flags
             for b in bands:
-                id1, flags = b[3], b[6]
-                if id1 in seen:
-                    continue
-                seen.add(id1)
-                want = (flags | flag_v) if id1 in violated_zones else (flags & ~flag_v & 0xFF)
-                if want != flags:
-                    self._node_write(ptrs, id1, "node.flags", want)
+                if b[6] & flag_v and b[3] not in violated_zones:
+                    marked[b[3]] = b[6] & ~flag_v & 0xFF
+                elif b[3] in violated_zones and not b[6] & flag_v:
+                    marked[b[3]] = b[6] | flag_v
+            for id1, flags in marked.items():
+                self._node_write(ptrs, id1, "node.flags", flags)
             base = view.offset("state.last_violations")
             rec_size = view.size("violation")
             for k, rec in enumerate(records):

@@ -2,6 +2,7 @@
 same bytes the library logs. No gdb import: tested with pytest on bytes."""
 import ctypes
 import os
+import struct
 
 from . import paths
 
@@ -208,7 +209,8 @@ def bands(state_bytes, read_chunk):
             raise ListError("the zone list is longer than its count (the registry changed while read)")
         if rc == -2:
             raise ListError("the registry points outside its chunks (memory is corrupt)")
-        out = [(b.addr, b.bytes, b.index, b.id1, b.front, b.expected, b.flags) for b in arr[:n.value]]
+        raw = ctypes.string_at(ctypes.addressof(arr), n.value * ctypes.sizeof(_Band))
+        out = [t[:7] for t in struct.iter_unpack("<QQQIBBBB", raw)]  # C speed, not a ctypes access a field
         return out, checked.value, pending.value
 
 
