@@ -462,7 +462,7 @@ Usage: set redzone timeout SECONDS"""
         return ""
 
     def get_show_string(self, svalue):
-        return f"redzone timeout is {svalue} s."
+        return f"redzone timeout is {SETTINGS.timeout:g} s."  # not svalue: cuda-gdb passes 0 for it
 
 
 class EnvParameter(gdb.Parameter):
@@ -488,7 +488,8 @@ Usage: set redzone NAME VALUE   (empty VALUE: the library's default)"""
         return ""
 
     def get_show_string(self, svalue):
-        shown = svalue or ("64 (default)" if self.name == "bytes" else "the library's default")
+        value = SETTINGS.env[self.name]
+        shown = value or ("64 (default)" if self.name == "bytes" else "the library's default")
         return f"redzone {self.name} is {shown} ({args.ENV_VARS[self.name]})."
 
 
@@ -510,7 +511,7 @@ Usage: set redzone emulated-device on|off"""
         return ""
 
     def get_show_string(self, svalue):
-        return f"redzone emulated-device is {svalue}."
+        return f"redzone emulated-device is {'on' if SETTINGS.emulated else 'off'}."
 
 
 class MethodParameter(gdb.Parameter):
@@ -532,7 +533,7 @@ Usage: set redzone method auto|agent|memory"""
         return ""
 
     def get_show_string(self, svalue):
-        return f"redzone method is {svalue}."
+        return f"redzone method is {SETTINGS.method}."
 
 
 def update_exec_wrapper():

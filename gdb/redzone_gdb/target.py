@@ -183,12 +183,51 @@ def check_stopped():
         raise TargetError("the program is running (in the background, or in non-stop mode); interrupt it first")
 
 
+def mappings():
+    """[(start, end, offset, path)] of the program's file mappings (`info proc mappings`: live or core)."""
+    try:
+        text = gdb.execute("info proc mappings", to_string=True)
+    except gdb.error:
+        return []
+    out = []
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) < 5 or not f[0].startswith("0x") or not f[-1].startswith("/"):
+            continue
+        try:
+            out.append((int(f[0], 16), int(f[1], 16), int(f[3], 16), f[-1]))
+        except ValueError:
+            continue
+    return out
+
+
 def stack_lines(state_bytes, id1, index):
-    """The allocation stack block a report carries (METRALE_REDZONE_STACKS), symbolized by gdb."""
+    """The allocation stack block a report carries (METRALE_REDZONE_STACKS), as the library prints it: each
+    frame's function from its object's ELF symbols (view.frame, the library's own lookup and format), named
+    as the program's loader names the object."""
     frames = stack_of(state_bytes, id1)
     if not frames:
         return []
-    return [f"  alloc#{index} was allocated at:"] + [f"    #{k} {describe_pc(pc)}" for k, pc in enumerate(frames)]
+    maps = mappings()
+    bases = {}
+    for start, _end, offset, path in maps:
+        bases[path] = min(bases.get(path, start - offset), start - offset)
+    main_name = gdb.current_progspace().filename
+    lines, k = [f"  alloc#{index} was allocated at:"], 0
+    for i, pc in enumerate(frames):
+        path = next((p for start, end, _o, p in maps if start <= pc < end), None)
+        if path is None:
+            lines.append(f"    #{k} {describe_pc(pc)}")  # no mapping known (an old debugger's core file)
+            k += 1
+            continue
+        so = gdb.solib_name(pc)
+        name = main_name if debugger.is_none(so) else so
+        line, ours = view.frame(k, pc, path, bases[path], name)
+        if k == 0 and i < len(frames) - 1 and ours:
+            continue  # leading frames of redzone's own allocation path, as the library skips them
+        lines.append(line)
+        k += 1
+    return lines
 
 
 LAST_METHOD = {"method": None, "io": None}  # for `redzone status` and the tests: what served the last request

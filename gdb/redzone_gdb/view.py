@@ -53,6 +53,9 @@ def lib():
         l.rzv_launch_candidates.argtypes = [ctypes.c_char_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p,
                                             ctypes.c_size_t]
         l.rzv_check_launches.argtypes = [ctypes.c_char_p]
+        l.rzv_frame.restype = ctypes.c_size_t
+        l.rzv_frame.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_char_p,
+                                ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_size_t]
         l.rzv_window_byte.restype = ctypes.c_int
         l.rzv_window_byte.argtypes = [ctypes.c_char_p, ctypes.c_uint64]
         _lib = l
@@ -262,3 +265,12 @@ STATUS = _Status()
 def status_message(code):
     """rz_strerror's text for a status."""
     return status_name(code).split(": ", 1)[-1]
+
+
+def frame(k, addr, path, base, name):
+    """(line, ours): allocation-stack frame k as the library prints it, read from the ELF file `path` loaded
+    at `base`, named `name`; ours: a frame of redzone's own allocation path."""
+    ours = ctypes.c_int()
+    buf = ctypes.create_string_buffer(4096)
+    n = lib().rzv_frame(k, addr, (path or "").encode(), base, (name or "?").encode(), ctypes.byref(ours), buf, 4096)
+    return buf.raw[:n].decode(errors="replace"), bool(ours.value)

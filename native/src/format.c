@@ -85,6 +85,13 @@ size_t rz__format_launch_candidates(const rz_launches_t *ring, uint64_t since, u
     return clamp(w, cap);
 }
 
+size_t rz__format_frame(int k, uint64_t addr, const char *func, uint64_t off, const char *file, char *out, size_t cap) {
+    int n = func ? snprintf(out, cap, "    #%d 0x%llx in %s+0x%llx (%s)", k, (unsigned long long)addr, func,
+                            (unsigned long long)off, file)
+                 : snprintf(out, cap, "    #%d 0x%llx (%s)", k, (unsigned long long)addr, file);
+    return clamp(n, cap);
+}
+
 size_t rz__format_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap) {
     int n = snprintf(out, cap, "redzone scan: %llu zones checked, %llu violated", (unsigned long long)checked,
                      (unsigned long long)violated);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cu.h"
 #include "redzone.h"
@@ -464,6 +465,15 @@ static inline uint8_t rz__window_byte(int poison_active, uint64_t lo, uint64_t h
         return (index >= lo && index < hi) ? RZ_POISON_IN : RZ_POISON_OUT;
     return fill;
 }
+/* One frame of an allocation stack as the library prints it: "    #k 0x... in func+0xoff (file)", or without
+ * " in func+0xoff" when func is NULL. */
+size_t rz__format_frame(int k, uint64_t addr, const char *func, uint64_t off, const char *file, char *out, size_t cap);
+/* Whether a frame belongs to redzone's own allocation path (function name, or the frame is in libredzone). */
+static inline int rz__frame_is_ours(const char *func, int in_redzone_object) {
+    return strncmp(func, "rz_", 3) == 0 || strncmp(func, "do_alloc", 8) == 0 || in_redzone_object;
+}
+/* The function containing `rel` in a mapped ELF image (elf_symbols.c), its offset in *offset; NULL if none. */
+const char *rz__elf_lookup(const unsigned char *img, size_t size, uint64_t rel, uint64_t *offset);
 /* The kernel-candidates line of a report for zone index `index`: launches after `since` still kept in
  * the ring that were made after the zone existed (0 when there are none). */
 size_t rz__format_launch_candidates(const rz_launches_t *ring, uint64_t since, uint64_t index, char *out, size_t cap);

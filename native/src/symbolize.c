@@ -18,43 +18,6 @@
 
 #include "rz_internal.h"
 
-/* Find the function containing `rel` in the mapped ELF image; NULL if none. */
-static const char *lookup(const unsigned char *img, size_t size, uint64_t rel, uint64_t *offset) {
-    if (size < sizeof(Elf64_Ehdr) || memcmp(img, ELFMAG, SELFMAG) != 0 || img[EI_CLASS] != ELFCLASS64)
-        return NULL;
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
-    if (eh->e_shoff == 0 || eh->e_shoff + (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr) > size)
-        return NULL;
-    const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
-    const char *best = NULL;
-    uint64_t best_off = 0;
-    for (int pass = 0; pass < 2 && best == NULL; pass++) {
-        uint32_t want = pass == 0 ? SHT_SYMTAB : SHT_DYNSYM;
-        for (unsigned i = 0; i < eh->e_shnum; i++) {
-            if (sh[i].sh_type != want || sh[i].sh_link >= eh->e_shnum)
-                continue;
-            const Elf64_Shdr *strs = &sh[sh[i].sh_link];
-            if (sh[i].sh_offset + sh[i].sh_size > size || strs->sh_offset + strs->sh_size > size)
-                continue;
-            const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
-            size_t count = sh[i].sh_size / sizeof(Elf64_Sym);
-            for (size_t k = 0; k < count; k++) {
-                if (ELF64_ST_TYPE(sym[k].st_info) != STT_FUNC || sym[k].st_value == 0)
-                    continue;
-                if (rel < sym[k].st_value || rel - sym[k].st_value >= (sym[k].st_size ? sym[k].st_size : 1))
-                    continue;
-                if (sym[k].st_name >= strs->sh_size)
-                    continue;
-                best = (const char *)(img + strs->sh_offset + sym[k].st_name);
-                best_off = rel - sym[k].st_value;
-                break;
-            }
-        }
-    }
-    *offset = best_off;
-    return best;
-}
-
 static int first_object(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     *(uintptr_t *)data = (uintptr_t)info->dlpi_addr;
@@ -85,7 +48,7 @@ static int resolve(void *addr, const char **file, char *func, size_t func_size, 
             if (eh->e_type == ET_DYN)
                 rel -= (uint64_t)(uintptr_t)info.dli_fbase;
             /* Return addresses point after the call: look up the byte before. */
-            const char *name = lookup(img, (size_t)st.st_size, rel - 1, off);
+            const char *name = rz__elf_lookup(img, (size_t)st.st_size, rel - 1, off);
             if (name) {
                 snprintf(func, func_size, "%s", name);
                 *off += 1;
@@ -101,11 +64,10 @@ static int resolve(void *addr, const char **file, char *func, size_t func_size, 
 /* The allocation path inside redzone (rz_* functions, and the interposed entry point that called them). */
 static int ours(void *addr, const char *func) {
     Dl_info self, info;
-    if (strncmp(func, "rz_", 3) == 0 || strncmp(func, "do_alloc", 8) == 0)
-        return 1;
     /* Linked as a shared object, every frame in it is ours (its wrappers carry the driver's names). */
-    return dladdr((void *)rz__symbolize_frames, &self) && dladdr(addr, &info) && info.dli_fbase == self.dli_fbase &&
-           self.dli_fname && strstr(self.dli_fname, "libredzone") != NULL;
+    int in_self = dladdr((void *)rz__symbolize_frames, &self) && dladdr(addr, &info) &&
+                  info.dli_fbase == self.dli_fbase && self.dli_fname && strstr(self.dli_fname, "libredzone") != NULL;
+    return rz__frame_is_ours(func, in_self);
 }
 
 void rz__symbolize_frames(void *const *frames, int n) {
@@ -119,10 +81,9 @@ void rz__symbolize_frames(void *const *frames, int n) {
         if (skipping && i < n - 1 && ours(frames[i], func))
             continue; /* leading frames of redzone's own allocation path */
         skipping = 0;
-        if (named)
-            rz__log("    #%d %p in %s+0x%llx (%s)", k++, frames[i], func, (unsigned long long)off, file);
-        else
-            rz__log("    #%d %p (%s)", k++, frames[i], file);
+        char line[RZ_PATH_MAX + 256];
+        rz__format_frame(k++, (uint64_t)(uintptr_t)frames[i], named ? func : NULL, off, file, line, sizeof line);
+        rz__log("%s", line);
     }
 }
 

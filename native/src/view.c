@@ -4,7 +4,13 @@
  * so the lines gdb shows are byte-identical to the library's own. Built from format.c and this file only:
  * no state, no constructors, no interposed symbols, nothing that touches a driver.
  */
+#include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "rz_internal.h"
 
@@ -42,6 +48,8 @@ VIEW int rzv_judge(const void *node_bytes, const uint8_t *band, uint64_t bytes, 
 VIEW size_t rzv_launch_candidates(const void *launches_bytes, uint64_t since, uint64_t index, char *out, size_t cap);
 VIEW int rzv_check_launches(const void *bytes);
 VIEW int rzv_window_byte(const void *state_bytes, uint64_t index);
+VIEW size_t rzv_frame(int k, uint64_t addr, const char *path, uint64_t base, const char *name, int *ours, char *out,
+                      size_t cap);
 VIEW size_t rzv_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap);
 VIEW const char *rzv_status_name(int status);
 
@@ -355,4 +363,37 @@ VIEW int rzv_window_byte(const void *state_bytes, uint64_t index) {
     rz_state_t st;
     memcpy(&st, state_bytes, offsetof(rz_state_t, counters));
     return rz__window_byte(st.poison_active, st.poison_lo, st.poison_hi, st.fill, index);
+}
+
+/*
+ * One allocation-stack frame as the library prints it (symbolize.c), for a debugger that judges bands itself:
+ * the function from the ELF file `path` (mapped here; `base`: where the program loaded it), printed with the
+ * library's object name `name`. *ours: the frame is in redzone's own allocation path (the library skips such
+ * leading frames).
+ */
+VIEW size_t rzv_frame(int k, uint64_t addr, const char *path, uint64_t base, const char *name, int *ours, char *out,
+                      size_t cap) {
+    const char *func = NULL;
+    char func_buf[160];
+    uint64_t off = 0;
+    int fd = path && path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+        void *img = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (img != MAP_FAILED) {
+            const Elf64_Ehdr *eh = img;
+            uint64_t rel = (size_t)st.st_size >= sizeof *eh && eh->e_type == ET_DYN ? addr - base : addr;
+            const char *found = rz__elf_lookup(img, (size_t)st.st_size, rel - 1, &off);
+            if (found) {
+                snprintf(func_buf, sizeof func_buf, "%s", found);
+                func = func_buf;
+                off += 1;
+            }
+            munmap(img, (size_t)st.st_size);
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    *ours = rz__frame_is_ours(func ? func : "", name && strstr(name, "libredzone") != NULL);
+    return rz__format_frame(k, addr, func, off, name ? name : "?", out, cap);
 }
