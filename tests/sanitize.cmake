@@ -46,6 +46,8 @@ rz_exclude("thread" "gdb stops every thread but the agent, and under TSan a stop
 
 rz_exclude("address|thread|undefined" "the fuzzer is its own clang build, with ASan and UBSan already, the same in every tree: the main tree runs it"
   fuzz_options)
+rz_exclude("address|thread|undefined" "the GPU run's rehearsal configures and builds its own uninstrumented tree (as the GPU machine does), the same in every tree: the main tree runs it"
+  gpu_run_emulated)
 
 # rz_exclude_cases(<regex matching REDZONE_SANITIZE> <test> "<reason>" <suite/case glob>...): leaves some
 # Criterion cases of one test out (Criterion's own filter, CRITERION_TEST_PATTERN); the rest still run.
