@@ -160,16 +160,40 @@ METHODS = ("auto", "agent", "memory")
 
 
 def choose_method(setting):
-    """The method a request uses now: `auto` picks the agent where the debugger can resume one thread
-    alone, the memory method elsewhere; a core file always gets the memory method (read-only)."""
+    """The method a request uses now. `auto`: the memory method wherever the debugger reads and writes the
+    bands itself (cuda-gdb, whose @global space reaches device memory; any debugger on the emulated device,
+    whose device memory is host memory; core files, read-only), and the agent where it cannot (plain gdb on
+    a GPU: device memory is not in the host's address space) and can resume one thread alone. The memory
+    method resumes nothing, so a breakpoint's `commands` and the user's hooks run as they would without
+    redzone; the agent resumes its thread, which ends gdb's command list for that stop."""
     if is_core():
         return "memory"
     if setting == "auto":
-        return "agent" if debugger.can_lock_scheduler() else "memory"
+        if not debugger.can_lock_scheduler() or bands_readable():
+            return "memory"
+        return "agent"
     if setting == "agent" and not debugger.can_lock_scheduler():
         raise TargetError(f"{debugger.name()} cannot resume one thread alone (no scheduler-locking), so the "
                           "agent method cannot serve requests here: `set redzone method memory` (or auto)")
     return setting
+
+
+def bands_readable():
+    """Whether the first zone's band reads as plain memory here (the emulated device), probed per request:
+    no zone yet counts as readable (nothing to read)."""
+    try:
+        _, data = state()
+    except TargetError:
+        return True
+    head = view.u32(data, view.offset("state.head"))
+    if not head:
+        return True
+    try:
+        node = Registry(data).node_bytes(head)
+    except TargetError:
+        return True
+    ptr, user_bytes = view.u64(node, 0), view.u64(node, 8)  # pinned offsets (state.c)
+    return debugger.band_io().read(ptr + user_bytes, 1) is not None
 
 
 def check_stopped():

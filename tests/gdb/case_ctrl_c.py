@@ -2,9 +2,11 @@ import os, sys, signal, threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
+
 # Ctrl-C while the program runs (SIGINT to the program, as a terminal sends it): gdb stops, a scan works,
 # and the program never sees the SIGINT.
 start("spin", bp="tick")
+METHOD = use_agent()  # the agent method where the debugger can serve it
 pid = gdb.selected_inferior().pid
 ex("delete")
 ex("break stop_here")

@@ -2,12 +2,14 @@ import os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
+
 # The program stopped while its thread holds the registry lock: the scan answers with a clear error within
 # the timeout, the user's selection is restored, and the program still completes.
 src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "src", "registry.c")
 line = next(i for i, l in enumerate(open(src), 1) if "rz-test: registry locked" in l)
 ex("set pagination off")
 ex(f"source {PLUGIN}")
+METHOD = use_agent()  # the agent method where the debugger can serve it
 ex("set redzone emulated-device on")
 ex("set redzone timeout 10")  # the agent's own 1.5 s lock timeout must answer first
 ex(f"file {PROG}")
@@ -19,7 +21,7 @@ go("run overrun")
 check(gdb.selected_frame().name() in ("rz__registry_add", "take_node"), gdb.selected_frame().name())
 before = selected()
 t0 = time.time()
-if method() == "memory":  # refused at once, nothing written (the registry could be torn)
+if METHOD == "memory":  # refused at once, nothing written (the registry could be torn)
     text = expect_error("redzone scan", "RZ_EBUSY", "in the middle of changing the zone registry")
     expect_error("redzone poison 0 1", "RZ_EBUSY")
     check("poison window" not in ex("redzone status"), "nothing written: " + ex("redzone status"))

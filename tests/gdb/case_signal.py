@@ -2,9 +2,11 @@ import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
+
 # The program stops on its own SIGUSR1; a scan there must not swallow the signal: on continue the
 # program's handler still runs.
 start("signal", bp="stop_here")
+METHOD = use_agent()  # the agent method where the debugger can serve it
 check(gdb.selected_frame().name() != "stop_here", "stopped by the signal first")
 check(int(gdb.parse_and_eval("$_siginfo.si_signo")) == 10, "SIGUSR1 pending")
 before = selected()

@@ -2,10 +2,12 @@ import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
+
 # 4 threads x 50 calls of tick(): 200 stops with a scan at each; the selected thread and frame never change
 # and no stop is lost or duplicated. Another stopped thread may be inside the registry (allocating) at a
 # stop: then the scan must answer RZ_EBUSY promptly instead of hanging.
 start("threads 4", bp="tick")
+METHOD = use_agent()  # the agent method where the debugger can serve it
 ex("break stop_here")
 ticks = {}
 scans = busy = 0

@@ -2,6 +2,7 @@ import os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
+
 # A thread stopped inside the driver holding the driver's lock: the agent cannot finish; gdb gives up after
 # `set redzone timeout`, restores the selection, and the abandoned scan completes when the program runs
 # (its report goes to the program's log; the band is re-filled).
@@ -9,6 +10,7 @@ src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "emu", "emu_mem.c")
 line = next(i for i, l in enumerate(open(src), 1) if "*free_bytes = emu_cfg.mem_bytes - used[device];" in l)
 ex("set pagination off")
 ex(f"source {PLUGIN}")
+METHOD = use_agent()  # the agent method where the debugger can serve it
 ex("set redzone emulated-device on")
 ex("set breakpoint pending on")
 ex(f"file {PROG}")
@@ -18,7 +20,7 @@ go("run meminfo")
 check(gdb.selected_frame().name() == "emu_mem_info", gdb.selected_frame().name())
 before = selected()
 ex("set redzone timeout 1")
-if method() == "memory":
+if METHOD == "memory":
     # The memory method needs no thread of the program: the scan answers while that thread sits in the driver.
     out = ex("redzone scan")
     check(out.startswith("REDZONE VIOLATION alloc#0 user_bytes=100 pad=64") and "1 zones checked, 1 violated" in out, out)

@@ -51,9 +51,18 @@ DEBUGGER = "cuda-gdb" if "CUDA Debugger" in gdb.execute("show version", to_strin
 
 
 def method():
-    """The method `auto` gives this debugger for a live process: the agent where gdb can resume one thread
-    alone, the memory method in cuda-gdb."""
-    return "memory" if DEBUGGER == "cuda-gdb" else "agent"
+    """The method `auto` gives a live process on the emulated device: memory, in every debugger (the bands
+    are host memory, readable by the debugger itself)."""
+    return "memory"
+
+
+def use_agent():
+    """For the cases that test the agent method: select it where the debugger can serve it (gdb) and return
+    the method the case runs with ("memory" in cuda-gdb, which cannot resume one thread alone)."""
+    if DEBUGGER == "cuda-gdb":
+        return "memory"
+    ex("set redzone method agent")
+    return "agent"
 
 
 def skip(reason):
