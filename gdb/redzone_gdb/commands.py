@@ -600,6 +600,7 @@ Usage: $redzone_violations()"""
 
 
 def register():
+    debugger.init()
     debugger.install_workarounds()
     RedzonePrefix()
     ListCommand()

@@ -10,11 +10,16 @@ What differs (measured with cuda-gdb 11.8 / GDB 10.2, gdb 13.1 and gdb 16.3):
 - gdb.Parameter.value cannot be read back inside get_set_string in cuda-gdb: read settings with
   gdb.parameter("redzone NAME").
 - GDB 10 lacks Inferior.connection (core files are told by the target stack) and Frame.level().
+- gdb.execute() runs the commands of the breakpoint the program stopped at when it returns (GDB's Python
+  does bpstat_do_actions after every command): called from a stop handler, it would run a user's
+  `commands ... continue` early and nested, which hangs an interactive gdb. So nothing that serves a stop
+  handler (autoscan, the memory method) calls gdb.execute: what needs a command is asked once, at load.
 - Device memory: with host focus, a plain read of a device address fails on a real GPU; cuda-gdb reads
   global memory through its @global address space. Without a GPU, @global reads of host memory silently
   return zeros, so a plain read is always tried first (the emulated driver's device memory is host memory).
 """
 import importlib
+import os
 
 import gdb
 
@@ -73,16 +78,33 @@ def param(setting):
 
 
 def is_core():
-    """True when the selected inferior is a core file."""
+    """True when the selected inferior is a core file (no gdb.execute: see above)."""
     inf = gdb.selected_inferior()
     conn = getattr(inf, "connection", None)
     if not is_none(conn):
         return conn.type == "core"
-    try:
-        stack = gdb.execute("maint print target-stack", to_string=True)
-    except gdb.error:
+    if inf.pid == 0:
         return False
-    return any(line.strip().startswith("- core ") for line in stack.splitlines())
+    # GDB 10 has no Inferior.connection: a live inferior is a process this debugger traces.
+    return traced_by() != os.getpid()
+
+
+def traced_by(pid=None):
+    """The pid tracing the selected inferior's process (0: none, -1: no such process here)."""
+    pid = pid or gdb.selected_inferior().pid
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("TracerPid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return -1
+    return 0
+
+
+def init():
+    """What needs a debugger command, asked once when the plugin loads (never from a stop handler)."""
+    _version_text()
 
 
 def live():
@@ -92,17 +114,10 @@ def live():
 
 
 def can_lock_scheduler():
-    """Whether the debugger can resume one thread alone (what the agent needs). cuda-gdb never can."""
-    if name() == "cuda-gdb":
-        return False
-    if "lock" not in _INFO:
-        try:
-            current = gdb.parameter("scheduler-locking")
-            gdb.execute(f"set scheduler-locking {current}", to_string=True)
-            _INFO["lock"] = True
-        except gdb.error:
-            _INFO["lock"] = False
-    return _INFO["lock"]
+    """Whether the debugger can resume one thread alone (what the agent needs). cuda-gdb never can (its
+    CUDA-aware native target refuses scheduler-locking, by design); gdb's native target can. Told by the
+    debugger's identity: the setting cannot be probed without a process ("Target 'None' cannot support")."""
+    return name() != "cuda-gdb"
 
 
 def frame_level(frame):

@@ -208,12 +208,24 @@ def check_stopped():
 
 
 def mappings():
-    """[(start, end, offset, path)] of the program's file mappings (`info proc mappings`: live or core)."""
+    """[(start, end, offset, path)] of the program's file mappings: /proc/PID/maps for a live process (no
+    gdb.execute: this serves stop handlers too), `info proc mappings` for a core file."""
+    out = []
+    if not is_core():
+        try:
+            with open(f"/proc/{gdb.selected_inferior().pid}/maps") as f:
+                for line in f:
+                    fields = line.split()
+                    if len(fields) >= 6 and fields[5].startswith("/"):
+                        lo, hi = fields[0].split("-")
+                        out.append((int(lo, 16), int(hi, 16), int(fields[2], 16), fields[5]))
+        except (OSError, ValueError):
+            pass
+        return out
     try:
         text = gdb.execute("info proc mappings", to_string=True)
     except gdb.error:
         return []
-    out = []
     for line in text.splitlines():
         f = line.split()
         if len(f) < 5 or not f[0].startswith("0x") or not f[-1].startswith("/"):
@@ -268,6 +280,21 @@ def memory_method():
                                 read_only=is_core())
 
 
+def _commands_note():
+    """The agent resumes its thread, and gdb ends a breakpoint's command list when anything resumes: said
+    on the spot when the breakpoint the program stopped at runs redzone commands."""
+    try:
+        hit = int(gdb.parse_and_eval("$_hit_bpnum"))  # GDB 13+
+    except (gdb.error, ValueError):
+        return ""
+    bp = next((b for b in gdb.breakpoints() if b.number == hit), None)
+    commands = getattr(bp, "commands", None) if bp is not None else None
+    if debugger.is_none(commands) or not commands or "redzone" not in commands:
+        return ""
+    return (f"redzone: note: the agent method resumes its thread, so gdb skips the rest of this breakpoint's "
+            f"commands (breakpoint {hit}); `set redzone method memory` or auto keeps them running\n")
+
+
 def serve(op, arg0=0, arg1=0, timeout=2.0, method="auto"):
     """Scan, poison or unpoison by the method chosen for this debugger and target: (result, report text)."""
     inferior()
@@ -277,7 +304,9 @@ def serve(op, arg0=0, arg1=0, timeout=2.0, method="auto"):
     chosen = choose_method(method)
     LAST_METHOD["method"] = chosen
     if chosen == "agent":
-        return Agent(timeout).request(op, arg0, arg1)
+        note = _commands_note()
+        result, out = Agent(timeout).request(op, arg0, arg1)
+        return result, out + note
     m = memory_method()
     try:
         if op == OP_SCAN:
