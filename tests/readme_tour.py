@@ -4,7 +4,7 @@ fenced block that starts with `$ COMMAND` is run from build/examples with build/
 pseudo-terminal (so the program's stdout and the library's stderr interleave as a user sees them), with
 `--emulated-device` added after `redzone run` / `redzone bisect` (and taken out of the output again, where
 bisect's reproduce line repeats it); its output must be the lines shown.
-Addresses (0x + 6 or more hex digits) match any address; a line `...` matches any lines.
+Addresses (0x + 6 or more hex digits) and offsets (`main+0x85`) match any; a line `...` matches any lines.
 
   readme_tour.py BUILD_DIR FILE.md...     exit 0: every block matched; 1: a block differed (shown)
 Blocks for `redzone gdb` are not run here (tests/gdb covers the plugin); each one is listed."""
@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 
-ADDRESS = re.compile(r"0x[0-9a-f]{6,}")
+ADDRESS = re.compile(r"0x[0-9a-f]{6,}|(?<=\+)0x[0-9a-f]+")  # addresses, and offsets in functions
 
 
 def blocks(text):
