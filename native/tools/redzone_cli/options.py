@@ -104,7 +104,8 @@ def check_values(env, origin, command):
     """Runs the library's option parser on env. Every value it would warn about is a usage error; returns
     the values the launcher needs: {'pad_bytes': n, 'min_idx': n, 'scan': bits}."""
     try:
-        p = subprocess.run([paths.RZ_OPTIONS, "check"], env=env, capture_output=True, text=True,
+        plain = {k: v for k, v in env.items() if k not in ("LD_PRELOAD", "LD_LIBRARY_PATH")}
+        p = subprocess.run([paths.RZ_OPTIONS, "check"], env=plain, capture_output=True, text=True,
                            errors="replace")
     except OSError as e:
         raise Failure(f"redzone: cannot run {paths.RZ_OPTIONS}: {e.strerror} (is redzone installed?)", 127) from None

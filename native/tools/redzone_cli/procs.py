@@ -34,8 +34,11 @@ def run_forwarding(program, env):
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
     forwarded = None
     try:
-        proc = subprocess.Popen(program, env=env, process_group=0 if own_group else None,
-                                preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_SETMASK, old_mask))
+        def in_child():
+            if own_group:
+                os.setpgid(0, 0)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        proc = subprocess.Popen(program, env=env, preexec_fn=in_child)
         while proc.poll() is None:
             info = signal.sigwaitinfo(waited)
             if info.si_signo == signal.SIGCHLD:
