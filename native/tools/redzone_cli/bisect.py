@@ -212,7 +212,7 @@ def describe_verdict(v, args, env, program, logs, what):
                      "show, so no allocation is named.")
         if what != "exit":
             lines.append("  drop the varying part with --filter REGEX (repeatable), e.g. --filter '[0-9]+ ms'")
-        return lines + culprits_so_far(v), 3
+        return lines, 3
     if v.kind == "unstable":
         a, b = v.counts
         lines.append(f"redzone bisect: creation indices are not stable across runs: run {v.at[0]} made "
@@ -245,7 +245,8 @@ def describe_verdict(v, args, env, program, logs, what):
         lines.append(f"redzone bisect: gave up after {v.runs} runs (--max-runs){rng}.")
         return lines + culprits_so_far(v), 3
     if v.kind == "inconsistent":
-        lines.append(f"redzone bisect: the outputs of runs with different windows contradict each other "
+        lines.append(f"redzone bisect: nondeterministic output: the outputs of runs with different windows "
+                     f"contradict each other "
                      f"(after run {v.runs}): they do not follow band bytes alone. The output may vary between "
                      "runs in a way two runs did not show; try --filter, or fewer threads.")
         return lines + culprits_so_far(v), 3
@@ -276,7 +277,8 @@ def count_text(counts):
 def culprits_so_far(v):
     if not v.culprits:
         return []
-    return ["  found before stopping: " + ", ".join(f"allocation #{c.index}" for c in v.culprits)]
+    return ["  candidates before stopping (not confirmed, do not rely on them): "
+            + ", ".join(f"allocation #{c.index}" for c in v.culprits)]
 
 
 def executable_of(frames):
