@@ -318,3 +318,27 @@ def test_bisect_without_a_driver_says_so_and_exits_127():
     assert p.returncode == 127, p.stdout + p.stderr
     assert "could not load the CUDA driver (libcuda.so.1)" in p.stderr and "--emulated-device" in p.stderr
     assert "made no device allocations" not in p.stdout
+
+
+# ---- 16: one sentence and a documented exit code, never a traceback -------------------------------------
+
+@pytest.mark.parametrize("argv, code", [
+    (["run", "--", "/"], 127),
+    (["run", "--", "/nonexistent"], 127),
+    (["run", "--bogus", "--", "true"], 2),
+    (["run", "--error-exitcode"], 2),
+    (["bisect", "--timeout", "abc", "--", "true"], 2),
+    (["bisect", "--max-runs", "x", "--", "true"], 2),
+    (["bisect", "--compare", "file:", "--", "true"], 2),
+    (["bisect", "--", "/"], 127),
+    (["bisect", "--emulated-device", "--", "true"], 1),
+    (["gdb", "--gdb", "/nonexistent/gdb", "--", "true"], 127),
+    (["nosuchcommand"], 2),
+    ([], 2),
+])
+def test_every_error_is_one_line_with_a_documented_status(argv, code):
+    p = subprocess.run([REDZONE, *argv], capture_output=True, text=True, timeout=120)
+    no_traceback(p.stdout, p.stderr)
+    assert p.returncode == code, (p.returncode, p.stdout, p.stderr)
+    if code != 1 and argv:
+        assert len([x for x in p.stderr.splitlines() if x.startswith("redzone")]) >= 1, p.stderr

@@ -23,12 +23,12 @@ def exit_status(returncode):
 
 def run_forwarding(program, env):
     """Runs program to its end, forwarding SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to the launcher (kill,
-    timeout(1), a batch system). Interactive (stdin a terminal), the program stays in the launcher's process
+    timeout(1), a batch system). At a terminal (stdin, stdout or stderr), the program stays in the launcher's process
     group so the terminal's own signals reach it directly and are not sent twice, and signals are forwarded
     to the program; otherwise it gets its own process group and signals go to the whole group.
     Returns (exit status as a shell shows it, the signal forwarded or None). Raises OSError when the program
     cannot be started."""
-    own_group = not os.isatty(0)
+    own_group = not any(os.isatty(fd) for fd in (0, 1, 2))
     waited = set(FORWARDED) | {signal.SIGCHLD}
     old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)  # SIG_DFL would discard it
     old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
