@@ -282,11 +282,13 @@ def culprits_so_far(v):
 
 
 def executable_of(frames):
-    """The executable a trace's process ran: the module of the frame in main (None when there is none)."""
-    for f in frames:
-        m = re.search(r" in main\+0x[0-9a-f]+ \((.*)\)$", f)
-        if m:
-            return m.group(1)
+    """The executable a trace's process ran: the module of its frame in main, else in _start (None when the
+    trace has neither)."""
+    for symbol in ("main", "_start"):
+        for f in frames:
+            m = re.search(r" in %s\+0x[0-9a-f]+ \((.*)\)$" % symbol, f)
+            if m:
+                return m.group(1)
     return None
 
 
