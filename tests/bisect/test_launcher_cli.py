@@ -73,6 +73,12 @@ def test_the_culprit_is_named_in_its_process():
     assert re.search(r"in process \d+ \(.*readpast\) of the run that named it", out), out
 
 
+def test_a_culprit_in_a_child_of_a_script_names_the_child():
+    rc, out, err = bisect(program=["sh", "-c", f"{READPAST} 10 --culprit 3"])
+    assert rc == 0, out + err
+    assert re.search(r"in process \d+ \(.*readpast\), started by sh", out), out
+
+
 def test_an_index_several_processes_made_is_not_pinned_on_one():
     script = f"{READPAST} 20 --size 200; {READPAST} 10 --culprit 7"
     rc, out, err = bisect(program=["sh", "-c", script])

@@ -303,10 +303,12 @@ def culprit_lines(c, args, env, program, logs, what):
         pid, trace = traces[0]
         if trace[0] is not None:
             lines[0] += f" user_bytes={trace[0]} pad={trace[1]}"
+        exe = executable_of(trace[2])
         if len(per_process) > 1:
-            exe = executable_of(trace[2]) or "its executable unknown"
-            lines.append(f"    in process {pid} ({exe}) of the run that named it; the other processes made "
-                         "fewer allocations")
+            lines.append(f"    in process {pid} ({exe or 'its executable unknown'}) of the run that named it; the "
+                         "other processes made fewer allocations")
+        elif exe and os.path.basename(exe) != os.path.basename(program[0]):
+            lines.append(f"    in process {pid} ({exe}), started by {os.path.basename(program[0])}")
         if trace[2]:
             lines.append("    allocated at:")
             lines += ["      " + f for f in trace[2]]
