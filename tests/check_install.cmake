@@ -17,6 +17,31 @@ if(EXISTS ${PREFIX}/${CMAKE_INSTALL_LIBDIR}/libcuda.so.1)
   message(FATAL_ERROR "the emulated driver must not land next to libredzone.so")
 endif()
 
+# The examples README and docs/bisect.md run are installed (issue 21, item 2).
+foreach(f ${CMAKE_INSTALL_LIBEXECDIR}/redzone/examples/copy_overrun ${CMAKE_INSTALL_LIBEXECDIR}/redzone/examples/read_overrun
+          ${CMAKE_INSTALL_LIBEXECDIR}/redzone/examples/kernel_overrun ${CMAKE_INSTALL_LIBEXECDIR}/redzone/examples/runtime_overrun
+          share/redzone/examples/read_overrun.c share/redzone/examples/example.h
+          ${CMAKE_INSTALL_LIBDIR}/redzone/rz-options share/redzone/launcher/redzone_cli/cli.py)
+  if(NOT EXISTS ${PREFIX}/${f})
+    message(FATAL_ERROR "install lacks ${f}")
+  endif()
+endforeach()
+execute_process(COMMAND ${PREFIX}/bin/redzone bisect --emulated-device -- ./read_overrun
+                WORKING_DIRECTORY ${PREFIX}/${CMAKE_INSTALL_LIBEXECDIR}/redzone/examples
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+string(FIND "${out}" "read_overrun reads past the end of allocation #0" at)
+if(NOT rc EQUAL 0 OR at EQUAL -1)
+  message(FATAL_ERROR "installed example: redzone bisect did not name allocation #0 (rc ${rc}):\n${out}${err}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${PREFIX}/${CMAKE_INSTALL_LIBDIR}/redzone/emu METRALE_REDZONE=64
+                        ${PREFIX}/${CMAKE_INSTALL_LIBEXECDIR}/redzone/examples/runtime_overrun
+                OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+string(FIND "${out}" "rz_scan found" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "installed runtime_overrun did not run (rc ${rc}):\n${out}${err}")
+endif()
+message(STATUS "installed examples work")
+
 # The installed launcher finds the installed library and emulated driver relative to itself.
 execute_process(COMMAND ${PREFIX}/bin/redzone run --emulated-device -- ${BUILD}/examples/copy_overrun
                 OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)

@@ -44,6 +44,9 @@ rz_exclude("thread" "Criterion cannot start under ThreadSanitizer (\"Could not i
 rz_exclude("thread" "gdb stops every thread but the agent, and under TSan a stopped thread can hold the TSan runtime's own locks (its allocator, its thread registry), which the agent then waits for: scans time out at random, and the case accepts only a held registry as the reason to refuse"
   gdb_threads)
 
+rz_exclude("address|thread|undefined" "the docs' example output is compared line by line, and a sanitizer runtime may add its own lines or frames to it; what it runs (redzone run, bisect, the examples) runs under the sanitizers in preload and bisect, and the main tree runs the comparison"
+  docs_readme_tour)
+
 rz_exclude("address|thread|undefined" "the fuzzer is its own clang build, with ASan and UBSan already, the same in every tree: the main tree runs it"
   fuzz_options)
 rz_exclude("address|thread|undefined" "the GPU run's rehearsal configures and builds its own uninstrumented tree (as the GPU machine does), the same in every tree: the main tree runs it"

@@ -333,3 +333,22 @@ Test(options, control_characters_in_a_value_stay_on_one_line) {
     cr_assert_eq(o.pad_bytes, 0);
     cr_assert_str_eq(o.warnings, "redzone: warning: METRALE_REDZONE=\"6?4?\" is not a number of bytes; using 0 (red zones off)\n");
 }
+
+/* A long warning that does not fit is replaced by the "more warnings" line; a short one after it must not be
+ * written after that line, nor the "more" line twice (issue 18, item 20). */
+Test(options, more_warnings_not_shown_is_said_once_and_last) {
+    static char band[1700], front[600];
+    memset(band, 'x', sizeof band - 1);
+    memset(front, 'y', sizeof front - 1);
+    fake_n = 0;
+    fake_set("METRALE_REDZONE", band);               /* ~1,800 bytes of warning: fits */
+    fake_set("METRALE_REDZONE_FRONT", front);        /* does not fit: "more warnings not shown" */
+    fake_set("METRALE_REDZONE_MIN_IDX", "x");        /* would fit after it */
+    fake_set("METRALE_REDZONE_FILL", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz");
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    const char *more = "redzone: warning: METRALE_REDZONE*: more warnings not shown\n";
+    const char *at = strstr(o.warnings, more);
+    cr_assert(at != NULL, "%s", o.warnings);
+    cr_assert_str_eq(at, more, "the more line is the last line, once: %s", at);
+}

@@ -219,14 +219,19 @@ Test(redzone_run, error_exitcode_only_when_violations_were_found) {
     cr_assert_eq(R.status, 3, "%s", R.out);
 }
 
-Test(redzone_run, options_map_to_variables_and_an_explicit_variable_wins) {
+/* As in `redzone bisect` (docs/running.md): the command line wins over the environment. */
+Test(redzone_run, options_map_to_variables_and_an_option_wins_over_the_variable) {
     const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--bytes", "16", "--fill", "7", "--scan", "exit",
                           "--", RZPROG, "nofree", NULL};
     run(&R, NULL, argv);
     cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=128 pad=16 :"), "%s", R.out);
     const char *env[] = {"METRALE_REDZONE=48", NULL};
     run(&R, env, argv);
-    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=128 pad=48 :"), "the variable wins: %s", R.out);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=128 pad=16 :"), "the option wins: %s", R.out);
+    const char *no_bytes[] = {REDZONE_CLI, "run", "--emulated-device", "--fill", "7", "--scan", "exit", "--", RZPROG,
+                              "nofree", NULL};
+    run(&R, env, no_bytes);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=128 pad=48 :"), "the variable applies: %s", R.out);
 }
 
 Test(redzone_run, bad_usage_is_refused_with_usage) {

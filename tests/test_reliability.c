@@ -386,6 +386,9 @@ Test(life, abort, .timeout = 30) {
     cr_assert_eq(R.status, 128 + 6, "SIGABRT: %s", R.out);
     expect_reported_once(R.out, 0, 40);
     cr_assert_eq(count(R.out, "redzone: exit:"), 0, "%s", R.out);
+    /* The default fatal policy checks the zone never freed (docs/failure-modes.md's table). */
+    cr_assert_eq(count(R.out, "redzone: SIGABRT: one final scan before the process dies\n"), 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION alloc#1 user_bytes=72 pad=64"), 1, "%s", R.out);
     const char *cli[] = {REDZONE_CLI, "run", "--emulated-device", "--error-exitcode", "42", "--", RZLIFE, "abort", NULL};
     run(&R, NULL, cli);
     cr_assert_eq(R.status, 128 + 6, "%s", R.out);

@@ -91,8 +91,8 @@ RZ_API int rz_unpoison(void);
     X(decommit_calls, counter, "physical backing released with the address range kept (not used yet: 0)")    \
     X(decommit_bytes, counter, "bytes of those releases (not used yet: 0)")                                   \
     X(live_zones, gauge, "padded zones registered now")                                                       \
-    X(scans, counter, "completed scans")                                                                      \
-    X(violations, counter, "violated zones found by all scans together")                                      \
+    X(scans, counter, "full scans run (rz_scan: exit, fatal, sync, gdb, the API), failed ones included; free-time checks are not scans") \
+    X(violations, counter, "violated bands reported, by scans and free-time checks: one per report line (a zone violated at both ends counts 2)") \
     X(unpadded_allocs, counter, "allocations that should have had a band but got none (out of memory, size overflow, failed fill)") \
     X(stale_zones, counter, "zones forgotten without a free: the driver handed their address out again (their context was destroyed)")
 

@@ -38,8 +38,8 @@ static void warn_line(rz_options_t *o, const char *fmt, ...) __attribute__((form
 static void warn_line(rz_options_t *o, const char *fmt, ...) {
     static const char more[] = "redzone: warning: METRALE_REDZONE*: more warnings not shown\n";
     size_t used = strlen(o->warnings), room = sizeof o->warnings - used;
-    if (room <= sizeof more)
-        return; /* the "more" line is already there */
+    if (room <= sizeof more || strstr(o->warnings, more) != NULL)
+        return; /* the "more" line is already there: it stays the last line, said once */
     char line[sizeof o->warnings];
     va_list ap;
     va_start(ap, fmt);

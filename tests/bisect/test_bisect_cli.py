@@ -33,19 +33,20 @@ def runs_used(out):
 
 
 def bound(n):
-    return 3 + (n - 1).bit_length()  # ceil(log2 n) + 3
+    return 5 + (n - 1).bit_length()  # ceil(log2 n) + 5
 
 
 def test_the_example_read_overrun_names_its_buffer_and_the_command_reproduces_it():
     rc, out, err = bisect(program=[f"{EXAMPLES}/read_overrun"])
     assert rc == 0, out + err
-    assert "read_overrun reads past the end of allocation #0 (found in 4 runs, 2 allocations)" in out
+    assert "read_overrun reads past the end of allocation #0 (found in 6 runs, 2 allocations)" in out
     assert "  alloc#0 user_bytes=1000 pad=64\n" in out
     assert re.search(r"#0 0x[0-9a-f]+ in main\+0x[0-9a-f]+ \(.*read_overrun\)", out), out
     assert ("stdout line 1 with its band 0x00: 'read_overrun: sum = 1000'; "
             "with its band 0xEE: 'read_overrun: sum = 1238'") in out
     for k, line in enumerate(["run 1: window [0, 0): empty window", "run 2: window [0, 0): empty window again",
-                              "run 3 of <= 4: window [0, 2): full window", "run 4 of <= 4: window [0, 1)"]):
+                              "run 3 of <= 6: window [0, 2): full window", "run 4 of <= 6: window [0, 1)",
+                              "run 5 of <= 6: window [0, 1): confirm #0", "run 6 of <= 6: window [0, 0): empty window once"]):
         assert line in err.splitlines()[k], err
     repro = out.strip().splitlines()[-1].strip()
     assert repro.endswith("run --emulated-device --poison 0:1 -- " + shlex.quote(f"{EXAMPLES}/read_overrun")), out
@@ -71,7 +72,7 @@ def test_two_culprits_are_found_one_after_the_other():
     assert "reads past the end of 2 allocations: #3, #700" in out
     assert "alloc#3 user_bytes=100 pad=64" in out and "alloc#700 user_bytes=100 pad=64" in out
     assert "--poison 3:4 --" in out and "--poison 700:701 --" in out
-    assert runs_used(out) <= 3 + 2 * 10
+    assert runs_used(out) <= 3 + 2 * 11 + 1
 
 
 def test_nondeterministic_output_is_detected_not_bisected(tmp_path):
@@ -90,7 +91,7 @@ def test_output_independent_of_bands():
     rc, out, err = bisect(program=readpast(10))
     assert rc == 1, out + err
     assert "no read past the end is visible through the stdout" in out
-    assert "run 4" not in err
+    assert "run 4 of" not in err and "run 4: window [0, every index)" in err and "run 5" not in err
 
 
 def test_unstable_creation_indices_are_reported(tmp_path):
@@ -170,7 +171,9 @@ def test_max_runs_and_min_idx():
     (["--timeout", "0", "--", READPAST, "1"], "positive"),
     (["--max-runs", "0", "--", READPAST, "1"], "at least 1"),
     (["--bytes", "0", "--", READPAST, "1"], "leaves the bands off"),
-    (["--bytes", "x", "--", READPAST, "1"], "not a non-negative decimal number"),
+    (["--bytes", "x", "--", READPAST, "1"], 'redzone bisect: --bytes: METRALE_REDZONE="x" is not a number of bytes'),
+    (["--bytes", "67108865", "--", READPAST, "1"], "is larger than 67108864"),
+    (["--min-idx", "99999999999999999999", "--", READPAST, "1"], "is not a creation index"),
     ([], "no PROGRAM"),
 ])
 def test_usage_errors(args, message):
@@ -189,4 +192,4 @@ def test_run_poison_option():
     other = subprocess.run(base + ["--poison", "3:5", "--", *readpast(5, 2)], capture_output=True, text=True)
     assert "readpast: result = 738" in one.stdout and "readpast: result = 500" in other.stdout
     bad = subprocess.run(base + ["--poison", "5:2", "--", READPAST, "1"], capture_output=True, text=True)
-    assert bad.returncode == 2 and "--poison '5:2'" in bad.stderr
+    assert bad.returncode == 2 and 'redzone run: --poison: METRALE_REDZONE_POISON="5:2" is not a window' in bad.stderr

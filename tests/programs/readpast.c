@@ -14,6 +14,9 @@
  *     --out PATH            write the result to PATH (stdout gets a constant line)
  *     --exit                exit with the result modulo 256 (stdout gets a constant line)
  *     --stderr              print the result on stderr instead of stdout
+ *     --setsid              with --hang: the child starts its own session first (escapes the process group)
+ *     --underscore-exit     end with _exit(0) after printing: no exit handlers, so no redzone summary line
+ *     --exec PROG [ARGS...] after printing, replace this process with PROG (the rest of the arguments)
  * The result is the sum of every byte copied back: N * size for the copies within bounds, plus the bytes
  * read past the end.
  */
@@ -58,7 +61,7 @@ static unsigned long bump(const char *path) {
 
 static void usage(void) {
     fprintf(stderr, "usage: readpast N [--culprit I]... [--size B] [--noise FILE] [--unstable FILE] [--crash] "
-                    "[--hang PIDFILE] [--out PATH] [--exit] [--stderr]\n");
+                    "[--hang PIDFILE [--setsid]] [--out PATH] [--exit] [--stderr] [--underscore-exit] [--exec PROG ARGS...]\n");
     exit(2);
 }
 
@@ -68,11 +71,19 @@ int main(int argc, char **argv) {
     size_t n = strtoul(argv[1], NULL, 10), size = 100;
     char *culprit = calloc(n ? n : 1, 1);
     const char *noise = NULL, *unstable = NULL, *hang = NULL, *out = NULL;
-    int crash = 0, as_exit = 0, to_stderr = 0;
+    int crash = 0, as_exit = 0, to_stderr = 0, new_session = 0, underscore_exit = 0;
+    char **exec_argv = NULL;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--crash") == 0)
+        if (strcmp(a, "--exec") == 0 && v != NULL) {
+            exec_argv = argv + i + 1;
+            break;
+        } else if (strcmp(a, "--setsid") == 0)
+            new_session = 1;
+        else if (strcmp(a, "--underscore-exit") == 0)
+            underscore_exit = 1;
+        else if (strcmp(a, "--crash") == 0)
             crash = 1;
         else if (strcmp(a, "--exit") == 0)
             as_exit = 1;
@@ -135,6 +146,8 @@ int main(int argc, char **argv) {
     if (hang && past != 0) {
         pid_t child = fork();
         if (child == 0) {
+            if (new_session)
+                setsid();
             for (;;)
                 pause();
         }
@@ -164,6 +177,14 @@ int main(int argc, char **argv) {
     } else {
         fprintf(to_stderr ? stderr : stdout, "readpast: result = %llu\n", result);
     }
+    fflush(NULL);
+    if (exec_argv) {
+        execv(exec_argv[0], exec_argv);
+        perror(exec_argv[0]);
+        return 127;
+    }
+    if (underscore_exit)
+        _exit(0);
     free(bufs);
     free(host);
     free(culprit);

@@ -1,15 +1,13 @@
-"""`redzone bisect`'s pure parts (native/tools/redzone.py), driven by fake programs: no processes."""
-import importlib.util
+"""`redzone bisect`'s search (native/tools/redzone_cli/search.py), driven by fake programs: no processes."""
 import math
 import os
 import re
+import sys
 
 import pytest
 
-_SOURCE = os.path.join(os.path.dirname(__file__), "..", "..", "native", "tools", "redzone.py")
-_spec = importlib.util.spec_from_file_location("redzone_cli", _SOURCE)
-cli = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(cli)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "native", "tools"))
+from redzone_cli import search as cli  # noqa: E402
 
 
 class FakeProgram:
@@ -51,8 +49,9 @@ def test_one_culprit_is_named_within_the_bound(zones, culprit):
     p = FakeProgram(zones, [culprit])
     v, seen = bisect(p)
     assert v.kind == "found" and [c.index for c in v.culprits] == [culprit]
-    assert v.runs <= cli.run_bound(zones) == 3 + log2up(zones)
+    assert v.runs <= cli.run_bound(zones) == 5 + log2up(zones)
     assert p.windows[:3] == [(0, 0), (0, 0), (0, zones)], "empty twice, then full"
+    assert p.windows[-2:] == [(culprit, culprit + 1), (0, 0)], "confirmed alone, then the empty window again"
     assert v.culprits[0].window == (0, culprit + 1), "the run whose log holds the culprit's trace"
     assert v.culprits[0].before != v.culprits[0].after
     assert all(bound is None for k, bound, _ in seen[:2]) and all(b == cli.run_bound(zones) for _, b, _ in seen[2:])
@@ -64,8 +63,8 @@ def test_the_bound_holds_for_every_position():
             p = FakeProgram(zones, [culprit])
             v = cli.bisect(p)
             assert [c.index for c in v.culprits] == [culprit]
-            assert v.runs <= 3 + log2up(zones), (zones, culprit, v.runs)
-    assert cli.run_bound(1) == 3 and cli.run_bound(2) == 4 and cli.run_bound(1000) == 13
+            assert v.runs <= 5 + log2up(zones), (zones, culprit, v.runs)
+    assert cli.run_bound(1) == 5 and cli.run_bound(2) == 6 and cli.run_bound(1000) == 15
 
 
 @pytest.mark.parametrize("zones, culprits", [
@@ -76,8 +75,10 @@ def test_several_culprits_are_found_one_by_one(zones, culprits):
     p = FakeProgram(zones, culprits)
     v, seen = bisect(p)
     assert v.kind == "found" and [c.index for c in v.culprits] == sorted(culprits)
-    assert v.runs <= 3 + len(culprits) * log2up(zones)
-    assert len(set(p.windows[2:])) == len(p.windows[2:]), "no window runs twice"
+    assert v.runs <= 3 + len(culprits) * (log2up(zones) + 1) + 1
+    search = p.windows[2:-len(culprits) - 1]
+    assert len(set(search)) == len(search), "no window runs twice while searching"
+    assert p.windows[-len(culprits) - 1:] == [(c, c + 1) for c in sorted(culprits)] + [(0, 0)]
     for k, bound, _ in seen:
         assert bound is None or k <= bound, "run k of <= m never has k > m"
 
@@ -96,13 +97,14 @@ def test_output_that_differs_between_identical_runs_is_not_bisected():
 def test_output_that_does_not_depend_on_bands():
     p = FakeProgram(50, [])
     v, _ = bisect(p)
-    assert v.kind == "independent" and v.runs == 3 and v.full_window == (0, 50)
+    assert v.kind == "independent" and v.runs == 4 and v.full_window == (0, 50)
+    assert p.windows[3] == (0, cli.TOP), "every index once more: allocations no summary counted"
 
 
 def test_no_allocations_and_nothing_above_min_idx():
     assert cli.bisect(FakeProgram(0, [])).kind == "no-zones"
     v = cli.bisect(FakeProgram(10, [3]), min_idx=10)
-    assert v.kind == "no-zones" and v.zones == 10 and v.runs == 2
+    assert v.kind == "no-zones" and v.zones == 10 and v.runs == 3
 
 
 def test_unstable_indices_between_the_empty_runs():
@@ -122,8 +124,8 @@ def test_min_idx_windows_start_there():
     p = FakeProgram(100, [77])
     v = cli.bisect(p, min_idx=40)
     assert [c.index for c in v.culprits] == [77]
-    assert all(w[0] == 40 for w in p.windows[2:]) and p.windows[2] == (40, 100)
-    assert v.runs <= 3 + log2up(60)
+    assert all(w[0] == 40 for w in p.windows[2:-2]) and p.windows[2] == (40, 100)
+    assert v.runs <= 5 + log2up(60)
 
 
 def test_max_runs_gives_up_with_the_range_left():
@@ -197,3 +199,52 @@ def test_trace_block_from_the_log():
     assert cli.parse_trace(log, 70) is None
     bare = "redzone: METRALE_REDZONE_TRACE_IDX=3: allocation #3 made here:\n    #0 0x1 in f+0x1 (a)\n"
     assert cli.parse_trace(bare, 3) == (None, None, ["#0 0x1 in f+0x1 (a)"])
+
+
+class Uncounted(FakeProgram):
+    """A program whose processes end without a summary line (_exit, exec): no allocation is counted."""
+
+    def __call__(self, window):
+        out = super().__call__(window)
+        return cli.Outcome(out.output, ())
+
+
+@pytest.mark.parametrize("culprit", [0, 1, 5, 17, 1000])
+def test_uncounted_allocations_are_still_searched(culprit):
+    p = Uncounted(2000, [culprit])
+    v, _ = bisect(p)
+    assert v.kind == "found" and [c.index for c in v.culprits] == [culprit] and v.uncounted
+    assert p.windows[2] == (0, cli.TOP)
+    assert v.runs <= 3 + 2 * (log2up(culprit + 1) + 1) + 2
+
+
+def test_uncounted_and_independent_is_no_zones():
+    v, _ = bisect(Uncounted(10, []))
+    assert v.kind == "no-zones" and v.runs == 3
+
+
+def test_output_that_drifts_after_the_first_runs_names_nothing():
+    """A coarse timestamp ticks between runs 4 and 5: every later window looks different from the empty
+    one, so the search alone would blame allocations that are not read past (issue 18, item 11)."""
+    p = FakeProgram(20, [17])
+
+    def drifting(window):
+        out = p(window)
+        tick = "tick 1\n" if len(p.windows) >= 5 else "tick 0\n"
+        return cli.Outcome(out.output + tick, out.counts)
+
+    v = cli.bisect(drifting)
+    assert v.kind in ("unconfirmed", "nondeterministic"), v.kind
+    assert v.kind != "found"
+
+
+def test_output_that_drifts_only_at_the_end_is_nondeterministic():
+    p = FakeProgram(20, [17])
+
+    def drifting(window):
+        out = p(window)
+        late = "late\n" if window == (0, 0) and len(p.windows) > 2 else ""
+        return cli.Outcome(out.output + late, out.counts)
+
+    v = cli.bisect(drifting)
+    assert v.kind == "nondeterministic" and v.at == (1, v.runs)

@@ -1,0 +1,84 @@
+"""`redzone run`: the program with libredzone.so preloaded, its exit status passed on (or --error-exitcode
+when violations were found), signals sent to the launcher forwarded to it."""
+import os
+import re
+import sys
+import tempfile
+
+from . import options, procs
+from .options import Failure, UsageError
+
+DESCRIPTION = """\
+Runs PROGRAM with libredzone.so preloaded (into PROGRAM itself, not a shell). Every device allocation
+the program makes (driver API, or cudaMalloc through the runtime) gets a trailing guard band; bands are
+checked when a buffer is freed and at exit (see --scan), and every write past the end is reported:
+
+  REDZONE VIOLATION alloc#<idx> user_bytes=<n> pad=<p> : bytes [<first>..=<last>] past the end were
+  written (<changed> of <p> pad bytes changed), first bad value 0x<hh>
+
+Options map to METRALE_REDZONE* environment variables; an option wins over the variable set in the
+environment (as in redzone bisect). Values are checked by the library's own rules before the program
+starts. Red zones are on at 64 bytes unless told otherwise.
+
+Exit status: the program's (128+N if it died of signal N, or when the launcher got signal N and passed it
+on), or the --error-exitcode value when violations were found; 2: usage error; 127: PROGRAM could not be
+started."""
+
+
+def summary_lines(path):
+    try:
+        with open(path, errors="replace") as f:
+            return [line for line in f if "violations=" in line]
+    except FileNotFoundError:
+        return []
+
+
+def violations_in(lines):
+    return sum(int(m.group(1)) for m in (re.search(r"violations=(\d+)", x) for x in lines) if m)
+
+
+def keep_user_summary(user_path, lines):
+    """The user's own METRALE_REDZONE_SUMMARY gets the lines it would have got without the launcher."""
+    for line in lines:
+        m = re.match(r"pid=(\d+)", line)
+        path = user_path.replace("%p", m.group(1)) if m else user_path
+        try:
+            with open(path, "a") as f:
+                f.write(line)
+        except OSError as e:
+            print(f"redzone: cannot append to METRALE_REDZONE_SUMMARY={user_path}: {e.strerror}", file=sys.stderr)
+            return
+
+
+def cmd_run(args, program):
+    user_summary = os.environ.get("METRALE_REDZONE_SUMMARY") or None
+    env, origin = options.program_env(args, [flag for flag, *_ in options.RUN_OPTIONS], args.emulated_device)
+    options.check_values(env, origin, "run")
+    if user_summary:
+        user_summary = env["METRALE_REDZONE_SUMMARY"]  # made absolute
+    fd, summary_path = tempfile.mkstemp(prefix="redzone-summary-")
+    os.close(fd)
+    try:
+        env["METRALE_REDZONE_SUMMARY"] = summary_path
+        try:
+            code, forwarded = procs.run_forwarding(program, env)
+        except OSError as e:
+            raise Failure(f"redzone: cannot run {program[0]}: {e.strerror}", 127) from None
+        lines = summary_lines(summary_path)
+    finally:
+        os.unlink(summary_path)
+    if user_summary:
+        keep_user_summary(user_summary, lines)
+    if forwarded is not None:
+        return code if code > 128 else 128 + forwarded
+    if args.error_exitcode is not None:
+        if violations_in(lines) > 0:
+            return args.error_exitcode
+        if not lines:
+            print("redzone: no summary line arrived: the program made no device allocation, or ended without "
+                  "running its exit handlers (_exit, exec, a signal), so --error-exitcode could not be applied",
+                  file=sys.stderr)
+    return code
+
+
+__all__ = ["cmd_run", "DESCRIPTION", "UsageError"]

@@ -1,0 +1,31 @@
+/*
+ * rz-options: the launcher's check of METRALE_REDZONE* values, by the library's own parser (options.inc
+ * through rz__options_parse), so `redzone run` and `redzone bisect` accept exactly what the library accepts
+ * and never a value the library would warn about and replace. The launcher runs it with the environment the
+ * program would get.
+ *   rz-options check   -> the library's warning lines on stderr, exit 1 if there are any; on stdout the
+ *                         values the launcher needs: pad_bytes=<n> min_idx=<n> scan=<bits>
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rz_internal.h"
+
+static const char *env_lookup(const char *name) { return getenv(name); }
+
+int main(int argc, char **argv) {
+    if (argc != 2 || strcmp(argv[1], "check") != 0) {
+        fprintf(stderr, "usage: rz-options check\n");
+        return 2;
+    }
+    static rz_options_t o;
+    rz__options_parse(env_lookup, &o);
+    printf("pad_bytes=%llu min_idx=%llu scan=%u\n", (unsigned long long)o.pad_bytes,
+           (unsigned long long)o.min_idx, o.scan);
+    if (o.warnings[0]) {
+        fputs(o.warnings, stderr);
+        return 1;
+    }
+    return 0;
+}
