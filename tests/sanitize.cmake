@@ -37,12 +37,12 @@ function(rz_exclude sanitizers reason)
 endfunction()
 
 rz_exclude("address|thread" "a core file of an instrumented process holds the sanitizer's shadow memory, terabytes of address space that gcore writes out"
-  gdb_core gdb_state)
+  gdb_core cudagdb_core gdb16_core gdb_state)
 rz_exclude("thread" "Criterion cannot start under ThreadSanitizer (\"Could not initialize inheritable arena\": its runner maps memory where TSan keeps its own); the concurrency these cover runs under TSan in rzstress (the stress test)"
   options registry stats api band check agent emu preload reliability nothing_lost)
 
 rz_exclude("thread" "gdb stops every thread but the agent, and under TSan a stopped thread can hold the TSan runtime's own locks (its allocator, its thread registry), which the agent then waits for: scans time out at random, and the case accepts only a held registry as the reason to refuse"
-  gdb_threads)
+  gdb_threads cudagdb_threads gdb16_threads)
 
 rz_exclude("address|thread|undefined" "the docs' example output is compared line by line, and a sanitizer runtime may add its own lines or frames to it; what it runs (redzone run, bisect, the examples) runs under the sanitizers in preload and bisect, and the main tree runs the comparison"
   docs_readme_tour)
@@ -77,7 +77,7 @@ rz_exclude_cases("address" reliability
 get_property(rz_tests DIRECTORY PROPERTY TESTS)
 foreach(t ${rz_tests})
   set(asan "${rz_asan}:detect_leaks=1")
-  if(t MATCHES "^gdb_|^redzone_gdb_launcher$")
+  if(t MATCHES "^(gdb|cudagdb|gdb16)_|^redzone_gdb_launcher$")
     set(asan "${rz_asan}:detect_leaks=0") # the program runs under gdb (ptrace)
   elseif(t STREQUAL "emu")
     # test_emu checks that touching freed emulated device memory faults (Criterion expects SIGSEGV): ASan
