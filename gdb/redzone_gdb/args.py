@@ -2,12 +2,17 @@
 tested with plain pytest. Errors raise UsageError with a message; the gdb glue adds the usage line."""
 
 
+import os
+import subprocess
+
+
 class UsageError(Exception):
     """Bad arguments for a command."""
 
 
 USAGE = {
-    "list": "Usage: redzone list [--violated] [--from N] [--to N] [--limit N] [--json]",
+    "list": "Usage: redzone list [--violated] [--from N] [--to N] [--limit N] [--stacks] [--json]",
+    "violations": "Usage: redzone violations [--json]",
     "scan": "Usage: redzone scan [--json]",
     "poison": "Usage: redzone poison LO HI",
     "unpoison": "Usage: redzone unpoison",
@@ -18,11 +23,14 @@ USAGE = {
 
 
 def parse_count(text, what):
-    """A non-negative decimal integer (for --from/--to/--limit)."""
+    """A non-negative decimal integer below 2^64 (for --from/--to/--limit)."""
     text = text.strip()
     if not (text.isascii() and text.isdigit()):  # str.isdigit() also takes '²', which int() refuses
         raise UsageError(f"{what} must be a non-negative integer, not {text!r}")
-    return int(text)
+    value = int(text)
+    if value >= 1 << 64:
+        raise UsageError(f"{what} {text} is too large (at most {(1 << 64) - 1})")
+    return value
 
 
 def parse_flags(argv, command, flags=(), valued=()):
@@ -103,28 +111,47 @@ def autoscan_text(setting):
     return setting
 
 
-def check_env_value(name, value):
-    """Values of set redzone bytes|fill|min-idx|trace-idx|scan|stacks, checked before they reach the program."""
+def check_env_value(name, value, library_check):
+    """Values of set redzone bytes|fill|min-idx|trace-idx|scan|stacks, checked before they reach the program,
+    by the library's own option parser: library_check(VARIABLE, value) returns the library's warning about
+    the value (it would replace it with its default) or None. Empty: the library's default (None)."""
+    if name not in ENV_VARS:
+        raise UsageError(f"unknown setting {name!r}")
     if value is None or value == "":
         return None
-    if name == "stacks":
-        v = parse_count(value, name)
-        if v > 32:
-            raise UsageError(f"stacks must be a frame count, 0-32 (not {v})")
-        return str(v)
-    if name in ("bytes", "min-idx", "trace-idx"):
-        return str(parse_count(value, name))
-    if name == "fill":
-        v = parse_count(value, name)
-        if v > 255:
-            raise UsageError(f"fill must be a byte, 0-255 (not {v})")
-        return str(v)
-    if name == "scan":
-        parts = value.split(",")
-        if not all(p in ("free", "sync", "exit", "fatal", "none") for p in parts) or ("none" in parts and len(parts) > 1):
-            raise UsageError(f"scan must be a comma list of free, sync, exit, fatal, or none (not {value!r})")
-        return value
-    raise UsageError(f"unknown setting {name!r}")
+    if any(c in value for c in "\0\n"):
+        raise UsageError(f"{name} must be one line")
+    warning = library_check(ENV_VARS[name], value)
+    if warning:
+        # The library's own words, less what it would fall back to (here the value is refused instead).
+        text = warning.strip().splitlines()[0].removeprefix("redzone: warning: ").split("; using ")[0]
+        raise UsageError(f"{text} (the library would not take it)")
+    return value
+
+
+def library_check(rz_options, variable, value):
+    """The library's own option parser on one value (rz-options check, built from the option table): its
+    warning line, or None when it takes the value as given."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), variable: value}
+    try:
+        p = subprocess.run([rz_options, "check"], env=env, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"cannot check the value with {rz_options}: {e}"
+    if p.returncode == 0:
+        return None
+    return p.stderr.strip() or f"{rz_options} refused the value (status {p.returncode})"
+
+
+def parse_seconds(text):
+    """set redzone timeout: seconds, a decimal number greater than 0 and at most 3600 (1.5 is 1.5 s)."""
+    text = (text or "").strip()
+    try:
+        value = float(text) if text.isascii() else None
+    except ValueError:
+        value = None
+    if value is None or not (0 < value <= 3600) or value != value:
+        raise UsageError(f"the timeout must be a number of seconds above 0 and at most 3600 (not {text!r})")
+    return value
 
 
 ENV_VARS = {

@@ -184,9 +184,16 @@ def _refuse_core(command):
                        "running program")
 
 
+_INTEGRAL = (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_BOOL, gdb.TYPE_CODE_CHAR, gdb.TYPE_CODE_ENUM)
+
+
 def _eval_int(text, what):
+    """An integer gdb expression ($lo, 100, $i+1): not a float (1.9 is refused, never truncated)."""
     try:
-        return int(gdb.parse_and_eval(text))
+        value = gdb.parse_and_eval(text)
+        if value.type.strip_typedefs().code not in _INTEGRAL:
+            raise UsageError(f"{what} {text!r} is not an integer (it is of type {value.type})")
+        return int(value)
     except gdb.error as e:
         raise UsageError(f"{what} {text!r} is not a number: {e}")
 
@@ -442,7 +449,7 @@ Usage: set redzone autoscan off|on|BPNUM[,BPNUM...]"""
 
 
 class TimeoutParameter(gdb.Parameter):
-    """Seconds gdb waits for the agent before giving up with an error (default 2).
+    """Seconds gdb waits for the agent before giving up with an error (default 2; 1.5 is 1.5 s).
 
 Usage: set redzone timeout SECONDS"""
 
@@ -450,15 +457,15 @@ Usage: set redzone timeout SECONDS"""
     show_doc = "Show how long redzone waits for its agent."
 
     def __init__(self):
-        super().__init__("redzone timeout", gdb.COMMAND_DATA, gdb.PARAM_ZUINTEGER)
-        self.value = 2
+        super().__init__("redzone timeout", gdb.COMMAND_DATA, gdb.PARAM_STRING)
+        self.value = "2"
 
     def get_set_string(self):
-        value = debugger.param("redzone timeout")
-        if not value:
-            self.value = int(SETTINGS.timeout)
-            raise gdb.GdbError("redzone timeout: must be at least 1 second\nUsage: set redzone timeout SECONDS")
-        SETTINGS.timeout = float(value)
+        try:
+            SETTINGS.timeout = args.parse_seconds(debugger.param("redzone timeout"))
+        except UsageError as e:
+            self.value = f"{SETTINGS.timeout:g}"
+            raise gdb.GdbError(f"redzone timeout: {e}\nUsage: set redzone timeout SECONDS")
         return ""
 
     def get_show_string(self, svalue):
@@ -480,7 +487,8 @@ Usage: set redzone NAME VALUE   (empty VALUE: the library's default)"""
 
     def get_set_string(self):
         try:
-            SETTINGS.env[self.name] = args.check_env_value(self.name, debugger.param(f"redzone {self.name}"))
+            SETTINGS.env[self.name] = args.check_env_value(self.name, debugger.param(f"redzone {self.name}"),
+                                                           _library_check)
         except UsageError as e:
             self.value = SETTINGS.env[self.name] or ""
             raise gdb.GdbError(f"redzone {self.name}: {e}\nUsage: set redzone {self.name} VALUE")
@@ -491,6 +499,10 @@ Usage: set redzone NAME VALUE   (empty VALUE: the library's default)"""
         value = SETTINGS.env[self.name]
         shown = value or ("64 (default)" if self.name == "bytes" else "the library's default")
         return f"redzone {self.name} is {shown} ({args.ENV_VARS[self.name]})."
+
+
+def _library_check(variable, value):
+    return args.library_check(paths.RZ_OPTIONS, variable, value)
 
 
 class EmulatedParameter(gdb.Parameter):
@@ -586,7 +598,9 @@ Usage: $redzone_violations()"""
     def __init__(self):
         super().__init__("redzone_violations")
 
-    def invoke(self):
+    def invoke(self, *argv):
+        if argv:
+            raise gdb.GdbError("$redzone_violations takes no arguments\nUsage: $redzone_violations()")
         try:
             _, data = target.state()
         except target.TargetError as e:

@@ -37,14 +37,26 @@ CASES = [
     ("set redzone autoscan sometimes", "breakpoint numbers", "Usage: set redzone autoscan"),
     ("set redzone autoscan 0", "breakpoint numbers", "Usage: set redzone autoscan"),
     ("set redzone autoscan 1,,2", "breakpoint numbers", "Usage: set redzone autoscan"),
-    ("set redzone timeout 0", "at least 1 second", "Usage: set redzone timeout"),
-    ("set redzone fill 300", "byte", "Usage: set redzone fill"),
-    ("set redzone fill abc", "non-negative integer", "Usage: set redzone fill"),
-    ("set redzone bytes -4", "non-negative integer", "Usage: set redzone bytes"),
-    ("set redzone min-idx x", "non-negative integer", "Usage: set redzone min-idx"),
-    ("set redzone trace-idx 1e3", "non-negative integer", "Usage: set redzone trace-idx"),
+    ("set redzone timeout 0", "number of seconds above 0", "Usage: set redzone timeout"),
+    ("set redzone timeout -1", "number of seconds above 0", "Usage: set redzone timeout"),
+    ("set redzone timeout abc", "number of seconds above 0", "Usage: set redzone timeout"),
+    ("set redzone fill 300", "is not a byte", "library would not take it", "Usage: set redzone fill"),
+    ("set redzone fill abc", "is not a byte", "Usage: set redzone fill"),
+    ("set redzone bytes -4", "is not a number of bytes", "Usage: set redzone bytes"),
+    ("set redzone bytes 99999999999999999999999", "is larger than", "Usage: set redzone bytes"),
+    ("set redzone min-idx x", "is not a creation index", "Usage: set redzone min-idx"),
+    ("set redzone min-idx 99999999999999999999", "is not a creation index", "Usage: set redzone min-idx"),
+    ("set redzone trace-idx 1e3", "is not a creation index", "Usage: set redzone trace-idx"),
     ("set redzone scan free,later", "comma list", "Usage: set redzone scan"),
-    ("set redzone scan none,exit", "comma list", "Usage: set redzone scan"),
+    ("set redzone scan none,exit", "combines none", "Usage: set redzone scan"),
+    ("set redzone stacks 33", "frame count", "Usage: set redzone stacks"),
+    ("redzone violations now", "unexpected argument", "Usage: redzone violations"),
+    ("redzone violations --all", "unknown option", "Usage: redzone violations"),
+    ("print $redzone_violations(1)", "takes no arguments", "Usage: $redzone_violations()"),
+    ("redzone list --to 18446744073709551617", "too large", "Usage: redzone list"),
+    ("redzone list --limit 18446744073709551616", "too large", "Usage: redzone list"),
+    ("redzone poison 1.9 2.5", "not an integer", "Usage: redzone poison LO HI"),
+    ("redzone poison 0 18446744073709551617", "Usage: redzone poison LO HI"),
 ]
 for cmd, *fragments in CASES:
     expect_error(cmd, *fragments)
@@ -54,4 +66,9 @@ check("redzone autoscan is off." in ex("show redzone autoscan"), ex("show redzon
 ex("set redzone autoscan 1,2")
 check("redzone autoscan is 1,2." in ex("show redzone autoscan"), "autoscan list")
 ex("set redzone autoscan off")
+ex("set redzone timeout 1.5")
+check("redzone timeout is 1.5 s." in ex("show redzone timeout"), "fractional seconds kept, not truncated")
+ex("set redzone bytes 128")
+expect_error("set redzone bytes 99999999999999999999999", "larger than")
+check("redzone bytes is 128" in ex("show redzone bytes"), "a refused value keeps the previous one")
 done()

@@ -48,17 +48,53 @@ def test_autoscan_values():
             args.parse_autoscan(bad)
 
 
-def test_env_values():
-    assert args.check_env_value("bytes", "64") == "64"
-    assert args.check_env_value("fill", "255") == "255"
-    assert args.check_env_value("scan", "free,sync") == "free,sync"
-    assert args.check_env_value("bytes", "") is None
-    assert args.check_env_value("stacks", "32") == "32" and args.check_env_value("stacks", "0") == "0"
-    assert args.ENV_VARS["stacks"] == "METRALE_REDZONE_STACKS"
-    for name, value in (("fill", "256"), ("bytes", "-1"), ("scan", "none,free"), ("scan", "later"),
-                        ("stacks", "33"), ("stacks", "x")):
+RZ_OPTIONS = os.environ.get("RZ_OPTIONS", "")
+needs_rz_options = pytest.mark.skipif(not os.access(RZ_OPTIONS, os.X_OK),
+                                      reason="RZ_OPTIONS (the built rz-options) is not set: run through ctest")
+
+
+def test_env_values_go_through_the_library_check():
+    seen = []
+
+    def fake(variable, value):
+        seen.append((variable, value))
+        return "redzone: warning: METRALE_REDZONE_FILL=\"256\" is not a byte" if value == "256" else None
+
+    assert args.check_env_value("fill", "255", fake) == "255"
+    assert args.check_env_value("bytes", "", fake) is None  # the library's default: nothing to check
+    assert seen == [("METRALE_REDZONE_FILL", "255")]
+    with pytest.raises(UsageError, match="^METRALE_REDZONE_FILL=\"256\" is not a byte \\(the library would not take it\\)$"):
+        args.check_env_value("fill", "256", fake)
+    for bad in ("6\n4", "a\0"):
         with pytest.raises(UsageError):
-            args.check_env_value(name, value)
+            args.check_env_value("bytes", bad, fake)
+    with pytest.raises(UsageError):
+        args.check_env_value("nosuch", "1", fake)
+
+
+@needs_rz_options
+def test_env_values_by_the_library_itself():
+    check = lambda var, value: args.library_check(RZ_OPTIONS, var, value)  # noqa: E731
+    for name, value in (("bytes", "64"), ("fill", "255"), ("scan", "free,sync"), ("stacks", "32"), ("stacks", "0"),
+                        ("min-idx", "7"), ("trace-idx", "3")):
+        assert args.check_env_value(name, value, check) == value
+    for name, value in (("fill", "256"), ("bytes", "-1"), ("bytes", "99999999999999999999999"), ("scan", "later"),
+                        ("stacks", "33"), ("stacks", "x"), ("min-idx", "99999999999999999999"), ("min-idx", "1.5")):
+        with pytest.raises(UsageError):
+            args.check_env_value(name, value, check)
+
+
+def test_seconds():
+    assert args.parse_seconds("1.5") == 1.5 and args.parse_seconds(" 2 ") == 2.0
+    for bad in ("0", "-1", "abc", "", "nan", "inf", "3601", "1e400"):
+        with pytest.raises(UsageError):
+            args.parse_seconds(bad)
+
+
+def test_counts_below_two_to_the_64():
+    assert args.parse_list(["--to", str((1 << 64) - 1)])["--to"] == (1 << 64) - 1
+    with pytest.raises(UsageError):
+        args.parse_list(["--to", str(1 << 64)])
 
 
 def test_exec_wrapper():

@@ -36,7 +36,7 @@ def test_parse_list_total(argv):
 @given(st.sampled_from(sorted(args.ENV_VARS)), st.text(max_size=24))
 def test_env_values_total(name, value):
     try:
-        v = args.check_env_value(name, value)
+        v = args.check_env_value(name, value, lambda var, val: None if val.isdigit() else "not a number")
     except UsageError as e:
         assert str(e)
         return
