@@ -32,11 +32,30 @@ class RedzonePrefix(gdb.Command):
 Usage: redzone SUBCOMMAND [ARGS]
 
 Subcommands: list, scan, poison, unpoison, violations, stats (counters), status, break.
-Settings: set/show redzone autoscan|timeout|bytes|fill|min-idx|trace-idx|scan|emulated-device.
+Settings: set/show redzone autoscan|method|timeout|bytes|fill|min-idx|trace-idx|scan|stacks|emulated-device.
 Reference: docs/gdb.md."""
 
     def __init__(self):
         super().__init__("redzone", gdb.COMMAND_DATA, prefix=True)
+
+    def invoke(self, arg, from_tty):
+        if arg.strip():
+            raise gdb.GdbError(f"redzone: unknown subcommand {arg.split()[0]!r}\n{SUBCOMMANDS}")
+        _write(SUBCOMMANDS)
+
+
+SETTING_NAMES = "autoscan|method|timeout|bytes|fill|min-idx|trace-idx|scan|stacks|emulated-device"
+SETTINGS_USAGE = f"Usage: set redzone {SETTING_NAMES} VALUE"
+SUBCOMMANDS = f"""redzone subcommands (help redzone SUBCOMMAND for each):
+  list [--violated] [--from N] [--to N] [--limit N] [--stacks] [--json]   zones by creation index
+  scan [--json]                 check every band now
+  poison LO HI                  poison window [LO, HI): 0xEE inside, 0x00 outside
+  unpoison                      every band holds the fill byte again
+  violations [--json]           the last scan's violations
+  stats [--json] (counters)     the mapping counters
+  status                        library, options, method, debugger
+  break on|off                  stop where the library finds a violation
+settings: set/show redzone {SETTING_NAMES}"""
 
 
 class ListCommand(gdb.Command):
@@ -225,13 +244,31 @@ At most the first 16 violated zones of the last scan are kept; the summary line 
             _write(json.dumps({"scans": scans, "checked": checked, "violated": violated, "violations": lines}))
             return
         if scans == 0:
-            _write("redzone: no scan has run yet")
+            if not lines:
+                _write("redzone: no scan has run yet, and no violation was found at a free")
+                return
+            for line in lines:
+                _write(line)
+            _write(f"no scan has run yet; {kept} violation(s) found when their buffers were freed")
             return
         for line in lines:
             _write(line)
         if violated > kept:
             _write(f"(and {violated - kept} more violated zones not kept)")
         _write(f"last scan: {checked} zones checked, {violated} violated")
+
+
+_NEW_BP = []
+
+
+def _new_violation_breakpoint():
+    _NEW_BP.append(ViolationBreakpoint())
+
+
+def _auto_bool(value):
+    if debugger.is_none(value):
+        return "auto"
+    return "on" if value else "off"
 
 
 def _counter(data, name):
@@ -282,8 +319,12 @@ Usage: redzone status"""
         b = lambda f: data[view.offset(f)]
         lines.append(f"library: loaded (state block at 0x{addr:x}, {'core file' if target.is_core() else 'live process'})")
         pad = o("state.pad_bytes")
-        lines.append(f"bands: {pad} bytes" + (" (off)" if pad == 0 else "") +
-                     f", fill 0x{b('state.fill'):02x}, min-idx {o('state.min_idx')}")
+        if not b("state.options_loaded"):
+            lines.append("bands: not set up yet (the library reads its options at the program's first device "
+                         f"allocation; METRALE_REDZONE or `set redzone bytes` decide: {_planned_bytes()})")
+        else:
+            lines.append(f"bands: {pad} bytes" + (" (off)" if pad == 0 else "") +
+                         f", fill 0x{b('state.fill'):02x}, min-idx {o('state.min_idx')}")
         tr = o("state.trace_idx")
         lines.append(f"trace-idx: {'unset' if tr == (1 << 64) - 1 else tr}")
         if b("state.poison_active"):
@@ -293,7 +334,7 @@ Usage: redzone status"""
                      f"device memory and address space (cap {o('state.guard_cap')}; METRALE_REDZONE_GUARD)")
         try:
             head = target.read(target.symbol_address("__redzone_agent"), view.size("agent.header"))
-            alive = view.u32(head, view.offset("agent.alive"))
+            alive = view.u32(head, view.offset("agent.alive")) and not target.is_core()
             lines.append(f"agent: {'alive, LWP ' + str(view.u64(head, view.offset('agent.tid'))) if alive else 'not running'}"
                          " (transport: futex request block + scheduler-locking; no inferior calls)")
         except target.TargetError as e:
@@ -312,6 +353,12 @@ Usage: redzone status"""
         lines.append(f"debugger: {debugger.describe()}; {_cpu_note()}")
         lines.append("note: gdb never runs code on your threads")
         _write("\n".join(lines))
+
+
+def _planned_bytes():
+    """What the next allocation will use, as far as the plugin knows (the program's environment may differ)."""
+    value = SETTINGS.env.get("bytes")
+    return f"{value} bytes (set redzone bytes)" if value else "64 bytes unless the program's METRALE_REDZONE says otherwise"
 
 
 def _cpu_note():
@@ -387,7 +434,18 @@ Scans that gdb asks for (redzone scan, autoscan) never stop; they print their re
     def run(self, argv):
         on = args.parse_on_off(argv, "break")
         if on and self.bp is None:
-            self.bp = ViolationBreakpoint()
+            pending = gdb.parameter("breakpoint pending")
+            gdb.execute("set breakpoint pending on", to_string=True)
+            try:
+                # Made inside a captured command: gdb's "Function ... not defined" for a pending location
+                # would reach the user otherwise; the sentence below says what it means.
+                gdb.execute(f"python import sys; sys.modules['{__name__}']._new_violation_breakpoint()", to_string=True)
+                self.bp = _NEW_BP.pop()
+            finally:
+                gdb.execute(f"set breakpoint pending {_auto_bool(pending)}", to_string=True)
+            if self.bp.pending:
+                _write("redzone break: on (armed for when the program starts and loads libredzone)")
+                return
         elif not on and self.bp is not None:
             self.bp.delete()
             self.bp = None
@@ -409,19 +467,28 @@ SETTINGS = Settings()
 class RedzoneSetPrefix(gdb.Command):
     """Settings of the redzone plugin.
 
-Usage: set redzone autoscan|timeout|bytes|fill|min-idx|trace-idx|scan|emulated-device VALUE"""
+Usage: set redzone autoscan|method|timeout|bytes|fill|min-idx|trace-idx|scan|stacks|emulated-device VALUE"""
 
     def __init__(self):
         super().__init__("set redzone", gdb.COMMAND_DATA, prefix=True)
+
+    def invoke(self, arg, from_tty):
+        raise gdb.GdbError(f"set redzone: which setting?\n{SETTINGS_USAGE}\n(show redzone lists them with their values)")
 
 
 class RedzoneShowPrefix(gdb.Command):
     """Show the redzone plugin's settings.
 
-Usage: show redzone [autoscan|timeout|bytes|fill|min-idx|trace-idx|scan|emulated-device]"""
+Usage: show redzone [autoscan|method|timeout|bytes|fill|min-idx|trace-idx|scan|stacks|emulated-device]"""
 
     def __init__(self):
         super().__init__("show redzone", gdb.COMMAND_DATA, prefix=True)
+
+    def invoke(self, arg, from_tty):
+        if arg.strip():
+            raise gdb.GdbError(f"show redzone: unknown setting {arg.split()[0]!r}\n{SETTINGS_USAGE}")
+        for name in SETTING_NAMES.split("|"):
+            _write(gdb.execute(f"show redzone {name}", to_string=True).rstrip("\n"))
 
 
 class AutoscanParameter(gdb.Parameter):
@@ -556,13 +623,20 @@ def update_exec_wrapper():
 
 # ---- autoscan -------------------------------------------------------------------------------------------
 def _on_stop(event):
-    if ViolationBreakpoint.select_program_frame and not target.Agent.busy:
+    at_violation = ViolationBreakpoint.select_program_frame and not target.Agent.busy
+    if at_violation:
         ViolationBreakpoint.select_program_frame = False
         try:
             _select_program_frame()
         except gdb.error as e:
             gdb.write(f"redzone: could not select the program's frame ({e})\n")
     if target.Agent.busy or SETTINGS.autoscan == "off":
+        return
+    if at_violation:
+        # The stopped thread is inside the library's own check and holds the zone registry: a scan now
+        # would be refused, and the library's report of this stop is already printed above.
+        _write("redzone autoscan: not at a violation stop (the library is in the middle of its own check, whose "
+               "report is above); it scans at the next stop")
         return
     if isinstance(SETTINGS.autoscan, frozenset):
         bps = getattr(event, "breakpoints", None) or []
