@@ -4,7 +4,7 @@ import json
 
 import gdb
 
-from . import args, debugger, paths, target, view
+from . import agent, args, debugger, paths, target, view
 from .args import USAGE, UsageError
 
 
@@ -381,7 +381,7 @@ class ViolationBreakpoint(gdb.Breakpoint):
         self.silent = True
 
     def stop(self):
-        if target.Agent.busy or target.agent_serving():
+        if agent.Agent.busy or target.agent_serving():
             return False  # a scan gdb asked for reports instead of stopping
         try:
             _, state = target.state()
@@ -623,14 +623,14 @@ def update_exec_wrapper():
 
 # ---- autoscan -------------------------------------------------------------------------------------------
 def _on_stop(event):
-    at_violation = ViolationBreakpoint.select_program_frame and not target.Agent.busy
+    at_violation = ViolationBreakpoint.select_program_frame and not agent.Agent.busy
     if at_violation:
         ViolationBreakpoint.select_program_frame = False
         try:
             _select_program_frame()
         except gdb.error as e:
             gdb.write(f"redzone: could not select the program's frame ({e})\n")
-    if target.Agent.busy or SETTINGS.autoscan == "off":
+    if agent.Agent.busy or SETTINGS.autoscan == "off":
         return
     if at_violation:
         # The stopped thread is inside the library's own check and holds the zone registry: a scan now

@@ -3,19 +3,14 @@ unpoison by one of two methods. gdb never runs code on the program's threads: re
 (live process or core file). The agent method has the library's "redzone-agent" thread, which alone is
 resumed, do the work; the memory method (memscan.py) judges and re-fills bands through memory reads and
 writes and resumes nothing (cuda-gdb, which cannot resume one thread alone, and core files)."""
-import ctypes
-import platform
-import threading
-
 import gdb
 
-from . import debugger, memscan, view
+from . import agent, debugger, memscan, view
+from .errors import TargetError
 
 OP_PING, OP_SCAN, OP_POISON, OP_UNPOISON = 1, 2, 3, 4
 
 
-class TargetError(Exception):
-    """The program cannot answer (no process, no library, core file, timeout)."""
 
 
 def inferior():
@@ -305,7 +300,7 @@ def serve(op, arg0=0, arg1=0, timeout=2.0, method="auto"):
     LAST_METHOD["method"] = chosen
     if chosen == "agent":
         note = _commands_note()
-        result, out = Agent(timeout).request(op, arg0, arg1)
+        result, out = agent.Agent(timeout, read, symbol_address).request(op, arg0, arg1)
         return result, out + note
     m = memory_method()
     try:
@@ -316,128 +311,6 @@ def serve(op, arg0=0, arg1=0, timeout=2.0, method="auto"):
         return m.unpoison()
     except (memscan.Busy, memscan.Failed) as e:
         raise TargetError(str(e)) from None
-
-
-# ---- the agent ------------------------------------------------------------------------------------------
-class Agent:
-    """One request at a time to the library's agent thread."""
-
-    busy = False  # a request is in flight: stop events and violation breakpoints are ours
-
-    def __init__(self, timeout):
-        self.timeout = timeout
-
-    def request(self, op, arg0=0, arg1=0):
-        if is_core():
-            raise TargetError("this is a core file: scan and poison need a running program")
-        inf = inferior()
-        if inf.pid == 0:
-            raise TargetError("no process: start the program (run) first")
-        if gdb.parameter("non-stop"):
-            raise TargetError("non-stop mode is not supported: the agent needs all-stop mode")
-        addr = symbol_address("__redzone_agent")
-        head = read(addr, view.size("agent.header"))
-        if view.check_agent(head) != 0:
-            raise TargetError("the agent block is not one this plugin understands (version mismatch?)")
-        if not view.u32(head, view.offset("agent.alive")):
-            raise TargetError("the agent thread is not running yet (it starts at the program's first device "
-                              "allocation) or was disabled with METRALE_REDZONE_AGENT=0")
-        tid = view.u64(head, view.offset("agent.tid"))
-        agent_thread = next((t for t in inf.threads() if t.ptid[1] == tid), None)
-        if debugger.is_none(agent_thread):
-            raise TargetError(f"the agent thread (LWP {tid}) is not among the program's threads")
-        answered = view.u32(head, view.offset("agent.answered"))
-        req = (answered + 1) & 0xFFFFFFFF or 1
-
-        user_thread = gdb.selected_thread()
-        try:
-            frame_level = debugger.frame_level(gdb.selected_frame())
-        except gdb.error:
-            frame_level = None
-        locking = gdb.parameter("scheduler-locking")
-
-        inf.write_memory(addr + view.offset("agent.op"), op.to_bytes(4, "little"))
-        inf.write_memory(addr + view.offset("agent.arg0"), arg0.to_bytes(8, "little"))
-        inf.write_memory(addr + view.offset("agent.arg1"), arg1.to_bytes(8, "little"))
-        inf.write_memory(addr + view.offset("agent.request"), req.to_bytes(4, "little"))
-
-        hook = _suspend_hook_stop()
-        bp = gdb.Breakpoint("__redzone_agent_done", internal=True)
-        bp.silent = True
-        debugger.set_breakpoint_thread(bp, agent_thread)
-        timer = threading.Timer(self.timeout, _interrupt, (inf.pid, tid))
-        timed_out = False
-        Agent.busy = True
-        try:
-            gdb.execute("set scheduler-locking on", to_string=True)
-            agent_thread.switch()  # the Python API switches without printing
-            timer.start()
-            # The agent answers when `answered` equals our request number. A stop at the done breakpoint
-            # can also be stale: the agent may still sit where the previous request left it (a program
-            # that stopped again before the agent got the CPU). Resume until the answer is in memory.
-            while True:
-                hits = bp.hit_count
-                gdb.execute("continue", to_string=True)
-                if bp.hit_count == hits or inf.pid == 0:
-                    timed_out = bp.hit_count == hits
-                    break
-                if view.u32(read(addr + view.offset("agent.answered"), 4), 0) == req:
-                    break
-            timer.cancel()
-        finally:
-            timer.cancel()
-            Agent.busy = False
-            bp.delete()
-            _restore_hook_stop(hook)
-            if inf.pid != 0 and not debugger.is_none(user_thread) and user_thread.is_valid():
-                user_thread.switch()
-                if frame_level is not None:
-                    debugger.select_frame_level(frame_level)
-            gdb.execute(f"set scheduler-locking {locking}", to_string=True)
-        if inf.pid == 0:
-            raise TargetError("the program exited while the agent was serving the request")
-        if timed_out:
-            # Whenever the agent gets there, it writes its answer to the program's log instead.
-            try:
-                inf.write_memory(addr + view.offset("agent.abandoned"), req.to_bytes(4, "little"))
-            except gdb.MemoryError:
-                pass
-            raise TargetError(f"the agent did not answer within {self.timeout:g} s (a stopped thread may be "
-                              "inside the driver); your thread and frame are restored, and the request "
-                              "completes when the program runs, its report going to the program's log")
-        head = read(addr, view.size("agent.header"))
-        n = view.u32(head, view.offset("agent.out_len"))
-        out = read(addr + view.offset("agent.out"), n).decode(errors="replace") if n else ""
-        if view.u32(head, view.offset("agent.out_truncated")):
-            out += "redzone: (output truncated: more lines than the agent's buffer holds)\n"
-        return view.i64(head, view.offset("agent.result")), out
-
-
-def _suspend_hook_stop():
-    """A user's hook-stop must not run for the agent's internal stop: define it empty for the duration and
-    return the original body (None when there is none)."""
-    try:
-        text = gdb.execute("show user hook-stop", to_string=True)
-    except gdb.error:
-        return None
-    lines = text.splitlines()
-    if not lines or not lines[0].startswith("User command"):
-        return None
-    body = [l.strip() for l in lines[1:] if l.strip()]
-    gdb.execute("define hook-stop\nend", from_tty=False, to_string=True)
-    return body
-
-
-def _restore_hook_stop(body):
-    if body is not None:
-        gdb.execute("define hook-stop\n" + "\n".join(body) + "\nend", from_tty=False, to_string=True)
-
-
-def _interrupt(pid, tid):
-    """SIGINT to the agent thread only (tgkill): gdb stops, and by default does not pass SIGINT on."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    nr = {"x86_64": 234, "aarch64": 131}.get(platform.machine(), 234)  # tgkill
-    libc.syscall(nr, pid, tid, 2)
 
 
 def agent_serving():

@@ -6,7 +6,13 @@
  *   gdbprog spin         tick(0), then spins until a debugger sets g_release, then stop_here(4)
  *   gdbprog meminfo      overrun, cuMemGetInfo_v2 (a lock inside the driver), stop_here(5), free
  *   gdbprog many N       N allocations of 64 bytes, the last one overrun, then stop_here(6) (benchmarks)
+ *   gdbprog fork         overrun, then fork (a debugger's `catch fork` stops there); the child exits 0, the
+ *                        parent waits for it, then stop_here(7), frees
+ *   gdbprog forkchild    fork before any CUDA call; the child initialises, overruns a zone and calls
+ *                        stop_here(8) (follow-fork-mode child); the parent waits for it
  */
+#include <sys/wait.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +71,23 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "overrun";
+    if (strcmp(mode, "forkchild") == 0) {
+        pid_t child = fork();
+        if (child == 0) {
+            rzcu_deviceptr q;
+            CHECK(cuInit(0));
+            CHECK(cuDevicePrimaryCtxRetain(&g_ctx, 0));
+            CHECK(cuCtxSetCurrent(g_ctx));
+            CHECK(cuMemAlloc_v2(&q, 100));
+            CHECK(cuMemsetD8_v2(q + 100, 0x35, 3)); /* past the end */
+            stop_here(8);
+            CHECK(cuMemFree_v2(q));
+            return 0;
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
     CHECK(cuInit(0));
     CHECK(cuDevicePrimaryCtxRetain(&g_ctx, 0));
     CHECK(cuCtxSetCurrent(g_ctx));
@@ -88,6 +111,19 @@ int main(int argc, char **argv) {
         }
         CHECK(cuMemFree_v2(q));
         printf("gdbprog: %s done\n", mode);
+        return 0;
+    }
+    if (strcmp(mode, "fork") == 0) {
+        rzcu_deviceptr q;
+        CHECK(cuMemAlloc_v2(&q, 100));
+        CHECK(cuMemsetD8_v2(q + 100, 0x36, 4)); /* past the end */
+        pid_t child = fork();
+        if (child == 0)
+            _exit(0);
+        int status = 0;
+        waitpid(child, &status, 0);
+        stop_here(7);
+        CHECK(cuMemFree_v2(q));
         return 0;
     }
     if (strcmp(mode, "many") == 0) {
