@@ -3,6 +3,7 @@ tested with plain pytest. Errors raise UsageError with a message; the gdb glue a
 
 
 import os
+import shlex
 import subprocess
 
 
@@ -164,9 +165,10 @@ ENV_VARS = {
 }
 
 
-def wrapper_command(exec_wrapper, preload, emu_dir, settings):
+def wrapper_command(exec_wrapper, preload, emu_dir, settings, user_wrapper=""):
     """The exec-wrapper that starts the program with the library preloaded: rz-exec applies each setting
-    only when the program's environment lacks that variable (the user's own wins), then execs the program."""
+    only when the program's environment lacks that variable (the user's own wins), then execs the rest:
+    the user's own exec-wrapper, if any (as gdb would have run it), then the program."""
     words = [exec_wrapper, "--preload", preload]
     values = dict(settings)
     if values.get("bytes") is None:
@@ -176,8 +178,41 @@ def wrapper_command(exec_wrapper, preload, emu_dir, settings):
             words += ["--default", f"{var}={values[name]}"]
     if emu_dir:
         words += ["--path-prefix", emu_dir]
+    for assignment in env_assignments(user_wrapper) or []:
+        words += ["--set", assignment]
     words.append("--")
     return " ".join(shell_quote(w) for w in words)
+
+
+def env_assignments(wrapper):
+    """The NAME=VALUE words of an exec-wrapper of the form `env NAME=VALUE...` ([] for none or an empty
+    wrapper), or None for any other wrapper: gdb runs exactly one wrapper exec, so only an env-style wrapper
+    can be folded into redzone's (rz-exec --set)."""
+    words = shlex.split(wrapper or "")
+    if not words:
+        return []
+    if words[0].rsplit("/", 1)[-1] != "env":
+        return None
+    out = []
+    for w in words[1:]:
+        name, eq, _ = w.partition("=")
+        if not eq or not name or not (name[0].isalpha() or name[0] == "_") or not name.replace("_", "").isalnum():
+            return None
+        out.append(w)
+    return out
+
+
+def users_part(current, exec_wrapper):
+    """What the user contributed to the exec-wrapper `current`: all of it when it is not redzone's, the part
+    after redzone's `--` when it is one redzone composed (so composing twice never nests)."""
+    current = (current or "").strip()
+    if not current:
+        return ""
+    if not current.startswith(shell_quote(exec_wrapper)):
+        return current
+    words = shlex.split(current)
+    sets = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--set"]
+    return ("env " + " ".join(shell_quote(w) for w in sets)) if sets else ""
 
 
 def shell_quote(word):

@@ -459,6 +459,7 @@ class Settings:
     env = {name: None for name in args.ENV_VARS}
     emulated = False
     method = "auto"
+    user_wrapper = ""
 
 
 SETTINGS = Settings()
@@ -616,9 +617,48 @@ Usage: set redzone method auto|agent|memory"""
 
 
 def update_exec_wrapper():
+    """redzone's exec-wrapper, composed with the user's own (kept: it runs after redzone's, as it would have)."""
+    current = debugger.param("exec-wrapper") or ""
+    SETTINGS.user_wrapper = args.users_part(current, paths.EXEC_WRAPPER)
+    if args.env_assignments(SETTINGS.user_wrapper) is None:
+        # gdb runs one wrapper exec only: another program cannot follow redzone's. The user's stays.
+        _write(f"redzone: warning: your exec-wrapper {SETTINGS.user_wrapper!r} is kept, so libredzone.so is not "
+               "preloaded (gdb runs one wrapper; only an `env NAME=VALUE...` wrapper can be combined with "
+               "redzone's): `set exec-wrapper` to empty, then any `set redzone ...`, to check this program")
+        return
     wrapper = args.wrapper_command(paths.EXEC_WRAPPER, paths.LIBREDZONE,
-                                   paths.EMU_DIR if SETTINGS.emulated else None, SETTINGS.env)
+                                   paths.EMU_DIR if SETTINGS.emulated else None, SETTINGS.env,
+                                   SETTINGS.user_wrapper)
     gdb.execute(f"set exec-wrapper {wrapper}", to_string=True)
+
+
+WARNED_UNLOADED = set()
+
+
+def _on_new_objfile(event):
+    """At the program's start: when the CUDA driver loads and libredzone.so is not in the program, say so
+    once (the program would run unchecked): exec-wrapper replaced after the plugin loaded, or
+    startup-with-shell off. No gdb.execute here (see debugger.py)."""
+    name = (getattr(event.new_objfile, "filename", None) or "").rsplit("/", 1)[-1]
+    if not name.startswith("libcuda.so"):
+        return
+    inf = gdb.selected_inferior()
+    if inf.pid in WARNED_UNLOADED:
+        return
+    if any("libredzone" in (o.filename or "").rsplit("/", 1)[-1] for o in gdb.objfiles()):
+        return
+    WARNED_UNLOADED.add(inf.pid)
+    why = []
+    if not debugger.param("startup-with-shell"):
+        why.append("`set startup-with-shell off` makes gdb skip exec-wrapper: set it on again")
+    wrapper = debugger.param("exec-wrapper") or ""
+    if not wrapper.startswith(args.shell_quote(paths.EXEC_WRAPPER)):
+        why.append(f"exec-wrapper is {wrapper!r}, not redzone's: any `set redzone ...` puts redzone's back, "
+                   "around yours")
+    because = ("; " + "; ".join(why)) if why else ""
+    _write("redzone: warning: libredzone.so is not loaded in this program, which runs without red zones "
+           f"(no report will come){because}; then run it again")
+
 
 
 # ---- autoscan -------------------------------------------------------------------------------------------
@@ -710,4 +750,5 @@ def register():
     MethodParameter()
     ViolationsFunction()
     gdb.events.stop.connect(_on_stop)
+    gdb.events.new_objfile.connect(_on_new_objfile)
     update_exec_wrapper()

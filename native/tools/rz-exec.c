@@ -3,7 +3,9 @@
  * and execs the program, so the library is preloaded into the program only (not into gdb, not into a shell).
  *   rz-exec [--preload LIB] [--default VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]
  * --default sets VAR only when the environment does not have it already: a variable the user set
- * (`set environment` in gdb, or gdb's own environment) wins. --preload prepends LIB to LD_PRELOAD;
+ * (`set environment` in gdb, or gdb's own environment) wins. --set sets VAR whatever it was: the plugin folds
+ * a user's own `env NAME=VALUE` exec-wrapper into it (gdb runs exactly one wrapper exec, so a second wrapper
+ * program cannot follow this one). --preload prepends LIB to LD_PRELOAD;
  * --path-prefix prepends DIR to LD_LIBRARY_PATH (the emulated driver).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -43,24 +45,24 @@ int main(int argc, char **argv) {
             prepend("LD_PRELOAD", value);
         } else if (strcmp(argv[i - 1], "--path-prefix") == 0) {
             prepend("LD_LIBRARY_PATH", value);
-        } else if (strcmp(argv[i - 1], "--default") == 0) {
+        } else if (strcmp(argv[i - 1], "--default") == 0 || strcmp(argv[i - 1], "--set") == 0) {
             const char *eq = strchr(value, '=');
             if (eq == NULL || eq == value) {
-                fprintf(stderr, "rz-exec: --default wants VAR=VALUE, not %s\n", value);
+                fprintf(stderr, "rz-exec: %s wants VAR=VALUE, not %s\n", argv[i - 1], value);
                 return 127;
             }
             char name[128];
             size_t len = (size_t)(eq - value) < sizeof name - 1 ? (size_t)(eq - value) : sizeof name - 1;
             memcpy(name, value, len);
             name[len] = '\0';
-            setenv(name, eq + 1, 0);
+            setenv(name, eq + 1, strcmp(argv[i - 1], "--set") == 0);
         } else {
             fprintf(stderr, "rz-exec: unknown option %s\n", argv[i - 1]);
             return 127;
         }
     }
     if (i >= argc) {
-        fprintf(stderr, "usage: rz-exec [--preload LIB] [--default VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]\n");
+        fprintf(stderr, "usage: rz-exec [--preload LIB] [--default VAR=VALUE]... [--set VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]\n");
         return 127;
     }
     execvp(argv[i], argv + i);

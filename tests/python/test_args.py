@@ -104,3 +104,13 @@ def test_exec_wrapper():
                  "--default METRALE_REDZONE_FILL=7 --path-prefix /p/emu --")
     w = args.wrapper_command("/p/rz-exec", "/p/lib redzone.so", None, {"bytes": "32"})
     assert "--preload '/p/lib redzone.so'" in w and "METRALE_REDZONE=32" in w and "--path-prefix" not in w
+
+
+def test_exec_wrapper_folds_a_users_env_wrapper():
+    w = args.wrapper_command("/p/rz-exec", "/p/libredzone.so", None, {}, "env MYVAR=1 'B=two words'")
+    assert w.endswith("--set MYVAR=1 --set 'B=two words' --")
+    # composing again takes back exactly the user's part, never nesting redzone's
+    assert args.users_part(w, "/p/rz-exec") == "env MYVAR=1 'B=two words'"
+    assert args.users_part("", "/p/rz-exec") == "" and args.users_part("valgrind -q", "/p/rz-exec") == "valgrind -q"
+    assert args.env_assignments("valgrind -q") is None and args.env_assignments("env -i X=1") is None
+    assert args.env_assignments("/usr/bin/env A=1") == ["A=1"] and args.env_assignments("") == []
