@@ -13,7 +13,6 @@ free checks the library deferred are judged by its next own scan.
 
 It refuses when a thread is in the middle of changing the registry (lock held or the change counter odd):
 what it read could be torn, and a write could be lost under the holder's."""
-import ctypes
 
 from . import view
 

@@ -11,8 +11,6 @@ from .errors import TargetError
 OP_PING, OP_SCAN, OP_POISON, OP_UNPOISON = 1, 2, 3, 4
 
 
-
-
 def inferior():
     inf = gdb.selected_inferior()
     if debugger.is_none(inf) or inf.pid == 0 and not is_core():
