@@ -43,6 +43,8 @@ for n in SIZES:
     ex("set redzone method auto")
     limited_ms, out = best("redzone list --limit 50")
     assert f"{n} zone(s) (showing 50" in out, out
+    tail_ms, out = best(f"redzone list --from {n - 1000} --limit 50")
+    assert "1000 zone(s) (showing 50" in out, out
     full_ms, out = best("redzone list --limit 0", reps=1)
     assert f"{n} zone(s)\n" in out, out[-200:]
     who = "cuda-gdb" if cuda else "gdb"
@@ -50,5 +52,6 @@ for n in SIZES:
         print(f"{'gdb ms, redzone scan':34s} {n:9d} {scan_ms:12.1f} {'-':>12s} {'':9s}  {'<= 100 ms' if n >= 100000 else ''}")
     print(f"{who + ' ms, redzone scan (memory)':34s} {n:9d} {mem_ms:12.1f} {'-':>12s} {'':9s}  {'<= 1000 ms' if n >= 100000 else ''}")
     print(f"{who + ' ms, redzone list --limit 50':34s} {n:9d} {limited_ms:12.1f} {'-':>12s} {'':9s}  flat in N")
+    print(f"{who + ' ms, list --from N-1000':34s} {n:9d} {tail_ms:12.1f} {'-':>12s} {'':9s}  flat in N")
     print(f"{who + ' ms, redzone list (all)':34s} {n:9d} {full_ms:12.1f} {'-':>12s} {'':9s}  {'<= 1000 ms' if n >= 100000 else ''}")
     ex("kill")

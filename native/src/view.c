@@ -188,6 +188,41 @@ VIEW size_t rzv_zone_row(const void *node_bytes, int json, char *out, size_t cap
     return json ? rz__format_zone_json(&z, out, cap) : rz__format_zone_row(&z, out, cap);
 }
 
+static int read_node(rzv_chunk_fn chunk, uint32_t id1, rz_zone_node_t *out) {
+    uint32_t id = id1 - 1, c = id >> RZ_CHUNK_SHIFT;
+    const uint8_t *bytes = c < RZ_MAX_CHUNKS ? chunk(c) : NULL;
+    if (bytes == NULL)
+        return -2;
+    memcpy(out, bytes + (size_t)(id & (RZ_CHUNK_NODES - 1)) * sizeof *out, sizeof *out);
+    return 0;
+}
+
+/* The node id + 1 of the first zone with index >= from, found walking back from the tail while that is
+ * shorter than walking forward from the head (measured by indices: creation indices grow along the list).
+ * 0 in *start when no zone qualifies. Returns 0, -1 torn, -2 a chunk unreadable. */
+static int seek_back(const rz_state_t *st, rzv_chunk_fn chunk, uint64_t from, uint32_t *start) {
+    rz_zone_node_t head, tail;
+    if (read_node(chunk, st->head, &head) != 0 || read_node(chunk, st->tail, &tail) != 0)
+        return -2;
+    if (from <= head.index || from - head.index <= (tail.index >= from ? tail.index - from : 0)) {
+        *start = st->head; /* nearer the head */
+        return 0;
+    }
+    uint32_t id1 = st->tail, first = 0;
+    uint64_t steps = 0;
+    rz_zone_node_t z = tail;
+    while (id1 && z.index >= from) {
+        first = id1;
+        if (++steps > st->zone_count + 1)
+            return -1;
+        id1 = z.prev;
+        if (id1 && read_node(chunk, id1, &z) != 0)
+            return -2;
+    }
+    *start = first;
+    return 0;
+}
+
 /*
  * `redzone list` in one call: walk the zone list of a state snapshot in index order, keep the zones with
  * index in [from, to] (and violated ones only, if asked), format up to `limit` of them (0: all) as rows
@@ -208,7 +243,15 @@ VIEW int rzv_list(const void *state_bytes, rzv_chunk_fn chunk, uint64_t from, ui
     size_t pos = 0;
     const uint8_t *cached = NULL;
     uint32_t cached_chunk = UINT32_MAX;
-    for (uint32_t id1 = st.head; id1;) {
+    uint32_t start = st.head;
+    if (from != 0 && st.tail) {
+        /* --from near the end: walk back from the tail to the first zone at or after `from` (the list is in
+         * index order), instead of forward from the head past every zone before it. */
+        int r = seek_back(&st, chunk, from, &start);
+        if (r != 0)
+            return r;
+    }
+    for (uint32_t id1 = start; id1;) {
         if (++seen > st.zone_count + 1)
             return -1;
         uint32_t id = id1 - 1, c = id >> RZ_CHUNK_SHIFT;
