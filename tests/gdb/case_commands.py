@@ -40,6 +40,15 @@ check([r["index"] for r in rows] == [0, 1, 2] and rows[1]["user_bytes"] == 1000 
 check("every band holds the fill byte again" in ex("redzone unpoison"), "unpoison")
 check("0x00  watched" not in ex("redzone list"), "fill restored")
 check(int(gdb.parse_and_eval("$redzone_violations()")) == 1, "convenience function")
+# ... in breakpoint conditions: a false one does not stop, a true one does.
+ex("break stop_here if $redzone_violations() > 5")
+ex("break stop_here if $redzone_violations() > 0")
+ex("disable 1")
+go("continue")
+check(gdb.selected_frame().name() == "stop_here" and int(gdb.parse_and_eval("where")) == 2,
+      "stopped by the condition that holds")
+hits = {b.number: b.hit_count for b in gdb.breakpoints()}
+check(hits[2] == 0 and hits[3] == 1, f"the false condition never stopped: {hits}")
 h = ex("help redzone")
 for sub in ("list", "scan", "poison", "unpoison", "stats", "counters", "status", "break"):
     check(f"redzone {sub}" in h, f"help redzone lacks {sub}: {h}")
