@@ -26,6 +26,11 @@
  *                          as a real driver does: cuInit registers an exit handler that shuts the driver
  *                          down; calls made after it (from exit handlers registered before cuInit) return
  *                          CUDA_ERROR_DEINITIALIZED
+ *   CUDA_EMU_KERNEL_HOLD=1 a kernel starts only once some thread waits for device work that has not completed
+ *                          (a synchronisation, a blocking call such as cuMemFree, a queued operation waiting
+ *                          for another stream), as on a GPU busy with earlier work: a call that reads device
+ *                          memory without first waiting for the kernels before it sees their effects never
+ *                          (a program that polls for completion instead of waiting never finishes)
  *   CUDA_EMU_TRACE=<path>  append a `dev` line to <path> (%p: the process id) for every device allocation,
  *                          free and write the driver performs, naming the entry point and the object (and
  *                          its exported function) that called it; see docs/emulated-driver.md

@@ -86,6 +86,7 @@ struct op {
     cuda_emu_kernel_fn *kernel;  /* OP_KERNEL */
     cuda_emu_launch_t launch;
     void **kparams; /* pointers to the parameter copies, which follow them in the same block */
+    uint64_t hold_epoch; /* OP_KERNEL under CUDA_EMU_KERNEL_HOLD: the wait epoch when it was launched */
     size_t ndeps;
     struct dep deps[];
 };
@@ -323,10 +324,46 @@ static uint64_t completed(struct CUstream_st *s)
     return c;
 }
 
+/*
+ * CUDA_EMU_KERNEL_HOLD: a launched kernel starts only after some thread has waited for unfinished device
+ * work since the launch (the epoch counts such waits). A GPU may run a kernel that late when it is busy; the
+ * emulator then shows every read of device memory that forgot to wait for the kernels before it.
+ */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static uint64_t hold_epoch;
+
+static uint64_t hold_now(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    uint64_t e = hold_epoch;
+    pthread_mutex_unlock(&hold_mu);
+    return e;
+}
+
+static void hold_release(void)
+{
+    if (!emu_cfg.kernel_hold)
+        return;
+    pthread_mutex_lock(&hold_mu);
+    hold_epoch++;
+    pthread_cond_broadcast(&hold_cond);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+static void hold_until_waited(const struct op *op)
+{
+    pthread_mutex_lock(&hold_mu);
+    while (hold_epoch == op->hold_epoch)
+        pthread_cond_wait(&hold_cond, &hold_mu);
+    pthread_mutex_unlock(&hold_mu);
+}
+
 static void wait_seq(struct CUstream_st *s, uint64_t seq)
 {
     if (completed(s) >= seq)
         return;
+    hold_release(); /* this thread now waits for device work: held kernels may start */
     pthread_mutex_lock(&s->mu);
     while (completed(s) < seq)
         pthread_cond_wait(&s->cond, &s->mu);
@@ -463,6 +500,8 @@ static void run_queue(struct CUstream_st *s, bool idle_wait)
         pthread_mutex_unlock(&s->mu);
         for (size_t i = 0; i < op->ndeps; i++)
             wait_seq(op->deps[i].s, op->deps[i].seq);
+        if (op->kind == OP_KERNEL && emu_cfg.kernel_hold)
+            hold_until_waited(op);
         execute(op);
         uint64_t seq = op->seq;
         free_op(op);
@@ -1918,6 +1957,7 @@ static rzcu_result do_launch(rzcu_function f, unsigned gx, unsigned gy, unsigned
     }
     op->kernel = k.fn;
     op->kparams = kparams;
+    op->hold_epoch = emu_cfg.kernel_hold ? hold_now() : 0;
     op->launch = (cuda_emu_launch_t){{gx, gy, gz}, {bx, by, bz}, shared_bytes};
     return submit(s, op, false);
 }

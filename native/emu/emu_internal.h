@@ -33,6 +33,7 @@ int emu_ep_by_name(const char *name); /* -1 when unknown */
 struct emu_config {
     int ndevices;
     size_t mem_bytes;
+    bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
 };
 extern struct emu_config emu_cfg;
 

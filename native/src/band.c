@@ -243,6 +243,33 @@ void rz__bands_install(void) {
     t_busy = 0;
 }
 
+void rz__bands_settle(void) {
+    enum { MAX_CTX = 64 };
+    void *ctxs[MAX_CTX];
+    size_t n = 0;
+    if (begin() != RZ_OK)
+        return;
+    if (lock_registry() != RZ_OK) {
+        end();
+        return;
+    }
+    install_pending_locked(); /* a pending zone learns its context here */
+    for (rz_zone_node_t *z = rz__registry_first(); z && n < MAX_CTX; z = rz__registry_next(z)) {
+        if (!rz__zone_watched(z))
+            continue;
+        size_t i = 0;
+        while (i < n && ctxs[i] != z->ctx)
+            i++;
+        if (i == n)
+            ctxs[n++] = z->ctx;
+    }
+    rz__registry_unlock();
+    /* Outside the lock: the program's host functions may need it while the device drains. */
+    for (size_t i = 0; i < n; i++)
+        rz__dev_settle(ctxs[i]); /* a failure (a sticky error, a dead context) shows in the scan's reads */
+    end();
+}
+
 /* Judge a batch of n zones whose bands have places laid out in g_staging: on a GPU the check kernel says
  * which bands differ and only those are read; otherwise every band is read. */
 static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {

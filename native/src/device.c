@@ -157,6 +157,18 @@ rzcu_result rz__dev_enter(void *ctx, int *pushed) { return enter_ctx(ctx, pushed
 
 void rz__dev_leave(int pushed) { leave_ctx(pushed); }
 
+rzcu_result rz__dev_settle(void *ctx) {
+    if (rz__drv.cuCtxSynchronize == NULL)
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    int pushed;
+    rzcu_result r = enter_ctx(ctx, &pushed);
+    if (r != RZCUDA_SUCCESS)
+        return r;
+    r = rz__drv.cuCtxSynchronize();
+    leave_ctx(pushed);
+    return r;
+}
+
 /* A new zone's band: one memset on the library's stream of the current context, then one sync. Called
  * without the registry lock, so it must not touch the batch scratch. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes) {

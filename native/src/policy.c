@@ -50,6 +50,8 @@ static void exit_scan(void) {
      * after the first allocation call): then every band read fails, so say that instead of scanning. */
     rzcu_context current = NULL;
     int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
+    if (!gone)
+        rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */
     int violated = gone ? RZ_EDRIVER : rz_scan();
     rz_stats_get(&s);
     write_summary(o, &s);
@@ -266,6 +268,10 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
             return;
         }
     }
+    /* The driver's cuMemFree waits for the device before it frees: wait first too, so what the program's
+     * in-flight kernels write past the end is in the band when it is read. */
+    if (!req->async)
+        rz__dev_settle(zone->ctx);
     rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band},
                           {.ctx = zone->ctx, .dev = front, .bytes = rz__zone_front(zone), .host = c->band + zone->pad_bytes,
                            .front = 1}};

@@ -306,6 +306,9 @@ int rz__dev_load(void);
 rzcu_result rz__dev_alloc(rz_devptr_t *p, size_t bytes);
 rzcu_result rz__dev_free(rz_devptr_t p);
 void *rz__dev_current_ctx(void);
+/* Wait for all work of context ctx (the current one when NULL), as the driver's cuMemFree and context
+ * teardown do, so a band read afterwards sees what the program's in-flight kernels and copies wrote. */
+rzcu_result rz__dev_settle(void *ctx);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 
@@ -441,6 +444,9 @@ uint8_t rz__band_byte_for(uint64_t index);
 /* Write the bands of zones still waiting for them (lazy install); a no-op costing one load when none wait
  * or when called from inside a scan or poison on this thread. */
 void rz__bands_install(void);
+/* Wait for the program's work in every context that holds a watched zone (before the exit scan: work still
+ * queued or running at exit may write past an end). Never under the registry lock. */
+void rz__bands_settle(void);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 /* The same for the zone's front band (rz__zone_front(zone) bytes before its pointer). */

@@ -1,0 +1,81 @@
+/*
+ * A CUDA driver-API program for the real driver's semantics that redzone must honour (issue 15), one
+ * scenario per mode, run by tests/test_semantics.c with libredzone.so preloaded. It knows nothing of redzone.
+ *   rzreal inflight legacy|blocking|nonblocking|perthread|exit
+ *                      a kernel writes 8 bytes past the end of a 1000-byte buffer and the buffer is freed
+ *                      with no synchronisation in between (on each kind of stream), or the program exits
+ *                      with the kernel still queued (run with CUDA_EMU_KERNEL_HOLD=1: the kernel starts only
+ *                      when some thread waits for the device, as on a busy GPU)
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_emu.h"
+
+#define CHECK(call)                                                                                          \
+    do {                                                                                                     \
+        rzcu_result rc_ = (call);                                                                            \
+        if (rc_ != 0) {                                                                                      \
+            fprintf(stderr, "rzreal:%d: %s failed: %u\n", __LINE__, #call, rc_);                             \
+            exit(100);                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+static rzcu_context setup(void) {
+    rzcu_context ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+/* Writes n bytes of 0x5a from p + at. */
+CUDA_EMU_KERNEL(past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
+}
+
+static rzcu_function past_fn(void) {
+    rzcu_module mod;
+    rzcu_function f;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&f, mod, "past"));
+    return f;
+}
+
+static int mode_inflight(const char *how) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    rzcu_stream s = NULL;
+    if (strcmp(how, "blocking") == 0)
+        CHECK(cuStreamCreate(&s, 0));
+    else if (strcmp(how, "nonblocking") == 0)
+        CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    if (strcmp(how, "perthread") == 0)
+        CHECK(cuLaunchKernel_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    else
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    if (strcmp(how, "exit") == 0) {
+        printf("rzreal: exiting with the kernel queued\n");
+        return 0; /* the exit scan must wait for it */
+    }
+    CHECK(cuMemFree_v2(p)); /* no synchronisation before: the driver's free waits for the device */
+    printf("rzreal: freed with the kernel in flight\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "inflight") == 0 && argc > 2)
+        return mode_inflight(argv[2]);
+    fprintf(stderr, "usage: rzreal MODE ...\n");
+    return 2;
+}

@@ -1,0 +1,53 @@
+/*
+ * What a real driver does that redzone must stay correct under (issue 15), end to end on the emulated
+ * driver with libredzone.so preloaded into tests/programs/rzreal.c: kernels still running when their buffer
+ * is freed or the program exits, and the emulated driver's imitations of the real driver's rules.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spawn.h"
+
+#define PRELOAD "LD_PRELOAD=" LIBREDZONE
+#define EMU "LD_LIBRARY_PATH=" EMU_DIR
+
+static char out[1 << 16];
+
+static int run(const char *const *env, const char *const *argv) { return spawn_capture(env, argv, out, sizeof out); }
+
+#define VIOLATION_1000 "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=64 : bytes [0..=7] past the end were written (8 of 64 pad bytes changed), first bad value 0x5a\n"
+
+/* The driver's cuMemFree waits for the device; redzone's check before it must wait too, on every kind of
+ * stream the kernel may run on. CUDA_EMU_KERNEL_HOLD starts the kernel only once a thread waits. */
+static void expect_free_report(const char *stream) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_KERNEL_HOLD=1", NULL};
+    const char *argv[] = {RZREAL, "inflight", stream, NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, VIOLATION_1000 "  kernels launched since alloc#0 was last seen clean (most recent first): "
+                          "past\nredzone: alloc#0 was violated when it was freed\n"), "%s: %s", stream, out);
+    cr_assert(strstr(out, "rzreal: freed with the kernel in flight\n"), "%s", out);
+}
+
+Test(semantics, kernel_in_flight_at_free_legacy_stream) { expect_free_report("legacy"); }
+Test(semantics, kernel_in_flight_at_free_blocking_stream) { expect_free_report("blocking"); }
+Test(semantics, kernel_in_flight_at_free_non_blocking_stream) { expect_free_report("nonblocking"); }
+Test(semantics, kernel_in_flight_at_free_per_thread_stream) { expect_free_report("perthread"); }
+
+Test(semantics, kernel_queued_at_exit_is_reported_by_the_exit_scan) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_KERNEL_HOLD=1", NULL};
+    const char *argv[] = {RZREAL, "inflight", "exit", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, VIOLATION_1000), "%s", out);
+    cr_assert(strstr(out, "redzone: exit: 1 violated at exit;"), "%s", out);
+}
+
+/* Without redzone the hold changes nothing a correct program sees: the driver's free waits for the kernel. */
+Test(semantics, kernel_hold_needs_a_wait_to_start_kernels) {
+    const char *env[] = {EMU, "CUDA_EMU_KERNEL_HOLD=1", NULL};
+    const char *argv[] = {RZREAL, "inflight", "legacy", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: freed with the kernel in flight\n"), "%s", out);
+    cr_assert(!strstr(out, "REDZONE"), "%s", out);
+}
