@@ -51,3 +51,17 @@ Test(semantics, kernel_hold_needs_a_wait_to_start_kernels) {
     cr_assert(strstr(out, "rzreal: freed with the kernel in flight\n"), "%s", out);
     cr_assert(!strstr(out, "REDZONE"), "%s", out);
 }
+
+/* Managed memory is host-accessible: a host store past the end needs no launch, copy or synchronisation to
+ * land, so the band must be there from the allocation on (not written lazily over the store). */
+static void expect_managed_report(const char *how) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZREAL, "managed", how, NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=64 : bytes [0..=0] past the end were "
+                          "written (1 of 64 pad bytes changed), first bad value 0x5a\n"), "%s: %s", how, out);
+    cr_assert(strstr(out, "redzone: alloc#0 was violated when it was freed\n"), "%s", out);
+}
+
+Test(semantics, managed_host_store_past_the_end_before_device_work) { expect_managed_report("free"); }
+Test(semantics, managed_host_store_past_the_end_then_synchronise) { expect_managed_report("sync"); }

@@ -384,8 +384,10 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         bytes = *req->pitch * req->height;
         pad = *req->pitch * extra_rows; /* bounded by the check above: pitch < width + 4096 */
     }
-    /* Lazy only where the hooks see the program's copies and launches: not for rz_mem_alloc callers. */
-    int lazy = pad > 0 && req->interposed && !o->install_eager && !is_async(req);
+    /* Lazy only where the hooks see every write into the buffer: not for rz_mem_alloc callers (their copies
+     * are not seen), and not for managed memory, which the host reads and writes directly (a store past the
+     * end before the first device work would be overwritten by a band written later). */
+    int lazy = pad > 0 && req->interposed && !o->install_eager && !is_async(req) && req->kind != RZ_ALLOC_MANAGED;
     rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
                            .front_units = (uint16_t)(front / RZ_FRONT_UNIT)};
     /* A lazy zone asks the driver for its context when its band is written, so one freed before then

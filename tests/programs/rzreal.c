@@ -6,6 +6,9 @@
  *                      with no synchronisation in between (on each kind of stream), or the program exits
  *                      with the kernel still queued (run with CUDA_EMU_KERNEL_HOLD=1: the kernel starts only
  *                      when some thread waits for the device, as on a busy GPU)
+ *   rzreal managed free|sync
+ *                      a host store one byte past the end of managed memory (host-accessible), before any
+ *                      device work, then the free (after a cuCtxSynchronize with `sync`)
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -71,11 +74,25 @@ static int mode_inflight(const char *how) {
     return 0;
 }
 
+static int mode_managed(const char *how) {
+    setup();
+    rzcu_deviceptr p;
+    CHECK(cuMemAllocManaged(&p, 1000, RZCU_MEM_ATTACH_GLOBAL));
+    ((volatile unsigned char *)(uintptr_t)p)[1000] = 0x5a; /* the host writes past the end */
+    if (strcmp(how, "sync") == 0)
+        CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(p));
+    printf("rzreal: managed memory freed\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "managed") == 0 && argc > 2)
+        return mode_managed(argv[2]);
     fprintf(stderr, "usage: rzreal MODE ...\n");
     return 2;
 }
