@@ -65,3 +65,25 @@ static void expect_managed_report(const char *how) {
 
 Test(semantics, managed_host_store_past_the_end_before_device_work) { expect_managed_report("free"); }
 Test(semantics, managed_host_store_past_the_end_then_synchronise) { expect_managed_report("sync"); }
+
+/* A context ends and a new one gets the same handle: the old context's live zones are checked before it
+ * goes and forgotten with it, and the new context's zones are banded and checked like any others. */
+static void expect_context_end(const char *how) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZREAL, "ctxend", how, NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: same context handle again: 1\n"), "%s: %s", how, out);
+    cr_assert(strstr(out, "REDZONE VIOLATION alloc#0 user_bytes=500 pad=64 : bytes [0..=0] past the end were written "
+                          "(1 of 64 pad bytes changed), first bad value 0x11\nredzone: context ending: 1 zones "
+                          "checked, 1 violated\n"), "%s: %s", how, out);
+    cr_assert(strstr(out, "REDZONE VIOLATION alloc#2 user_bytes=1000 pad=64 : bytes [0..=7] past the end were written "
+                          "(8 of 64 pad bytes changed), first bad value 0x5a\nredzone: alloc#2 was violated when it "
+                          "was freed\n"), "%s: %s", how, out);
+    cr_assert(!strstr(out, "warning"), "%s: %s", how, out);
+    cr_assert(strstr(out, "redzone: exit: 0 violated at exit; 2 violations in 1 scans; 3 allocations, 0 live"), "%s: %s",
+              how, out);
+}
+
+Test(semantics, context_destroyed_and_created_again_with_the_same_handle) { expect_context_end("destroy"); }
+Test(semantics, primary_context_released_and_retained_again) { expect_context_end("release"); }
+Test(semantics, primary_context_reset_and_retained_again) { expect_context_end("reset"); }

@@ -181,6 +181,41 @@ static struct CUctx_st *stack_pop(void)
 /* ------------------------------------------------------------------------------------------------------ */
 /* contexts */
 
+/*
+ * Destroyed created contexts, newest last: cuCtxCreate hands out the most recently destroyed slot again, as
+ * a real driver hands out the freed memory of a destroyed context for the next one (the same CUcontext
+ * value), so code that keys anything by the handle sees it come back for a different context.
+ */
+static pthread_mutex_t reuse_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct CUctx_st **reusable;
+static size_t nreusable, reusable_cap;
+
+static void ctx_recycle(struct CUctx_st *c)
+{
+    pthread_mutex_lock(&reuse_mu);
+    if (nreusable == reusable_cap) {
+        size_t cap = reusable_cap ? 2 * reusable_cap : 16;
+        struct CUctx_st **v = realloc(reusable, cap * sizeof *v);
+        if (v) {
+            reusable = v;
+            reusable_cap = cap;
+        }
+    }
+    if (nreusable < reusable_cap)
+        reusable[nreusable++] = c; /* else: out of memory, the slot is simply not reused */
+    pthread_mutex_unlock(&reuse_mu);
+}
+
+static struct CUctx_st *ctx_reused(int device)
+{
+    pthread_mutex_lock(&reuse_mu);
+    struct CUctx_st *c = nreusable ? reusable[--nreusable] : NULL;
+    pthread_mutex_unlock(&reuse_mu);
+    if (c)
+        c->device = device;
+    return c;
+}
+
 static struct CUctx_st *ctx_new(int device, bool is_primary)
 {
     size_t idx = atomic_fetch_add(&emu_nctx, 1);
@@ -384,7 +419,7 @@ EMU_API rzcu_result cuDevicePrimaryCtxRetain(rzcu_context *pctx, rzcu_device dev
     struct CUctx_st *c = primary[dev];
     if (!c)
         r = RZCUDA_ERROR_OUT_OF_MEMORY;
-    else if (c->refcount == 0 && !ctx_activate(c))
+    else if (!atomic_load(&c->alive) && !ctx_activate(c)) /* first retain, or after a release or reset */
         r = RZCUDA_ERROR_OUT_OF_MEMORY;
     else {
         c->refcount++;
@@ -405,8 +440,40 @@ EMU_API rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev)
         pthread_mutex_unlock(&primary_mu);
         return RZCUDA_ERROR_INVALID_CONTEXT;
     }
-    if (--c->refcount == 0)
+    if (--c->refcount == 0 && atomic_load(&c->alive))
         ctx_teardown(c); /* the handle stays; a later retain reactivates it */
+    pthread_mutex_unlock(&primary_mu);
+    return RZCUDA_SUCCESS;
+}
+
+/* As documented: destroys all allocations and state of the primary context now, without releasing it (the
+ * references stay; a later retain activates it again, under the same handle, as cudaDeviceReset and the
+ * runtime's next call do). Resetting an inactive primary context is a no-op. */
+EMU_API rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev)
+{
+    ENTER(cuDevicePrimaryCtxReset_v2);
+    if (!emu_valid_device(dev))
+        return RZCUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&primary_mu);
+    struct CUctx_st *c = primary[dev];
+    if (c && atomic_load(&c->alive))
+        ctx_teardown(c);
+    pthread_mutex_unlock(&primary_mu);
+    return RZCUDA_SUCCESS;
+}
+
+/* Flags are always 0 (cuDevicePrimaryCtxSetFlags is not emulated); active: retained and not reset since. */
+EMU_API rzcu_result cuDevicePrimaryCtxGetState(rzcu_device dev, unsigned int *flags, int *active)
+{
+    ENTER(cuDevicePrimaryCtxGetState);
+    if (!flags || !active)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    if (!emu_valid_device(dev))
+        return RZCUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&primary_mu);
+    struct CUctx_st *c = primary[dev];
+    *flags = 0;
+    *active = c && atomic_load(&c->alive);
     pthread_mutex_unlock(&primary_mu);
     return RZCUDA_SUCCESS;
 }
@@ -420,7 +487,9 @@ EMU_API rzcu_result cuCtxCreate_v4(rzcu_context *pctx, struct CUctxCreateParams_
         return RZCUDA_ERROR_INVALID_VALUE;
     if (!emu_valid_device(dev))
         return RZCUDA_ERROR_INVALID_DEVICE;
-    struct CUctx_st *c = ctx_new(dev, false);
+    struct CUctx_st *c = ctx_reused(dev);
+    if (!c)
+        c = ctx_new(dev, false);
     if (!c || !ctx_activate(c) || !stack_push(c)) {
         if (c)
             ctx_teardown(c);
@@ -441,6 +510,7 @@ EMU_API rzcu_result cuCtxDestroy_v2(rzcu_context ctx)
     ctx_teardown(c);
     if (stack_top() == c)
         stack_pop();
+    ctx_recycle(c);
     return RZCUDA_SUCCESS;
 }
 

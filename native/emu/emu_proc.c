@@ -29,6 +29,8 @@ static const struct proc_row rows[] = {
     {"cuDeviceTotalMem", 3020, FN(cuDeviceTotalMem_v2), NULL, 0},
     {"cuDevicePrimaryCtxRetain", 7000, FN(cuDevicePrimaryCtxRetain), NULL, 0},
     {"cuDevicePrimaryCtxRelease", 11000, FN(cuDevicePrimaryCtxRelease_v2), NULL, 0},
+    {"cuDevicePrimaryCtxReset", 11000, FN(cuDevicePrimaryCtxReset_v2), NULL, 0},
+    {"cuDevicePrimaryCtxGetState", 7000, FN(cuDevicePrimaryCtxGetState), NULL, 0},
     {"cuCtxCreate", 12050, FN(cuCtxCreate_v4), NULL, 0},
     {"cuCtxDestroy", 4000, FN(cuCtxDestroy_v2), NULL, 0},
     {"cuCtxGetCurrent", 4000, FN(cuCtxGetCurrent), NULL, 0},

@@ -475,6 +475,9 @@ static void end_report(void)
     X(cuDevicePrimaryCtxRetain, rzcu_fn_cuDevicePrimaryCtxRetain, (rzcu_context * pctx, rzcu_device dev),   \
       (pctx, dev))                                                                                          \
     X(cuDevicePrimaryCtxRelease_v2, rzcu_fn_cuDevicePrimaryCtxRelease_v2, (rzcu_device dev), (dev))         \
+    X(cuDevicePrimaryCtxReset_v2, rzcu_fn_cuDevicePrimaryCtxReset_v2, (rzcu_device dev), (dev))             \
+    X(cuDevicePrimaryCtxGetState, rzcu_fn_cuDevicePrimaryCtxGetState, (rzcu_device dev, unsigned int *flags, int *active), \
+      (dev, flags, active))                                                                                 \
     X(cuCtxCreate_v4, rzcu_fn_cuCtxCreate_v4,                                                               \
       (rzcu_context * pctx, struct CUctxCreateParams_st * params, unsigned int flags, rzcu_device dev),      \
       (pctx, params, flags, dev))                                                                           \

@@ -94,7 +94,7 @@ RZ_API int rz_unpoison(void);
     X(scans, counter, "completed scans")                                                                      \
     X(violations, counter, "violated zones found by all scans together")                                      \
     X(unpadded_allocs, counter, "allocations that should have had a band but got none (out of memory, size overflow, failed fill)") \
-    X(stale_zones, counter, "zones forgotten without a free: the driver handed their address out again (their context was destroyed)")
+    X(stale_zones, counter, "zones forgotten without a free: their context ended (destroyed, released or reset), or the driver handed their address out again or no longer knows it")
 
 typedef struct rz_stats {
 #define RZ_STATS_FIELD(name, kind, desc) uint64_t name;

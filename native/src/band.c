@@ -243,6 +243,35 @@ void rz__bands_install(void) {
     t_busy = 0;
 }
 
+static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out);
+
+void rz__bands_context_ending(void *ctx) {
+    if (ctx == NULL || begin() != RZ_OK)
+        return;
+    rz__registry_lock();
+    install_pending_locked(); /* their memory is still there: each waiting zone learns its context */
+    rz__registry_unlock();
+    rz__dev_settle(ctx); /* the driver waits for the context's work before ending it: so do we */
+    rz__registry_lock();
+    uint64_t checked = 0, violated = 0;
+    int rc = scan_locked(ctx, &checked, &violated);
+    rz__registry_unlock();
+    if (violated || rc != RZ_OK)
+        rz__log("redzone: context ending: %llu zones checked, %llu violated%s%s", (unsigned long long)checked,
+                (unsigned long long)violated, rc != RZ_OK ? "; failed: " : "", rc != RZ_OK ? rz_strerror(rc) : "");
+    end();
+}
+
+void rz__bands_context_ended(void *ctx) {
+    if (ctx == NULL || begin() != RZ_OK)
+        return;
+    rz__registry_lock();
+    rz__registry_drop_ctx(ctx);
+    rz__dev_forget_ctx(ctx); /* under the lock: scans use the per-context kernel state under it */
+    rz__registry_unlock();
+    end();
+}
+
 void rz__bands_settle(void) {
     enum { MAX_CTX = 64 };
     void *ctxs[MAX_CTX];
@@ -357,19 +386,11 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
     return rc;
 }
 
-RZ_EXPORT int rz_scan(void) {
-    int rc = begin();
-    if (rc != RZ_OK)
-        return rc;
+/* Read and judge the bands of every watched zone (of context `only` when not NULL). Registry lock held,
+ * waiting bands installed. */
+static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out) {
     uint64_t checked = 0, violated = 0, unread = 0;
-    int rc_driver = RZ_OK;
-    if ((rc = lock_registry()) != RZ_OK) {
-        end();
-        return rc;
-    }
-    install_pending_locked();
-    rz__launch_scan_begin();
-    RZ_STATE.last_violation_count = 0;
+    int rc = RZ_OK, rc_driver = RZ_OK;
     /* Staging holds one batch: sized for the registry up to RZ_STAGING_MAX (pages are touched only as used),
      * and grown, between batches, for a band wider than it (its address must not move within a batch). */
     uint64_t want = rz__registry_count() * (RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes + rz__options()->front_bytes : 16);
@@ -377,7 +398,7 @@ RZ_EXPORT int rz_scan(void) {
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
-        if (!rz__zone_watched(z))
+        if (!rz__zone_watched(z) || (only && z->ctx != only))
             continue;
         size_t zone_bytes = z->pad_bytes + rz__zone_front(z), bands = z->front_units ? 2 : 1;
         if (n > 0 && (n + bands > g_io_cap || used + zone_bytes > g_staging.size)) {
@@ -405,6 +426,24 @@ RZ_EXPORT int rz_scan(void) {
     if (rc == RZ_OK)
         rc = rc_driver;
     checked -= unread < checked ? unread : checked; /* bands that could not be read were not checked */
+    *checked_out = checked;
+    *violated_out = violated;
+    return rc;
+}
+
+RZ_EXPORT int rz_scan(void) {
+    int rc = begin();
+    if (rc != RZ_OK)
+        return rc;
+    if ((rc = lock_registry()) != RZ_OK) {
+        end();
+        return rc;
+    }
+    install_pending_locked();
+    rz__launch_scan_begin();
+    RZ_STATE.last_violation_count = 0;
+    uint64_t checked = 0, violated = 0;
+    rc = scan_locked(NULL, &checked, &violated);
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();

@@ -52,6 +52,15 @@ void rz__dev_set_check_kernel(int on) { g_off = !on; }
 
 void rz__dev_check_reset(void) { g_nkctx = 0; }
 
+void rz__dev_check_forget(void *ctx) {
+    for (int i = 0; i < g_nkctx; i++) {
+        if (g_kctx[i].ctx != ctx)
+            continue;
+        g_kctx[i] = g_kctx[--g_nkctx]; /* its module and buffer went with the context */
+        return;
+    }
+}
+
 /* The kernel state of ctx (current), loading the module on first use. NULL when unavailable. */
 static struct kernel_ctx *kernel_for(void *ctx) {
     struct kernel_ctx *k = NULL;

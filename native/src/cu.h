@@ -166,6 +166,8 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuDeviceTotalMem_v2, rzcu_result, (size_t * bytes, rzcu_device dev))                                  \
     X(cuDevicePrimaryCtxRetain, rzcu_result, (rzcu_context * pctx, rzcu_device dev))                        \
     X(cuDevicePrimaryCtxRelease_v2, rzcu_result, (rzcu_device dev))                                         \
+    X(cuDevicePrimaryCtxReset_v2, rzcu_result, (rzcu_device dev))                                           \
+    X(cuDevicePrimaryCtxGetState, rzcu_result, (rzcu_device dev, unsigned int *flags, int *active))          \
     X(cuCtxCreate_v4, rzcu_result,                                                                          \
       (rzcu_context * pctx, struct CUctxCreateParams_st * params, unsigned int flags, rzcu_device dev))      \
     X(cuCtxDestroy_v2, rzcu_result, (rzcu_context ctx))                                                     \

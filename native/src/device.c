@@ -133,6 +133,39 @@ void rz__dev_reset(void) {
     rz__dev_check_reset();
 }
 
+void rz__dev_forget_ctx(void *ctx) {
+    pthread_mutex_lock(&g_stream_lock);
+    for (int i = 0; i < g_nstreams; i++) {
+        if (g_streams[i].ctx != ctx)
+            continue;
+        g_streams[i] = g_streams[--g_nstreams]; /* the stream went with the context */
+        break;
+    }
+    pthread_mutex_unlock(&g_stream_lock);
+    rz__dev_check_forget(ctx);
+}
+
+int rz__dev_primary_active(int dev) {
+    unsigned flags;
+    int active = 0;
+    if (rz__drv.cuDevicePrimaryCtxGetState == NULL ||
+        rz__drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) != RZCUDA_SUCCESS)
+        return -1;
+    return active != 0;
+}
+
+void *rz__dev_primary_ctx(int dev) {
+    rzcu_context ctx = NULL;
+    if (rz__dev_primary_active(dev) != 1 || rz__drv.cuDevicePrimaryCtxRetain == NULL ||
+        rz__drv.cuDevicePrimaryCtxRelease_v2 == NULL)
+        return NULL;
+    /* Active: this retain only counts a reference (it creates nothing), and the release gives it back. */
+    if (rz__drv.cuDevicePrimaryCtxRetain(&ctx, dev) != RZCUDA_SUCCESS)
+        return NULL;
+    rz__drv.cuDevicePrimaryCtxRelease_v2(dev);
+    return ctx;
+}
+
 rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out) { return stream_for(ctx ? ctx : rz__dev_current_ctx(), out); }
 
 /* Make ctx current for the duration of a band operation (pushed only when it is not already current). */

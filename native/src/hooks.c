@@ -254,6 +254,65 @@ rzcu_result cuEventSynchronize(rzcu_event e) {
     return after_sync(real(e));
 }
 
+/* ---- the end of a context ---------------------------------------------------------------------------- */
+/*
+ * A context's memory goes with it, and a later context may get the same handle (a primary context always
+ * does; a created one may). Before the driver ends one, its zones are checked (as their frees would have
+ * been); after, they and the library's stream and kernel state for the handle are forgotten. A primary
+ * context ends on its last release (the driver says whether it is still active) or on a reset.
+ */
+RZ_EXPORT rzcu_fn_cuCtxDestroy_v2 cuCtxDestroy_v2;
+rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
+    rzcu_fn_cuCtxDestroy_v2 *real = REAL(cuCtxDestroy_v2);
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    if (t_in_hook)
+        return real(ctx);
+    ENTER();
+    rz__bands_context_ending(ctx);
+    rzcu_result r = real(ctx);
+    if (r == RZCUDA_SUCCESS)
+        rz__bands_context_ended(ctx);
+    LEAVE();
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease_v2;
+rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
+    rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real = REAL(cuDevicePrimaryCtxRelease_v2);
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    if (t_in_hook)
+        return real(dev);
+    ENTER();
+    void *ctx = rz__dev_primary_ctx(dev);
+    /* Whether this release is the last one is known only after it: bands are written and checked first in
+     * case it is (a release that is not costs the check, as a synchronisation with METRALE_REDZONE_SCAN=sync). */
+    rz__bands_context_ending(ctx);
+    rzcu_result r = real(dev);
+    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0)
+        rz__bands_context_ended(ctx);
+    LEAVE();
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2;
+rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
+    rzcu_fn_cuDevicePrimaryCtxReset_v2 *real = REAL(cuDevicePrimaryCtxReset_v2);
+    if (real == NULL)
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    if (t_in_hook)
+        return real(dev);
+    ENTER();
+    void *ctx = rz__dev_primary_ctx(dev);
+    rz__bands_context_ending(ctx);
+    rzcu_result r = real(dev);
+    if (r == RZCUDA_SUCCESS && ctx)
+        rz__bands_context_ended(ctx);
+    LEAVE();
+    return r;
+}
+
 /* ---- launches: kernel attribution -------------------------------------------------------------------- */
 #define LAUNCH(name, real_field)                                                                             \
     RZ_EXPORT rzcu_fn_cuLaunchKernel name;                                                                   \
@@ -297,7 +356,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuMemFreeAsync_ptsz) X(cuMemGetAddressRange_v2) X(cuCtxSynchronize) X(cuCtxSynchronize_v2)             \
     X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize) X(cuLaunchKernel)               \
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
-    X(cuGetProcAddress_v2)
+    X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

@@ -340,6 +340,22 @@ void rz__registry_drop_stale(uint64_t ptr) {
     seq_end();
 }
 
+size_t rz__registry_drop_ctx(void *ctx) {
+    size_t dropped = 0;
+    for (rz_zone_node_t *z = rz__registry_first(), *next; z; z = next) {
+        next = rz__registry_next(z); /* before z is unlinked */
+        if (z->ctx != ctx || ctx == NULL)
+            continue;
+        if (z->flags & RZ_ZONE_GUARD) {
+            z->ctx = NULL; /* virtual memory belongs to the device, not the context: it stays */
+            continue;
+        }
+        rz__registry_drop_stale(z->ptr);
+        dropped++;
+    }
+    return dropped;
+}
+
 int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out) {
     rz__registry_lock();
     uint32_t *link;

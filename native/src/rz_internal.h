@@ -173,6 +173,10 @@ rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node);
 /* Under the lock: forget the zone at ptr, whose memory the driver released without a free through redzone
  * (counted as unmapped and in stale_zones). */
 void rz__registry_drop_stale(uint64_t ptr);
+/* Under the lock: forget every zone of context ctx, which has ended (its memory went with it; counted as
+ * for rz__registry_drop_stale); guard-page zones stay (their memory is the device's) and lose the context.
+ * Returns how many were forgotten. */
+size_t rz__registry_drop_ctx(void *ctx);
 /* Under the lock: the zone for ptr, or NULL. */
 rz_zone_node_t *rz__registry_find(uint64_t ptr);
 uint64_t rz__registry_count(void);
@@ -381,6 +385,15 @@ void rz__dev_release_retired(void);
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
+/* Context ctx has ended (destroyed, or a primary context released for the last time or reset): forget its
+ * stream and check kernel state, so a context that later gets the same handle starts afresh. */
+void rz__dev_forget_ctx(void *ctx);
+void rz__dev_check_forget(void *ctx);
+/* The handle of device dev's primary context when it is active (learned with a retain and a release, which
+ * leave its reference count as it was); NULL when inactive or unknown. */
+void *rz__dev_primary_ctx(int dev);
+/* Whether device dev's primary context is active (1), inactive (0) or unknown (-1). */
+int rz__dev_primary_active(int dev);
 
 /* ---- allocation (api.c) ---------------------------------------------------------------------------- */
 typedef enum { RZ_ALLOC_PLAIN, RZ_ALLOC_MANAGED, RZ_ALLOC_PITCH, RZ_ALLOC_ASYNC, RZ_ALLOC_POOL } rz_alloc_kind_t;
@@ -447,6 +460,11 @@ void rz__bands_install(void);
 /* Wait for the program's work in every context that holds a watched zone (before the exit scan: work still
  * queued or running at exit may write past an end). Never under the registry lock. */
 void rz__bands_settle(void);
+/* A context is about to end (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset):
+ * write waiting bands, wait for its work and check the bands of its zones, which go with it. */
+void rz__bands_context_ending(void *ctx);
+/* It has ended: forget its zones and the library's state for it. */
+void rz__bands_context_ended(void *ctx);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 /* The same for the zone's front band (rz__zone_front(zone) bytes before its pointer). */

@@ -6,6 +6,10 @@
  *                      with no synchronisation in between (on each kind of stream), or the program exits
  *                      with the kernel still queued (run with CUDA_EMU_KERNEL_HOLD=1: the kernel starts only
  *                      when some thread waits for the device, as on a busy GPU)
+ *   rzreal ctxend destroy|release|reset
+ *                      a context ends (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset)
+ *                      with an overrun zone still live, after a buffer was banded and freed in it; then a new
+ *                      context (the same handle, as the driver hands out) gets a buffer overrun by 8 bytes
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
@@ -86,11 +90,47 @@ static int mode_managed(const char *how) {
     return 0;
 }
 
+static rzcu_context begin_context(const char *how) {
+    rzcu_context ctx;
+    if (strcmp(how, "destroy") == 0)
+        CHECK(cuCtxCreate_v4(&ctx, NULL, 0, 0));
+    else {
+        CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+        CHECK(cuCtxSetCurrent(ctx));
+    }
+    return ctx;
+}
+
+static int mode_ctxend(const char *how) {
+    CHECK(cuInit(0));
+    rzcu_context first = begin_context(how);
+    rzcu_deviceptr live, a, b;
+    CHECK(cuMemAlloc_v2(&live, 500));
+    CHECK(cuMemsetD8_v2(live + 500, 0x11, 1)); /* past the end, never freed: goes with the context */
+    CHECK(cuMemAlloc_v2(&a, 1000));
+    CHECK(cuMemsetD8_v2(a, 0, 1000)); /* the library now has a stream for this context */
+    CHECK(cuMemFree_v2(a));
+    if (strcmp(how, "destroy") == 0)
+        CHECK(cuCtxDestroy_v2(first));
+    else if (strcmp(how, "release") == 0)
+        CHECK(cuDevicePrimaryCtxRelease_v2(0));
+    else
+        CHECK(cuDevicePrimaryCtxReset_v2(0));
+    rzcu_context second = begin_context(how);
+    printf("rzreal: same context handle again: %d\n", second == first);
+    CHECK(cuMemAlloc_v2(&b, 1000));
+    CHECK(cuMemsetD8_v2(b + 1000, 0x5a, 8));
+    CHECK(cuMemFree_v2(b));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "ctxend") == 0 && argc > 2)
+        return mode_ctxend(argv[2]);
     if (strcmp(mode, "managed") == 0 && argc > 2)
         return mode_managed(argv[2]);
     fprintf(stderr, "usage: rzreal MODE ...\n");

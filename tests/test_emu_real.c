@@ -1,0 +1,108 @@
+/*
+ * Tests of the emulated driver's imitations of real-driver behaviour added for issue 15 (tests/test_emu.c
+ * holds the rest): kernels held until a thread waits (CUDA_EMU_KERNEL_HOLD), the primary context's reset
+ * and state, and context handles handed out again after a destroy.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cuda_emu.h"
+
+#define OK(call) cr_assert_eq((call), RZCUDA_SUCCESS, "%s", #call)
+#define FAILS(call, err) cr_assert_eq((call), (rzcu_result)(err), "%s", #call)
+
+static rzcu_context primary_current(void) {
+    OK(cuInit(0));
+    rzcu_context ctx = NULL;
+    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    OK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+CUDA_EMU_KERNEL(set_flag, sizeof(rzcu_deviceptr)) {
+    *(volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0) = 1;
+}
+
+static void launch_set_flag(rzcu_deviceptr flag, rzcu_stream s) {
+    rzcu_module mod;
+    rzcu_function f;
+    OK(cuModuleLoadData(&mod, "emulated module"));
+    OK(cuModuleGetFunction(&f, mod, "set_flag"));
+    void *params[] = {&flag};
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+}
+
+/* Held: a copy on another stream that waits for nothing sees the kernel's work not done, every time. */
+Test(emu_real, held_kernel_runs_only_once_a_thread_waits) {
+    setenv("CUDA_EMU_KERNEL_HOLD", "1", 1);
+    primary_current();
+    rzcu_deviceptr flag;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    launch_set_flag(flag, NULL);
+    rzcu_stream other;
+    OK(cuStreamCreate(&other, RZCU_STREAM_NON_BLOCKING));
+    int seen = -1;
+    OK(cuMemcpyDtoHAsync_v2(&seen, flag, sizeof seen, other));
+    OK(cuStreamSynchronize(other)); /* complete already: waits for nothing, releases nothing */
+    cr_assert_eq(seen, 0, "the kernel ran before anyone waited");
+    OK(cuCtxSynchronize());
+    OK(cuMemcpyDtoH_v2(&seen, flag, sizeof seen));
+    cr_assert_eq(seen, 1, "the synchronisation let it run");
+}
+
+/* cuDevicePrimaryCtxReset destroys the context's memory and streams without releasing it; the next retain
+ * (or use) activates it again under the same handle. */
+Test(emu_real, primary_reset_destroys_and_keeps_the_handle) {
+    rzcu_context ctx = primary_current();
+    unsigned flags = 7;
+    int active = -1;
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    cr_assert(flags == 0 && active == 1);
+    rzcu_deviceptr p;
+    OK(cuMemAlloc_v2(&p, 1000));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    OK(cuDevicePrimaryCtxReset_v2(0));
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    cr_assert_eq(active, 0);
+    FAILS(cuMemAlloc_v2(&p, 16), RZCUDA_ERROR_CONTEXT_IS_DESTROYED);
+    FAILS(cuStreamSynchronize(s), RZCUDA_ERROR_INVALID_HANDLE);
+    OK(cuDevicePrimaryCtxReset_v2(0)); /* inactive: nothing to do */
+    rzcu_context again;
+    OK(cuDevicePrimaryCtxRetain(&again, 0));
+    cr_assert_eq(again, ctx, "the same handle");
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    cr_assert_eq(active, 1);
+    FAILS(cuMemGetAddressRange_v2(NULL, NULL, p), RZCUDA_ERROR_NOT_FOUND); /* freed by the reset */
+    OK(cuDevicePrimaryCtxRelease_v2(0));
+    OK(cuDevicePrimaryCtxRelease_v2(0)); /* the reset did not release the first reference */
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    cr_assert_eq(active, 0);
+    FAILS(cuDevicePrimaryCtxRelease_v2(0), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuDevicePrimaryCtxGetState(0, NULL, &active), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuDevicePrimaryCtxGetState(9, &flags, &active), RZCUDA_ERROR_INVALID_DEVICE);
+    FAILS(cuDevicePrimaryCtxReset_v2(9), RZCUDA_ERROR_INVALID_DEVICE);
+}
+
+/* A real driver's next context may live where the destroyed one did: the same CUcontext value. */
+Test(emu_real, created_context_reuses_a_destroyed_handle) {
+    OK(cuInit(0));
+    rzcu_context a, b, c;
+    OK(cuCtxCreate_v4(&a, NULL, 0, 0));
+    rzcu_deviceptr p;
+    OK(cuMemAlloc_v2(&p, 100));
+    OK(cuCtxDestroy_v2(a));
+    OK(cuCtxCreate_v4(&b, NULL, 0, 0));
+    cr_assert_eq(b, a, "the destroyed context's handle comes back");
+    FAILS(cuPointerGetAttribute(&c, RZCU_POINTER_ATTRIBUTE_CONTEXT, p), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemAlloc_v2(&p, 100));
+    OK(cuPointerGetAttribute(&c, RZCU_POINTER_ATTRIBUTE_CONTEXT, p));
+    cr_assert_eq(c, b);
+    OK(cuCtxCreate_v4(&c, NULL, 0, 0));
+    cr_assert_neq(c, b, "a live context's handle is never handed out twice");
+    OK(cuCtxDestroy_v2(c));
+    OK(cuCtxDestroy_v2(b));
+}
