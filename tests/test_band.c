@@ -282,6 +282,37 @@ Test(band_env, zones_remember_their_context_and_scans_use_it) {
     cr_assert_null(cur, "the caller's context stack is restored");
 }
 
+/* A poison whose band writes fail in one context: the other context's zones, already written, must not be
+ * reported by the next scan (they were: 64 of 64 bytes changed), and no window stays behind. */
+Test(band_env, poison_failing_in_one_context_leaves_no_false_violations) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("CUDA_EMU_DEVICES", "2", 1);
+    g_log = rzt_log_to_file();
+    rzcu_context c0 = rzt_context(0), c1 = NULL;
+    cr_assert_eq(cuDevicePrimaryCtxRetain(&c1, 1), RZCUDA_SUCCESS);
+    rz_devptr_t a, b;
+    cr_assert_eq(rz_mem_alloc(&a, 100), RZCUDA_SUCCESS); /* #0 in c0 */
+    cr_assert_eq(cuCtxSetCurrent(c1), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_mem_alloc(&b, 100), RZCUDA_SUCCESS); /* #1 in c1 */
+    cr_assert_eq(cuCtxSetCurrent(c0), RZCUDA_SUCCESS);
+    /* Window [5, 6): both bands change to 0x00; one band per context, so one plain async copy each, c0 first. */
+    cuEmuInjectFailure("cuMemcpyHtoDAsync_v2", 2, RZCUDA_ERROR_UNKNOWN);
+    cr_assert_eq(rz_poison(5, 6), RZ_EDRIVER);
+    expect_line("redzone: warning: poison: filling 1 bands failed with CUDA_ERROR_UNKNOWN\n");
+    cr_assert_eq(RZ_STATE.poison_active, 0, "the failed window is not left set");
+    uint8_t band[64];
+    cr_assert_eq(cuMemcpyDtoH_v2(band, a + 100, 64), RZCUDA_SUCCESS);
+    cr_assert_eq(band[0], 0xEE, "the band written in c0 was put back");
+    cr_assert_eq(rz_scan(), 0, "no false violations");
+    expect_line("redzone scan: 2 zones checked, 0 violated\n");
+    cr_assert_eq(rz_poison(5, 6), RZ_OK, "the same window works once the driver does");
+    cr_assert_eq(cuMemcpyDtoH_v2(band, b + 100, 64), RZCUDA_SUCCESS);
+    cr_assert_eq(band[63], 0x00);
+    cr_assert_eq(rz_scan(), 0);
+    poke(b + 100, 0x42);
+    cr_assert_eq(rz_scan(), 1, "a write into a poisoned band is still found");
+}
+
 /* Batched and per-band (fallback) methods: identical reports, and the batched one in O(1) driver calls. */
 static void overrun_pattern(rz_devptr_t *z, int n) {
     for (int i = 0; i < n; i += 7)

@@ -459,16 +459,24 @@ RZ_EXPORT int rz_scan(void) {
     return rc == RZ_OK ? (int)(violated > INT32_MAX ? INT32_MAX : violated) : rc;
 }
 
-/* Write the n queued fills in g_io and record each zone's new byte. */
+/* Write the n queued fills in g_io and record each zone's new byte: also when some contexts failed, the
+ * zones of the others hold their new byte now (only a failed context's zones keep the old one). */
 static int flush_fills(size_t n) {
+    for (size_t i = 0; i < n; i++)
+        g_io[i].failed = 0;
     rzcu_result r = rz__dev_write(g_io, n);
-    if (r != RZCUDA_SUCCESS) {
-        rz__warn("poison: filling %zu bands failed with %s", n, rz__cu_name(r));
-        return RZ_EDRIVER; /* those zones keep their old expected byte */
-    }
+    size_t failed = 0;
     for (size_t i = 0; i < n; i++) {
+        if (g_io[i].failed) {
+            failed++;
+            continue;
+        }
         g_nodes[i]->expected = g_io[i].value;
         rz__record_page_reset(g_io[i].bytes);
+    }
+    if (r != RZCUDA_SUCCESS) {
+        rz__warn("poison: filling %zu bands failed with %s", failed ? failed : n, rz__cu_name(r));
+        return RZ_EDRIVER; /* those zones keep their old expected byte */
     }
     return RZ_OK;
 }
@@ -479,23 +487,46 @@ static int refill_all(void) {
         return RZ_ENOMEM;
     int rc = RZ_OK;
     size_t n = 0;
-    for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
+    for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
         uint8_t want = rz__band_byte_for(z->index);
         if (!rz__zone_watched(z) || want == z->expected)
             continue;
         if (n + (z->front_units ? 2 : 1) > g_io_cap) {
-            rc = flush_fills(n);
+            if (flush_fills(n) != RZ_OK)
+                rc = RZ_EDRIVER; /* the other batches still get the window: rolled back by the caller */
             n = 0;
-            if (rc != RZ_OK)
-                break;
         }
         size_t b = zone_bands(z, g_io + n, want);
         for (size_t j = 0; j < b; j++)
             g_nodes[n + j] = z;
         n += b;
     }
-    if (rc == RZ_OK && n > 0)
-        rc = flush_fills(n);
+    if (n > 0 && flush_fills(n) != RZ_OK)
+        rc = RZ_EDRIVER;
+    return rc;
+}
+
+/*
+ * Set the window rule (active, [lo, hi)) and re-fill the bands it changes. Registry lock held. When some
+ * bands cannot be written, the previous rule is put back and the bands already changed are re-filled with
+ * its bytes: a failed call leaves no window behind, and every zone's expected byte is what its band holds
+ * (a zone whose write failed both times keeps its old byte, which is still what its band holds).
+ */
+static int set_window_locked(int active, uint64_t lo, uint64_t hi) {
+    uint64_t old_lo = RZ_STATE.poison_lo, old_hi = RZ_STATE.poison_hi;
+    int old_active = RZ_STATE.poison_active;
+    RZ_STATE.poison_lo = lo;
+    RZ_STATE.poison_hi = hi;
+    RZ_STATE.poison_active = active;
+    install_pending_locked();
+    int rc = refill_all();
+    if (rc == RZ_EDRIVER) {
+        RZ_STATE.poison_lo = old_lo;
+        RZ_STATE.poison_hi = old_hi;
+        RZ_STATE.poison_active = old_active;
+        if (refill_all() != RZ_OK)
+            rz__warn("poison: putting the previous bands back failed too; those zones keep the byte they hold");
+    }
     return rc;
 }
 
@@ -509,11 +540,7 @@ RZ_EXPORT int rz_poison(uint64_t lo, uint64_t hi) {
         end();
         return rc;
     }
-    RZ_STATE.poison_lo = lo;
-    RZ_STATE.poison_hi = hi;
-    RZ_STATE.poison_active = 1;
-    install_pending_locked();
-    rc = refill_all();
+    rc = set_window_locked(1, lo, hi);
     rz__registry_unlock();
     end();
     return rc;
@@ -527,9 +554,7 @@ RZ_EXPORT int rz_unpoison(void) {
         end();
         return rc;
     }
-    RZ_STATE.poison_active = 0;
-    install_pending_locked();
-    rc = refill_all();
+    rc = set_window_locked(0, RZ_STATE.poison_lo, RZ_STATE.poison_hi);
     rz__registry_unlock();
     end();
     return rc;
