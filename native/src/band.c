@@ -331,7 +331,9 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
             if (!g_io[i].failed || g_io[i].front)
                 continue;
             rzcu_context owner;
-            if (rz__drv.cuPointerGetAttribute &&
+            /* A guard-page zone's memory belongs to no context (the driver names none for it) and is freed only
+             * by redzone: it is never stale. */
+            if (!(g_nodes[i]->flags & RZ_ZONE_GUARD) && rz__drv.cuPointerGetAttribute &&
                 rz__drv.cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, g_nodes[i]->ptr) ==
                     RZCUDA_ERROR_INVALID_VALUE) {
                 g_io[i].failed = 2; /* stale: forgotten below, not counted as unread */

@@ -202,7 +202,7 @@ static inline __attribute__((always_inline)) void unlink_locked(uint32_t *link, 
 __attribute__((cold, noinline)) static void drop_stale_locked(uint32_t *link) {
     rz_zone_node_t old;
     unlink_locked(link, &old);
-    rz__record_unmap(old.user_bytes + old.pad_bytes + rz__zone_front(&old));
+    rz__record_unmap(rz__zone_mapped_bytes(&old));
     if (rz__zone_watched(&old))
         rz__count(RZ_C_live_zones, -1);
     rz__count(RZ_C_stale_zones, 1);

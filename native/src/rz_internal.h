@@ -150,6 +150,15 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
 #define RZ_ZONE_VIOLATED 0x2 /* the last scan that covered this zone found it violated */
 #define RZ_ZONE_PENDING 0x4  /* padded, band not installed yet (lazy install): nothing to check */
 #define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
+/* Device bytes a zone holds, as counted in current_mapped_bytes: the user bytes and bands, or for a guard-page
+ * zone its whole mapping (its 256-byte rounding up to whole granules). */
+static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {
+    if (z->flags & RZ_ZONE_GUARD) {
+        uint64_t gran = (uint64_t)1 << z->reserved0, r256 = (z->user_bytes + 255) & ~(uint64_t)255;
+        return (r256 + gran - 1) & ~(gran - 1);
+    }
+    return z->user_bytes + z->pad_bytes + rz__zone_front(z);
+}
 /* A zone whose band scans and poisons cover. */
 static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED); }
 /* Install the bands of pending zones once this many wait (lazy install). */
