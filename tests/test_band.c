@@ -189,9 +189,10 @@ Test(band, failed_band_read_reports_an_error_and_the_next_scan_works) {
     cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
     cr_assert_eq(rz_mem_alloc(&q, 64), RZCUDA_SUCCESS);
     poke(p + 64, 3);
-    cuEmuInjectFailure("cuMemcpyBatchAsync_v2", 1, RZCUDA_ERROR_UNKNOWN);
+    /* An error that ends every call in the context (a kernel fault): no per-band retry. */
+    cuEmuInjectFailure("cuMemcpyBatchAsync_v2", 1, RZCUDA_ERROR_LAUNCH_FAILED);
     cr_assert_eq(rz_scan(), RZ_EDRIVER);
-    expect_line("redzone: warning: scan: reading 2 bands failed with CUDA_ERROR_UNKNOWN\n");
+    expect_line("redzone: warning: scan: reading 2 bands failed with CUDA_ERROR_LAUNCH_FAILED\n");
     cr_assert_eq(rz__registry_count(), 2, "registry intact");
     cr_assert_eq(rz_scan(), 1, "the violation is still found by the next scan");
 }
@@ -208,6 +209,30 @@ Test(band, failed_single_band_read_reports_an_error_and_the_next_scan_works) {
     cr_assert_eq(cuEmuCallCount("cuMemcpyBatchAsync_v2"), 0);
     cr_assert_eq(rz__registry_count(), 1, "registry intact");
     cr_assert_eq(rz_scan(), 1, "the violation is still found by the next scan");
+}
+
+/* A batch the driver refuses for any other reason (an undocumented limit, say) goes band by band, for reads
+ * and writes alike: one refused batch must not fail every scan. */
+Test(band, refused_batch_falls_back_to_one_copy_per_band) {
+    rz_devptr_t p, q;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_mem_alloc(&q, 64), RZCUDA_SUCCESS);
+    poke(q + 64 + 9, 3);
+    static const rzcu_result errors[] = {RZCUDA_ERROR_INVALID_VALUE, RZCUDA_ERROR_OUT_OF_MEMORY, RZCUDA_ERROR_UNKNOWN,
+                                         RZCUDA_ERROR_NOT_SUPPORTED};
+    for (size_t i = 0; i < sizeof errors / sizeof errors[0]; i++) {
+        cuEmuResetCallCounts();
+        cuEmuInjectFailure("cuMemcpyBatchAsync_v2", 1, errors[i]);
+        cr_assert_eq(rz_scan(), 1, "error %u", errors[i]);
+        cr_assert_eq(cuEmuCallCount("cuMemcpyBatchAsync_v2"), 1, "the refused read");
+        cr_assert_eq(cuEmuCallCount("cuMemcpyDtoHAsync_v2"), 2, "then each band by itself");
+        poke(q + 64 + 9, 3);
+    }
+    cuEmuInjectFailure("cuMemcpyBatchAsync_v2", 1, RZCUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(rz_poison(5, 6), RZ_OK, "a refused batched fill goes band by band too");
+    uint8_t band[64];
+    cr_assert_eq(cuMemcpyDtoH_v2(band, p + 64, 64), RZCUDA_SUCCESS);
+    cr_assert_eq(band[0], 0x00);
 }
 
 Test(band, scan_uses_batched_reads) {

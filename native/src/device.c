@@ -266,8 +266,34 @@ static const uint8_t *pattern(uint8_t value, size_t bytes) {
     return g_pattern[value];
 }
 
+/* Errors after which no call in the context can succeed: a kernel fault (sticky: every later call returns
+ * it), or the context or driver gone. Anything else may be the batch call's own trouble. */
+static int context_lost(rzcu_result r) {
+    switch (r) {
+    case RZCUDA_ERROR_ILLEGAL_ADDRESS:
+    case RZCUDA_ERROR_LAUNCH_TIMEOUT:
+    case RZCUDA_ERROR_ASSERT:
+    case RZCUDA_ERROR_HARDWARE_STACK_ERROR:
+    case RZCUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case RZCUDA_ERROR_MISALIGNED_ADDRESS:
+    case RZCUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case RZCUDA_ERROR_INVALID_PC:
+    case RZCUDA_ERROR_LAUNCH_FAILED:
+    case RZCUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case RZCUDA_ERROR_INVALID_CONTEXT:
+    case RZCUDA_ERROR_NOT_INITIALIZED:
+    case RZCUDA_ERROR_DEINITIALIZED:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* One batch call for the k collected copies (a single copy goes by the plain entry point, which costs the
- * driver less); a driver that exports the batch entry point but cannot batch gets them one by one. */
+ * driver less). When the batch call fails with anything but an error that ends every call in the context,
+ * the copies go one by one: a driver may export the batch entry point and not support it, or refuse a batch
+ * for a limit it does not document (a batch size), and one refused batch must not fail every scan. A copy
+ * that fails that way too fails the batch, with its own error. */
 static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
     if (k == 1)
         return to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)g_dsts[0], g_srcs[0], g_sizes[0], s)
@@ -275,7 +301,7 @@ static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
     rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
     size_t attr_idx = 0;
     rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(g_dsts, g_srcs, g_sizes, k, &attr, &attr_idx, 1, s);
-    if (r != RZCUDA_ERROR_NOT_SUPPORTED)
+    if (r == RZCUDA_SUCCESS || context_lost(r))
         return r;
     r = RZCUDA_SUCCESS;
     for (size_t j = 0; j < k && r == RZCUDA_SUCCESS; j++)
