@@ -87,3 +87,27 @@ static void expect_context_end(const char *how) {
 Test(semantics, context_destroyed_and_created_again_with_the_same_handle) { expect_context_end("destroy"); }
 Test(semantics, primary_context_released_and_retained_again) { expect_context_end("release"); }
 Test(semantics, primary_context_reset_and_retained_again) { expect_context_end("reset"); }
+
+/* An entry point the driver lacks: the program learns so whichever way it asks, as it would without redzone,
+ * and a call that reaches the wrapper anyway gets CUDA_ERROR_NOT_SUPPORTED, not a made-up NOT_INITIALIZED. */
+static const char *const missing_lines =
+    "rzreal: global dlsym of a missing entry point: none\n"
+    "rzreal: global dlsym of a present one: found\n"
+    "rzreal: driver dlsym of a missing entry point: none\n"
+    "rzreal: cuGetProcAddress of a missing entry point: 500, pfn NULL, status 1\n";
+
+Test(semantics, entry_point_the_driver_lacks_is_absent_under_redzone) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZREAL, "missing", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, missing_lines), "%s", out);
+    cr_assert(strstr(out, "rzreal: calling it anyway: 801\n"), "CUDA_ERROR_NOT_SUPPORTED: %s", out);
+}
+
+Test(semantics, entry_point_the_driver_lacks_without_redzone) {
+    const char *env[] = {EMU, NULL};
+    const char *argv[] = {RZREAL, "missing", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, missing_lines), "the same answers: %s", out);
+    cr_assert(!strstr(out, "calling it anyway"), "%s", out);
+}

@@ -300,7 +300,7 @@ int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes) {
 
 static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index, int padded_oom) {
     if (RZ_UNLIKELY(!raw_available(req)))
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return RZCUDA_ERROR_NOT_SUPPORTED; /* the driver (loaded: start() succeeded) lacks this entry point */
     const rz_options_t *o = rz__options();
     if (dptr == NULL || (req->kind == RZ_ALLOC_PITCH && req->pitch == NULL))
         return (int)raw_alloc(req, dptr, bytes, 0); /* the driver's own answer to a NULL out pointer */
@@ -448,6 +448,8 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     const rz_options_t *o = rz__options();
     if (rz__dev_load() != RZ_OK)
         return RZCUDA_ERROR_NOT_INITIALIZED;
+    if (req->async && (req->per_thread ? rz__drv.cuMemFreeAsync_ptsz : rz__drv.cuMemFreeAsync) == NULL)
+        return RZCUDA_ERROR_NOT_SUPPORTED; /* an older driver: nothing to free in stream order */
     rz_zone_node_t zone;
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
     /* A zone still waiting for its band has nothing to check: no launch, copy or memset ran since. */

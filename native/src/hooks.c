@@ -28,6 +28,13 @@ static RZ_TLS int t_in_hook;
 /* Calls that only pass through still need the real entry point. */
 #define REAL(name) (rz__dev_load() == RZ_OK && rz__drv.name ? rz__drv.name : NULL)
 
+/* What a wrapper answers when it has no real entry point to call: without a driver, NOT_INITIALIZED (as
+ * every call would be); with a driver that lacks this entry point (an older one), NOT_SUPPORTED. A program
+ * that looks the name up gets no wrapper in the first place (rz__dlsym below). */
+static rzcu_result missing(void) {
+    return rz__dev_load() == RZ_OK ? RZCUDA_ERROR_NOT_SUPPORTED : RZCUDA_ERROR_NOT_INITIALIZED;
+}
+
 /* ---- allocation -------------------------------------------------------------------------------------- */
 static rzcu_result do_alloc(rzcu_deviceptr *dptr, size_t bytes, const rz_alloc_req_t *req) {
     ENTER();
@@ -138,7 +145,7 @@ RZ_EXPORT rzcu_fn_cuMemGetAddressRange_v2 cuMemGetAddressRange_v2;
 rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_deviceptr dptr) {
     rzcu_fn_cuMemGetAddressRange_v2 *real = REAL(cuMemGetAddressRange_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     rzcu_deviceptr base = 0;
     size_t size = 0;
     rzcu_result r = real(&base, &size, dptr);
@@ -188,7 +195,7 @@ static inline void install_bands(void) {
     rzcu_result exported params {                                                                            \
         rzcu_wfn_##exported *real = rz__dev_load() == RZ_OK ? rz__drv.writers.exported : NULL;               \
         if (real == NULL)                                                                                    \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+            return missing();                                                                                \
         install_bands();                                                                                     \
         return real args;                                                                                    \
     }
@@ -213,7 +220,7 @@ RZ_EXPORT rzcu_fn_cuCtxSynchronize cuCtxSynchronize;
 rzcu_result cuCtxSynchronize(void) {
     rzcu_fn_cuCtxSynchronize *real = REAL(cuCtxSynchronize);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real());
 }
@@ -222,7 +229,7 @@ RZ_EXPORT rzcu_fn_cuCtxSynchronize_v2 cuCtxSynchronize_v2;
 rzcu_result cuCtxSynchronize_v2(rzcu_context ctx) {
     rzcu_fn_cuCtxSynchronize_v2 *real = REAL(cuCtxSynchronize_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real(ctx));
 }
@@ -231,7 +238,7 @@ RZ_EXPORT rzcu_fn_cuStreamSynchronize cuStreamSynchronize;
 rzcu_result cuStreamSynchronize(rzcu_stream s) {
     rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real(s));
 }
@@ -240,7 +247,7 @@ RZ_EXPORT rzcu_fn_cuStreamSynchronize_ptsz cuStreamSynchronize_ptsz;
 rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s) {
     rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize_ptsz);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real(s));
 }
@@ -249,7 +256,7 @@ RZ_EXPORT rzcu_fn_cuEventSynchronize cuEventSynchronize;
 rzcu_result cuEventSynchronize(rzcu_event e) {
     rzcu_fn_cuEventSynchronize *real = REAL(cuEventSynchronize);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real(e));
 }
@@ -265,7 +272,7 @@ RZ_EXPORT rzcu_fn_cuCtxDestroy_v2 cuCtxDestroy_v2;
 rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
     rzcu_fn_cuCtxDestroy_v2 *real = REAL(cuCtxDestroy_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     if (t_in_hook)
         return real(ctx);
     ENTER();
@@ -281,7 +288,7 @@ RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease_v2;
 rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
     rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real = REAL(cuDevicePrimaryCtxRelease_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     if (t_in_hook)
         return real(dev);
     ENTER();
@@ -300,7 +307,7 @@ RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2;
 rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
     rzcu_fn_cuDevicePrimaryCtxReset_v2 *real = REAL(cuDevicePrimaryCtxReset_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     if (t_in_hook)
         return real(dev);
     ENTER();
@@ -320,7 +327,7 @@ rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
                      unsigned bz, unsigned shared, rzcu_stream s, void **params, void **extra) {             \
         rzcu_fn_cuLaunchKernel *real = REAL(real_field);                                                     \
         if (real == NULL)                                                                                    \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+            return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                           \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
@@ -335,7 +342,7 @@ LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz)
     rzcu_result name(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra) {       \
         rzcu_fn_cuLaunchKernelEx *real = REAL(real_field);                                                   \
         if (real == NULL)                                                                                    \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+            return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real(config, f, params, extra);                                                      \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
@@ -374,6 +381,22 @@ static void *wrapper_by_name(const char *name) {
     return NULL;
 }
 
+/* Whether the loaded driver has the entry point a wrapper of that name stands for (1), lacks it (0), or the
+ * name is no wrapper's (-1). */
+static int driver_has(const char *name) {
+#define RZ_HAS(n)                                                                                            \
+    if (strcmp(name, #n) == 0)                                                                               \
+        return rz__drv.n != NULL;
+    RZ_WRAPPED(RZ_HAS)
+#undef RZ_HAS
+#define RZ_WRITER_HAS(exported, base, since, per_thread, params, args)                                      \
+    if (strcmp(name, #exported) == 0)                                                                        \
+        return rz__drv.writers.exported != NULL;
+    RZCU_DEVICE_WRITERS(RZ_WRITER_HAS)
+#undef RZ_WRITER_HAS
+    return -1;
+}
+
 static void *wrapper_by_real(void *real) {
     if (real == NULL || rz__dev_load() != RZ_OK)
         return NULL;
@@ -406,6 +429,10 @@ void *rz__dlsym(void *handle, const char *name) {
     if (p == NULL || name[0] != 'c' || name[1] != 'u' || t_in_hook)
         return p;
     void *w = wrapper_by_name(name);
+    /* Found ourselves (a global lookup finds libredzone's export first): an entry point the driver lacks is
+     * not there, as without redzone, so a program that probes for it learns the truth. */
+    if (w && p == w && rz__dev_load() == RZ_OK && driver_has(name) == 0)
+        return NULL;
     return w ? w : p;
 }
 
@@ -427,7 +454,7 @@ rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version
                                 rzcu_proc_query_result *status) {
     rzcu_fn_cuGetProcAddress_v2 *real = REAL(cuGetProcAddress_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     rzcu_result r = real(symbol, pfn, cuda_version, flags, status);
     if (r == RZCUDA_SUCCESS)
         swap_for_wrapper(symbol, pfn, cuda_version, flags);
@@ -437,7 +464,7 @@ rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version
 rzcu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags) {
     rzcu_fn_cuGetProcAddress *real = REAL(cuGetProcAddress);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     rzcu_result r = real(symbol, pfn, cuda_version, flags);
     if (r == RZCUDA_SUCCESS)
         swap_for_wrapper(symbol, pfn, cuda_version, flags);

@@ -10,11 +10,15 @@
  *                      a context ends (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset)
  *                      with an overrun zone still live, after a buffer was banded and freed in it; then a new
  *                      context (the same handle, as the driver hands out) gets a buffer overrun by 8 bytes
+ *   rzreal missing     an entry point the driver lacks (the emulated driver has no cuMemcpy3DBatchAsync, a CUDA
+ *                      12.8/13.0 one): looked up with dlsym (global and in the driver), cuGetProcAddress, and
+ *                      called through a weak reference; and one it has, for comparison
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,11 +128,35 @@ static int mode_ctxend(const char *how) {
     return 0;
 }
 
+/* Not in the emulated driver: bound to libredzone's definition when it is preloaded, else NULL. */
+extern rzcu_result cuMemcpy3DBatchAsync_v2(size_t count, void *ops, unsigned long long flags, rzcu_stream s)
+    __attribute__((weak));
+
+static int mode_missing(void) {
+    setup();
+    printf("rzreal: global dlsym of a missing entry point: %s\n",
+           dlsym(RTLD_DEFAULT, "cuMemcpy3DBatchAsync_v2") ? "found" : "none");
+    printf("rzreal: global dlsym of a present one: %s\n", dlsym(RTLD_DEFAULT, "cuMemsetD8_v2") ? "found" : "none");
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    printf("rzreal: driver dlsym of a missing entry point: %s\n",
+           h && dlsym(h, "cuMemcpy3DBatchAsync_v2") ? "found" : "none");
+    void *pfn = (void *)1;
+    rzcu_proc_query_result status = 99;
+    rzcu_result r = cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &pfn, 13000, 0, &status);
+    printf("rzreal: cuGetProcAddress of a missing entry point: %u, pfn %s, status %u\n", r, pfn ? "set" : "NULL",
+           status);
+    if (cuMemcpy3DBatchAsync_v2)
+        printf("rzreal: calling it anyway: %u\n", cuMemcpy3DBatchAsync_v2(0, NULL, 0, NULL));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "missing") == 0)
+        return mode_missing();
     if (strcmp(mode, "ctxend") == 0 && argc > 2)
         return mode_ctxend(argv[2]);
     if (strcmp(mode, "managed") == 0 && argc > 2)
