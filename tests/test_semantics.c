@@ -111,3 +111,13 @@ Test(semantics, entry_point_the_driver_lacks_without_redzone) {
     cr_assert(strstr(out, missing_lines), "the same answers: %s", out);
     cr_assert(!strstr(out, "calling it anyway"), "%s", out);
 }
+
+/* A guard-page buffer's range is the buffer, as for a banded one: not the mapping up to 2 MiB before it. */
+Test(semantics, address_range_of_a_guard_page_buffer_is_the_buffer) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_GUARD=idx:0", NULL};
+    const char *argv[] = {RZREAL, "guardrange", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: range inside: 0 base p size 1000\n"), "%s", out);
+    cr_assert(strstr(out, "rzreal: range past the end: 500\n"), "the slack band: CUDA_ERROR_NOT_FOUND: %s", out);
+    cr_assert(strstr(out, "rzreal: range before the start: 500\n"), "the mapping before it: %s", out);
+}

@@ -218,6 +218,43 @@ static rzcu_result guard_alloc(size_t bytes, rz_zone_node_t *z) {
     return RZCUDA_SUCCESS;
 }
 
+/*
+ * The user pointers of live guard zones, so an address inside a guard mapping finds its zone (the registry
+ * is keyed by user pointer, and the driver's cuMemGetAddressRange answers with the mapping). The cap on held
+ * reservations bounds them: each holds at least two granules of 256 bytes or more. Under the registry lock.
+ */
+#define GUARD_SLOTS 2048
+static rz_devptr_t g_guard_ptrs[GUARD_SLOTS];
+static unsigned g_nguard;
+
+static void guard_note(rz_devptr_t ptr, int live) {
+    rz__registry_lock();
+    if (live && g_nguard < GUARD_SLOTS) {
+        g_guard_ptrs[g_nguard++] = ptr;
+    } else if (!live) {
+        for (unsigned i = 0; i < g_nguard; i++)
+            if (g_guard_ptrs[i] == ptr) {
+                g_guard_ptrs[i] = g_guard_ptrs[--g_nguard];
+                break;
+            }
+    }
+    rz__registry_unlock();
+}
+
+const rz_zone_node_t *rz__guard_zone_containing(rz_devptr_t p) {
+    for (unsigned i = 0; i < g_nguard; i++) {
+        const rz_zone_node_t *z = rz__registry_find(g_guard_ptrs[i]);
+        if (z == NULL || !(z->flags & RZ_ZONE_GUARD))
+            continue;
+        rz_devptr_t base;
+        size_t mapped, reserved;
+        guard_layout(z, &base, &mapped, &reserved);
+        if (p >= base && p < base + mapped)
+            return z;
+    }
+    return NULL;
+}
+
 static rzcu_result guard_free(const rz_zone_node_t *z) {
     rz_devptr_t base;
     size_t mapped, reserved;
@@ -244,6 +281,7 @@ __attribute__((cold, noinline)) static int free_guarded(const rz_zone_node_t *zo
     size_t mapped, reserved;
     guard_layout(zone, &base, &mapped, &reserved);
     rz__record_unmap(mapped);
+    guard_note(zone->ptr, 0);
     if (rz__zone_watched(zone))
         rz__count(RZ_C_live_zones, -1);
     return RZCUDA_SUCCESS;
@@ -346,6 +384,7 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                 size_t mapped, reserved;
                 guard_layout(&zone, &base, &mapped, &reserved);
                 rz__record_map(mapped);
+                guard_note(zone.ptr, 1);
                 if (rz__zone_watched(&zone))
                     rz__count(RZ_C_live_zones, 1);
             } else {

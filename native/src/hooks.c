@@ -140,7 +140,8 @@ rzcu_result cuMemFree_v2(rzcu_deviceptr dptr) {
 ASYNC_FREE(cuMemFreeAsync, 0)
 ASYNC_FREE(cuMemFreeAsync_ptsz, 1)
 
-/* The program sees its own range, not the padded one; an address inside a band belongs to no allocation. */
+/* The program sees its own range, not the padded one (nor a guard zone's mapping); an address inside a band,
+ * or in a guard mapping before the buffer, belongs to no allocation. */
 RZ_EXPORT rzcu_fn_cuMemGetAddressRange_v2 cuMemGetAddressRange_v2;
 rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_deviceptr dptr) {
     rzcu_fn_cuMemGetAddressRange_v2 *real = REAL(cuMemGetAddressRange_v2);
@@ -160,7 +161,9 @@ rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_d
         if (z && rz__zone_front(z) != front)
             z = NULL;
     }
-    if (z && z->pad_bytes) {
+    if (z == NULL && __atomic_load_n(&RZ_STATE.guard_live, __ATOMIC_RELAXED))
+        z = rz__guard_zone_containing(dptr); /* the driver answered with the whole guard mapping */
+    if (z && (z->pad_bytes || (z->flags & RZ_ZONE_GUARD))) {
         if (dptr < z->ptr || dptr >= z->ptr + z->user_bytes) {
             r = RZCUDA_ERROR_NOT_FOUND; /* inside a band: no allocation of the program's */
         } else {

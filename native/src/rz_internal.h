@@ -405,6 +405,8 @@ void *rz__dev_primary_ctx(int dev);
 int rz__dev_primary_active(int dev);
 
 /* ---- allocation (api.c) ---------------------------------------------------------------------------- */
+/* Under the registry lock: the guard-page zone whose mapping contains p, or NULL. */
+const rz_zone_node_t *rz__guard_zone_containing(rz_devptr_t p);
 typedef enum { RZ_ALLOC_PLAIN, RZ_ALLOC_MANAGED, RZ_ALLOC_PITCH, RZ_ALLOC_ASYNC, RZ_ALLOC_POOL } rz_alloc_kind_t;
 typedef struct rz_alloc_req {
     rz_alloc_kind_t kind;

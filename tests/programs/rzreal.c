@@ -13,6 +13,8 @@
  *   rzreal missing     an entry point the driver lacks (the emulated driver has no cuMemcpy3DBatchAsync, a CUDA
  *                      12.8/13.0 one): looked up with dlsym (global and in the driver), cuGetProcAddress, and
  *                      called through a weak reference; and one it has, for comparison
+ *   rzreal guardrange  cuMemGetAddressRange inside a 1000-byte buffer, in its slack, and in its mapping before it
+ *                      (run with METRALE_REDZONE_GUARD=idx:0 for a guard-page allocation, or without)
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
@@ -150,11 +152,28 @@ static int mode_missing(void) {
     return 0;
 }
 
+static int mode_guardrange(void) {
+    setup();
+    rzcu_deviceptr p, base = 0;
+    size_t size = 0;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    rzcu_result r = cuMemGetAddressRange_v2(&base, &size, p + 10);
+    printf("rzreal: range inside: %u base %s size %zu\n", r, base == p ? "p" : "other", size);
+    r = cuMemGetAddressRange_v2(&base, &size, p + 1000);
+    printf("rzreal: range past the end: %u\n", r);
+    r = cuMemGetAddressRange_v2(&base, &size, p - 256);
+    printf("rzreal: range before the start: %u\n", r);
+    CHECK(cuMemFree_v2(p));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "guardrange") == 0)
+        return mode_guardrange();
     if (strcmp(mode, "missing") == 0)
         return mode_missing();
     if (strcmp(mode, "ctxend") == 0 && argc > 2)
