@@ -382,3 +382,19 @@ Test(api, failed_band_read_keeps_a_guard_page_zone) {
     cr_assert_eq(s.current_mapped_bytes, 0);
     cr_assert_eq(s.stale_zones, 0);
 }
+
+/* A guard-page allocation is one guard install (its granule and slack band), as a banded one is one. */
+Test(api, guard_page_allocation_counts_one_guard_install) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_GUARD", "idx:0", 1);
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 1000), RZCUDA_SUCCESS);
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.guard_install_calls, 1);
+    cr_assert_eq(s.guard_install_bytes, ((uint64_t)2 << 20) + 24, "the 2 MiB guard granule and 24 slack bytes");
+    cr_assert_eq(s.map_calls, 1);
+    cr_assert_eq(s.current_mapped_bytes, (uint64_t)2 << 20, "the mapping");
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+}

@@ -214,8 +214,7 @@ static rzcu_result guard_alloc(size_t bytes, rz_zone_node_t *z) {
     z->pad_bytes = (uint32_t)(((bytes + 255) & ~(size_t)255) - bytes);
     z->flags |= RZ_ZONE_GUARD;
     __atomic_add_fetch(&RZ_STATE.guard_live, 1, __ATOMIC_RELAXED);
-    rz__record_guard_install(gran);
-    return RZCUDA_SUCCESS;
+    return RZCUDA_SUCCESS; /* its guard install is counted once, with the slack band (alloc_general) */
 }
 
 /*
@@ -370,13 +369,15 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         }
         if (g == RZCUDA_SUCCESS) {
             /* The slack band, if any, is written now (its context is known: no lazy install needed). */
+            uint64_t installed = (uint64_t)1 << zone.reserved0; /* the guard granule */
             if (zone.pad_bytes) {
                 zone.expected = rz__band_byte_for(index);
                 if (fill_band(req, zone.ptr + bytes, zone.expected, zone.pad_bytes) != RZCUDA_SUCCESS)
                     zone.flags |= RZ_ZONE_UNWATCHED;
                 else
-                    rz__record_guard_install(zone.pad_bytes);
+                    installed += zone.pad_bytes;
             }
+            rz__record_guard_install(installed); /* one install per allocation, as for a banded one */
             void *gframes[32];
             int ngframes = o->stacks ? rz__capture_stack(gframes, (int)o->stacks) : 0;
             if (rz__registry_add_stack(&zone, gframes, (uint32_t)ngframes) == RZ_OK) {
