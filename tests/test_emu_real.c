@@ -106,3 +106,27 @@ Test(emu_real, created_context_reuses_a_destroyed_handle) {
     OK(cuCtxDestroy_v2(c));
     OK(cuCtxDestroy_v2(b));
 }
+
+/* cuMemFree waits for the device, except for stream-ordered (pool) memory, whose users the program must have
+ * waited for: a held kernel stays held across the pool free, and runs at the plain one. */
+Test(emu_real, cuMemFree_of_pool_memory_does_not_wait) {
+    setenv("CUDA_EMU_KERNEL_HOLD", "1", 1);
+    primary_current();
+    rzcu_deviceptr flag, pool, plain;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    OK(cuMemAllocAsync(&pool, 1000, NULL));
+    OK(cuMemAlloc_v2(&plain, 1000));
+    rzcu_stream other;
+    OK(cuStreamCreate(&other, RZCU_STREAM_NON_BLOCKING));
+    OK(cuStreamSynchronize(NULL));
+    launch_set_flag(flag, other);
+    OK(cuMemFree_v2(pool));
+    int seen = -1;
+    OK(cuMemcpyDtoHAsync_v2(&seen, flag, sizeof seen, NULL)); /* legacy stream: does not wait for `other` */
+    cr_assert_eq(seen, 0, "the pool free waited for the device");
+    OK(cuMemFree_v2(plain));
+    OK(cuMemcpyDtoHAsync_v2(&seen, flag, sizeof seen, NULL));
+    cr_assert_eq(seen, 1, "the plain free waits for it");
+    FAILS(cuMemFree_v2(pool), RZCUDA_ERROR_INVALID_VALUE);
+}

@@ -121,3 +121,13 @@ Test(semantics, address_range_of_a_guard_page_buffer_is_the_buffer) {
     cr_assert(strstr(out, "rzreal: range past the end: 500\n"), "the slack band: CUDA_ERROR_NOT_FOUND: %s", out);
     cr_assert(strstr(out, "rzreal: range before the start: 500\n"), "the mapping before it: %s", out);
 }
+
+/* cuMemFree of stream-ordered memory does not wait for the device: neither may the check before it (a host
+ * wait the program never asked for). */
+Test(semantics, check_before_a_pool_free_adds_no_wait) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_KERNEL_HOLD=1", NULL};
+    const char *argv[] = {RZREAL, "poolfree", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: the pool free waited for the kernel: 0\n"), "%s", out);
+    cr_assert(!strstr(out, "REDZONE VIOLATION"), "%s", out);
+}

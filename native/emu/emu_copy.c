@@ -17,6 +17,62 @@
 /* ------------------------------------------------------------------------------------------------------ */
 /* memory management */
 
+/*
+ * Which live allocations came from the stream-ordered allocator: cuMemFree of those does not synchronise (the
+ * program must have waited for their users, as the driver documents for pool memory), while cuMemFree of any
+ * other memory first completes all outstanding work. A base leaves the set when it is freed or handed out
+ * again by another allocation call (its old allocation went with its context).
+ */
+#define POOL_BUCKETS 4096
+struct pool_base {
+    struct pool_base *next;
+    rzcu_deviceptr p;
+};
+static struct pool_base *pool_bases[POOL_BUCKETS];
+static pthread_mutex_t pool_bases_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t pool_bucket(rzcu_deviceptr p) { return (size_t)((p >> 8) * 0x9E3779B97F4A7C15ull >> 52) % POOL_BUCKETS; }
+
+/* Forgets p; returns whether it was a stream-ordered allocation's base. */
+static bool pool_forget(rzcu_deviceptr p)
+{
+    bool found = false;
+    pthread_mutex_lock(&pool_bases_mu);
+    for (struct pool_base **l = &pool_bases[pool_bucket(p)]; *l; l = &(*l)->next) {
+        if ((*l)->p == p) {
+            struct pool_base *dead = *l;
+            *l = dead->next;
+            free(dead);
+            found = true;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&pool_bases_mu);
+    return found;
+}
+
+static void pool_note(rzcu_deviceptr p)
+{
+    pool_forget(p);
+    struct pool_base *b = malloc(sizeof *b);
+    if (!b)
+        return; /* out of host memory: its cuMemFree synchronises, as for other memory (stricter) */
+    b->p = p;
+    pthread_mutex_lock(&pool_bases_mu);
+    b->next = pool_bases[pool_bucket(p)];
+    pool_bases[pool_bucket(p)] = b;
+    pthread_mutex_unlock(&pool_bases_mu);
+}
+
+/* An allocation that is not stream-ordered: its base is no pool memory, whatever was there before. */
+static rzcu_result plain_alloc(struct CUctx_st *c, int device, size_t size, rzcu_deviceptr *out)
+{
+    rzcu_result r = emu_mem_alloc(c, device, size, out);
+    if (r == RZCUDA_SUCCESS)
+        pool_forget(*out);
+    return r;
+}
+
 EMU_API rzcu_result cuMemAlloc_v2(rzcu_deviceptr *dptr, size_t bytesize)
 {
     ENTER(cuMemAlloc_v2);
@@ -24,7 +80,7 @@ EMU_API rzcu_result cuMemAlloc_v2(rzcu_deviceptr *dptr, size_t bytesize)
     CHECK(emu_current_ctx(&c));
     if (!dptr || bytesize == 0)
         return RZCUDA_ERROR_INVALID_VALUE;
-    return emu_mem_alloc(c, c->device, bytesize, dptr);
+    return plain_alloc(c, c->device, bytesize, dptr);
 }
 
 /*
@@ -44,7 +100,7 @@ EMU_API rzcu_result cuMemAllocPitch_v2(rzcu_deviceptr *dptr, size_t *pitch, size
     size_t p = (width_bytes + CUDA_EMU_PITCH_ALIGN - 1) / CUDA_EMU_PITCH_ALIGN * CUDA_EMU_PITCH_ALIGN;
     if (height > SIZE_MAX / p)
         return RZCUDA_ERROR_INVALID_VALUE;
-    CHECK(emu_mem_alloc(c, c->device, p * height, dptr));
+    CHECK(plain_alloc(c, c->device, p * height, dptr));
     *pitch = p;
     return RZCUDA_SUCCESS;
 }
@@ -57,7 +113,7 @@ EMU_API rzcu_result cuMemAllocManaged(rzcu_deviceptr *dptr, size_t bytesize, uns
     CHECK(emu_current_ctx(&c));
     if (!dptr || bytesize == 0 || (flags != RZCU_MEM_ATTACH_GLOBAL && flags != RZCU_MEM_ATTACH_HOST))
         return RZCUDA_ERROR_INVALID_VALUE;
-    return emu_mem_alloc(c, c->device, bytesize, dptr);
+    return plain_alloc(c, c->device, bytesize, dptr);
 }
 
 EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
@@ -125,7 +181,8 @@ EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
         return RZCUDA_SUCCESS;
     if (!emu_mem_is_base(dptr))
         return RZCUDA_ERROR_INVALID_VALUE;
-    if (atomic_load(&emu_pending_ops))
+    /* The driver's cuMemFree waits for the device, except for memory from the stream-ordered allocator. */
+    if (!pool_forget(dptr) && atomic_load(&emu_pending_ops))
         emu_sync_all_contexts();
     return emu_mem_free(dptr);
 }
@@ -462,7 +519,10 @@ static rzcu_result do_alloc_async(rzcu_deviceptr *dptr, size_t bytesize, bool fr
             return RZCUDA_ERROR_INVALID_VALUE;
         device = pool->device;
     }
-    return emu_mem_alloc(s->ctx, device, bytesize, dptr);
+    rzcu_result r = emu_mem_alloc(s->ctx, device, bytesize, dptr);
+    if (r == RZCUDA_SUCCESS)
+        pool_note(*dptr);
+    return r;
 }
 
 EMU_API rzcu_result cuMemAllocAsync(rzcu_deviceptr *dptr, size_t bytesize, rzcu_stream s)
@@ -512,6 +572,7 @@ static rzcu_result do_free_async(rzcu_deviceptr dptr, rzcu_stream hstream, bool 
         emu_free_op(op);
         return r;
     }
+    pool_forget(dptr);
     if (emu_submit(s, op, false) != RZCUDA_SUCCESS) {
         /* could not queue it: free it once the stream's work is done */
         emu_stream_sync(s);

@@ -429,7 +429,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
      * end before the first device work would be overwritten by a band written later). */
     int lazy = pad > 0 && req->interposed && !o->install_eager && !is_async(req) && req->kind != RZ_ALLOC_MANAGED;
     rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
-                           .front_units = (uint16_t)(front / RZ_FRONT_UNIT)};
+                           .front_units = (uint16_t)(front / RZ_FRONT_UNIT),
+                           .flags = is_async(req) ? RZ_ZONE_STREAM_ORDERED : 0};
     /* A lazy zone asks the driver for its context when its band is written, so one freed before then
      * never asks at all. */
     if (pad > 0 && (!lazy || rz__drv.cuPointerGetAttribute == NULL))

@@ -269,8 +269,9 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
         }
     }
     /* The driver's cuMemFree waits for the device before it frees: wait first too, so what the program's
-     * in-flight kernels write past the end is in the band when it is read. */
-    if (!req->async)
+     * in-flight kernels write past the end is in the band when it is read. Not for stream-ordered memory,
+     * whose cuMemFree waits for nothing (the program must have waited for its users): no hidden host wait. */
+    if (!req->async && !(zone->flags & RZ_ZONE_STREAM_ORDERED))
         rz__dev_settle(zone->ctx);
     rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band},
                           {.ctx = zone->ctx, .dev = front, .bytes = rz__zone_front(zone), .host = c->band + zone->pad_bytes,

@@ -150,6 +150,7 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
 #define RZ_ZONE_VIOLATED 0x2 /* the last scan that covered this zone found it violated */
 #define RZ_ZONE_PENDING 0x4  /* padded, band not installed yet (lazy install): nothing to check */
 #define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
+#define RZ_ZONE_STREAM_ORDERED 0x10 /* from cuMemAllocAsync/FromPoolAsync: cuMemFree of it does not wait */
 /* Device bytes a zone holds, as counted in current_mapped_bytes: the user bytes and bands, or for a guard-page
  * zone its whole mapping (its 256-byte rounding up to whole granules). */
 static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {

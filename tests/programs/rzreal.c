@@ -15,6 +15,9 @@
  *                      called through a weak reference; and one it has, for comparison
  *   rzreal guardrange  cuMemGetAddressRange inside a 1000-byte buffer, in its slack, and in its mapping before it
  *                      (run with METRALE_REDZONE_GUARD=idx:0 for a guard-page allocation, or without)
+ *   rzreal poolfree    stream-ordered memory freed with cuMemFree while a kernel (touching other memory) is
+ *                      queued on a non-blocking stream: whether the free waited for it (run with
+ *                      CUDA_EMU_KERNEL_HOLD=1; the driver's cuMemFree does not wait for pool memory)
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
@@ -167,11 +170,36 @@ static int mode_guardrange(void) {
     return 0;
 }
 
+static int mode_poolfree(void) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_deviceptr pool, other;
+    CHECK(cuMemAllocAsync(&pool, 1000, NULL));
+    CHECK(cuMemAlloc_v2(&other, 1000));
+    CHECK(cuMemsetD8_v2(pool, 0, 1000)); /* device work: the bands are written */
+    CHECK(cuMemsetD8_v2(other, 0, 1000));
+    CHECK(cuStreamSynchronize(NULL));
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    size_t at = 0, n = 1;
+    void *params[] = {&other, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    CHECK(cuMemFree_v2(pool));
+    unsigned char first = 0;
+    CHECK(cuMemcpyDtoHAsync_v2(&first, other, 1, NULL)); /* the legacy stream does not wait for s */
+    printf("rzreal: the pool free waited for the kernel: %d\n", first == 0x5a);
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(other));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "poolfree") == 0)
+        return mode_poolfree();
     if (strcmp(mode, "guardrange") == 0)
         return mode_guardrange();
     if (strcmp(mode, "missing") == 0)
