@@ -250,7 +250,8 @@ static rzcu_result memop(struct CUstream_st *s, enum op_kind kind, void *dst, co
     op->src = src;
     op->n = n;
     op->value = value;
-    return emu_submit(s, op, wait);
+    rzcu_result r = emu_submit(s, op, wait);
+    return r == RZCUDA_SUCCESS && wait ? emu_ctx_error(s->ctx) : r; /* a synchronous copy waited for a fault */
 }
 
 /* hstream is ignored when !async (the legacy stream, or the per-thread one for _ptds). */

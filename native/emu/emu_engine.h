@@ -27,6 +27,7 @@ struct CUctx_st {
     struct CUstream_st **streams;
     size_t nstreams, cap;
     struct CUstream_st *legacy;
+    _Atomic int sticky; /* CUDA_EMU_STICKY_FAULTS: the error a kernel fault left, returned by every later call */
 };
 
 enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
@@ -122,6 +123,10 @@ extern struct CUstream_st *emu_stream_pool;
 extern atomic_size_t emu_nstreams_total;
 extern atomic_ullong emu_pending_ops;
 extern size_t emu_stream_dump_mark;
+
+/* CUDA_SUCCESS, or the sticky error a kernel fault left in ctx (CUDA_EMU_STICKY_FAULTS): what a call that
+ * waited for the context's work returns afterwards. */
+static inline rzcu_result emu_ctx_error(struct CUctx_st *ctx) { return (rzcu_result)atomic_load(&ctx->sticky); }
 
 /* ---- events (emu_launch.c) ---- */
 bool emu_events_init(void);

@@ -34,6 +34,7 @@ struct emu_config {
     int ndevices;
     size_t mem_bytes;
     bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
+    bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is a sticky ILLEGAL_ADDRESS, not a signal */
 };
 extern struct emu_config emu_cfg;
 

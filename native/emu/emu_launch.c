@@ -116,7 +116,7 @@ EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
     pthread_mutex_unlock(&e->mu);
     if (s)
         emu_wait_seq(s, seq);
-    return RZCUDA_SUCCESS;
+    return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
 }
 
 /* Returns at once, even while the captured work is pending. */

@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,56 @@ static void dma_set(void *dst, unsigned char value, size_t n)
     memset(dst, value, n);
 }
 
+/*
+ * CUDA_EMU_STICKY_FAULTS: on a GPU a kernel that touches memory it may not (a guard page, an unmapped
+ * address) does not kill the process: the context gets a sticky CUDA_ERROR_ILLEGAL_ADDRESS that every later
+ * call in it returns, and its queued work is dropped. Here the kernel is host code, so its SIGSEGV or SIGBUS
+ * is caught on the worker running it and turned into that error. A fault anywhere else goes to the handler
+ * that was there before (or the default action).
+ */
+static _Thread_local sigjmp_buf *t_kernel_jmp;
+static struct sigaction g_old_segv, g_old_bus;
+static pthread_once_t g_fault_once = PTHREAD_ONCE_INIT;
+
+static void kernel_fault(int sig, siginfo_t *info, void *uctx)
+{
+    if (t_kernel_jmp)
+        siglongjmp(*t_kernel_jmp, 1);
+    /* Not an emulated kernel: give the signal back to whoever handled it before and let it fault again. */
+    sigaction(sig, sig == SIGSEGV ? &g_old_segv : &g_old_bus, NULL);
+    (void)info;
+    (void)uctx;
+}
+
+static void install_fault_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = kernel_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_old_segv);
+    sigaction(SIGBUS, &sa, &g_old_bus);
+}
+
+static void run_kernel(struct CUstream_st *s, struct op *op)
+{
+    if (!emu_cfg.sticky_faults) {
+        op->kernel(&op->launch, op->kparams);
+        return;
+    }
+    pthread_once(&g_fault_once, install_fault_handler);
+    sigjmp_buf jmp;
+    if (sigsetjmp(jmp, 1) == 0) {
+        t_kernel_jmp = &jmp;
+        op->kernel(&op->launch, op->kparams);
+    } else {
+        int none = 0;
+        atomic_compare_exchange_strong(&s->ctx->sticky, &none, (int)RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    }
+    t_kernel_jmp = NULL;
+}
+
 static void execute(struct op *op)
 {
     switch (op->kind) {
@@ -233,7 +285,9 @@ static void run_queue(struct CUstream_st *s, bool idle_wait)
             emu_wait_seq(op->deps[i].s, op->deps[i].seq);
         if (op->kind == OP_KERNEL && emu_cfg.kernel_hold)
             hold_until_waited(op);
-        execute(op);
+        /* After a kernel fault (CUDA_EMU_STICKY_FAULTS) the context's queued work is dropped, as on a GPU. */
+        if (!atomic_load(&s->ctx->sticky))
+            op->kind == OP_KERNEL ? run_kernel(s, op) : execute(op);
         uint64_t seq = op->seq;
         emu_free_op(op);
         pthread_mutex_lock(&s->mu);
@@ -520,6 +574,9 @@ rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *
     struct CUstream_st *s = stream_from_handle(h);
     if (!s)
         return RZCUDA_ERROR_INVALID_HANDLE;
+    int sticky = atomic_load(&s->ctx->sticky);
+    if (sticky)
+        return (rzcu_result)sticky;
     *out = s;
     return RZCUDA_SUCCESS;
 }
@@ -560,7 +617,7 @@ static rzcu_result do_stream_sync(rzcu_stream hstream, bool per_thread)
     struct CUstream_st *s;
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
     emu_stream_sync(s);
-    return RZCUDA_SUCCESS;
+    return emu_ctx_error(s->ctx);
 }
 
 EMU_API rzcu_result cuStreamSynchronize(rzcu_stream s)

@@ -21,6 +21,10 @@
 
 static RZ_TLS int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
 
+/* The last full scan's bands that could not be read (zones) and the driver's error for them. */
+static uint64_t g_last_unread;
+static rzcu_result g_last_read_error;
+
 static rz_staging_t g_staging;
 static rz_band_io_t *g_io;
 static rz_zone_node_t **g_nodes;
@@ -272,6 +276,11 @@ void rz__bands_context_ended(void *ctx) {
     end();
 }
 
+uint64_t rz__scan_unread(rzcu_result *error) {
+    *error = g_last_read_error;
+    return g_last_unread;
+}
+
 void rz__bands_settle(void) {
     enum { MAX_CTX = 64 };
     void *ctxs[MAX_CTX];
@@ -350,6 +359,7 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
                 rz__registry_drop_stale(g_nodes[i]->ptr);
         if (gone)
             rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone);
+        g_last_read_error = r;
         if (failed)
             rz__warn("scan: reading %zu bands failed with %s", failed, rz__cu_name(r));
         else if (gone == 0)
@@ -428,6 +438,7 @@ static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out
     if (rc == RZ_OK)
         rc = rc_driver;
     checked -= unread < checked ? unread : checked; /* bands that could not be read were not checked */
+    g_last_unread += unread;
     *checked_out = checked;
     *violated_out = violated;
     return rc;
@@ -444,6 +455,8 @@ RZ_EXPORT int rz_scan(void) {
     install_pending_locked();
     rz__launch_scan_begin();
     RZ_STATE.last_violation_count = 0;
+    g_last_unread = 0;
+    g_last_read_error = RZCUDA_SUCCESS;
     uint64_t checked = 0, violated = 0;
     rc = scan_locked(NULL, &checked, &violated);
     RZ_STATE.last_scan_checked = checked;

@@ -55,13 +55,19 @@ static void exit_scan(void) {
     int violated = gone ? RZ_EDRIVER : rz_scan();
     rz_stats_get(&s);
     write_summary(o, &s);
-    char now[160];
+    char now[192];
+    rzcu_result read_error = RZCUDA_SUCCESS;
     if (gone)
         snprintf(now, sizeof now, "not checked, the CUDA driver had already shut down (CUDA_ERROR_DEINITIALIZED)");
     else if (violated == RZ_EBUSY) /* this thread was inside a scan or band write: exit from a signal handler */
         snprintf(now, sizeof now, "not checked, exit was called while this thread was scanning (from a signal handler?)");
     else if (violated >= 0)
         snprintf(now, sizeof now, "%d violated at exit", violated);
+    else if (violated == RZ_EDRIVER && rz__scan_unread(&read_error) > 0)
+        /* e.g. a kernel faulted: on a GPU its context's error is sticky and no band of it can be read */
+        snprintf(now, sizeof now, "%llu violated at exit, %llu zones not checked (reading their bands failed with %s)",
+                 (unsigned long long)RZ_STATE.last_scan_violated, (unsigned long long)rz__scan_unread(&read_error),
+                 rz__cu_name(read_error));
     else
         snprintf(now, sizeof now, "exit scan failed (%s)", rz_status_name(violated));
     /* Live: allocations still registered (a free the driver refused counts as an unmap call, not a release). */

@@ -472,6 +472,8 @@ void rz__bands_install(void);
 /* Wait for the program's work in every context that holds a watched zone (before the exit scan: work still
  * queued or running at exit may write past an end). Never under the registry lock. */
 void rz__bands_settle(void);
+/* Zones the last full scan could not read, and the driver's error (call after rz_scan, on its thread). */
+uint64_t rz__scan_unread(rzcu_result *error);
 /* A context is about to end (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset):
  * write waiting bands, wait for its work and check the bands of its zones, which go with it. */
 void rz__bands_context_ending(void *ctx);

@@ -18,6 +18,10 @@
  *   rzreal poolfree    stream-ordered memory freed with cuMemFree while a kernel (touching other memory) is
  *                      queued on a non-blocking stream: whether the free waited for it (run with
  *                      CUDA_EMU_KERNEL_HOLD=1; the driver's cuMemFree does not wait for pool memory)
+ *   rzreal sticky exit|abort
+ *                      two live zones, then a kernel that faults (run with CUDA_EMU_STICKY_FAULTS=1: a sticky
+ *                      CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU); prints what later calls return, then exits
+ *                      normally or aborts (the fatal-signal scan)
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
@@ -193,11 +197,31 @@ static int mode_poolfree(void) {
     return 0;
 }
 
+static int mode_sticky(const char *how) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_deviceptr a, b, c, bad = 16; /* an address no allocation has: the kernel faults */
+    CHECK(cuMemAlloc_v2(&a, 1000));
+    CHECK(cuMemAlloc_v2(&b, 500));
+    CHECK(cuMemsetD8_v2(a, 0, 1000)); /* device work: the bands are written */
+    size_t at = 0, n = 1;
+    void *params[] = {&bad, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    printf("rzreal: synchronise after the fault: %u\n", cuCtxSynchronize());
+    printf("rzreal: free after the fault: %u\n", cuMemFree_v2(a));
+    printf("rzreal: allocate after the fault: %u\n", cuMemAlloc_v2(&c, 10));
+    if (strcmp(how, "abort") == 0)
+        abort();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "sticky") == 0 && argc > 2)
+        return mode_sticky(argv[2]);
     if (strcmp(mode, "poolfree") == 0)
         return mode_poolfree();
     if (strcmp(mode, "guardrange") == 0)
