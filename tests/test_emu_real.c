@@ -169,3 +169,41 @@ Test(emu_real, sticky_kernel_fault_fails_every_later_call_in_its_context) {
     primary_current();
     OK(cuMemAlloc_v2(&p, 16)); /* a new activation starts clean */
 }
+
+/* Libraries: context-independent loading; a kernel handle launches in any context when passed as the
+ * function (as cudart 12 does), cuKernelGetFunction makes a function of the current context, cuFuncGetName
+ * refuses a kernel handle and cuKernelGetName names it; unloading invalidates both. */
+Test(emu_real, library_kernels_launch_and_are_named) {
+    OK(cuInit(0));
+    rzcu_library lib;
+    FAILS(cuLibraryLoadData(&lib, NULL, NULL, NULL, 0, NULL, NULL, 0), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuLibraryLoadData(&lib, "image", NULL, NULL, 0, NULL, NULL, 0)); /* no context needed */
+    rzcu_kernel k, again;
+    FAILS(cuLibraryGetKernel(&k, lib, "no_such_kernel"), RZCUDA_ERROR_NOT_FOUND);
+    OK(cuLibraryGetKernel(&k, lib, "set_flag"));
+    OK(cuLibraryGetKernel(&again, lib, "set_flag"));
+    cr_assert_eq(k, again, "one handle per name");
+    const char *name = NULL;
+    OK(cuKernelGetName(&name, k));
+    cr_assert_str_eq(name, "set_flag");
+    FAILS(cuFuncGetName(&name, (rzcu_function)(void *)k), RZCUDA_ERROR_INVALID_VALUE);
+    primary_current();
+    rzcu_deviceptr flag;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    void *params[] = {&flag};
+    OK(cuLaunchKernel((rzcu_function)(void *)k, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    OK(cuCtxSynchronize());
+    int seen = 0;
+    OK(cuMemcpyDtoH_v2(&seen, flag, sizeof seen));
+    cr_assert_eq(seen, 1);
+    rzcu_function f;
+    OK(cuKernelGetFunction(&f, k));
+    OK(cuFuncGetName(&name, f));
+    cr_assert_str_eq(name, "set_flag");
+    OK(cuLibraryUnload(lib));
+    FAILS(cuKernelGetName(&name, k), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuLaunchKernel((rzcu_function)(void *)k, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuLibraryUnload(lib), RZCUDA_ERROR_INVALID_HANDLE);
+}

@@ -160,3 +160,18 @@ Test(semantics, sticky_kernel_fault_then_abort_fatal_scan_says_what_it_could_not
     cr_assert(strstr(out, "redzone: SIGABRT"), "%s", out);
     cr_assert(strstr(out, "redzone: warning: scan: reading 2 bands failed with CUDA_ERROR_ILLEGAL_ADDRESS\n"), "%s", out);
 }
+
+/* Kernels of a library launched as cudart 12 does (the CUkernel as the CUfunction) are named in reports: by
+ * cuKernelGetName, since cuFuncGetName refuses such a handle. */
+Test(semantics, library_kernels_are_named_in_reports) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZREAL, "library", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: cuFuncGetName of a CUkernel: 1\n"), "the emulated driver refuses it: %s", out);
+    cr_assert(strstr(out, VIOLATION_1000 "  kernels launched since alloc#0 was last seen clean (most recent first): "
+                          "lib_past\n"), "%s", out);
+    cr_assert(strstr(out, "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end were written "
+                          "(8 of 64 pad bytes changed), first bad value 0x5a\n  kernels launched since alloc#1 was last "
+                          "seen clean (most recent first): lib_past, lib_past\n"), "%s", out);
+    cr_assert(!strstr(out, "(unnamed kernel)"), "%s", out);
+}

@@ -190,7 +190,14 @@ void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
       (rzcu_deviceptr * dsts, rzcu_deviceptr * srcs, size_t * sizes, size_t count,                            \
        rzcu_memcpy_attributes * attrs, size_t * attrs_idxs, size_t num_attrs, size_t * fail_idx, rzcu_stream s)) \
     X(cuGetProcAddress, rzcu_result, (const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags))   \
-    X(cuCtxGetDevice_v2, rzcu_result, (rzcu_device * dev, rzcu_context ctx))
+    X(cuCtxGetDevice_v2, rzcu_result, (rzcu_device * dev, rzcu_context ctx))                                  \
+    X(cuLibraryLoadData, rzcu_result,                                                                         \
+      (rzcu_library * library, const void *code, void *jit_options, void **jit_option_values,                  \
+       unsigned int num_jit_options, void *library_options, void **library_option_values,                     \
+       unsigned int num_library_options))                                                                     \
+    X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                   \
+    X(cuLibraryGetKernel, rzcu_result, (rzcu_kernel * pkernel, rzcu_library library, const char *name))       \
+    X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))
 
 /* Declarations of every exported driver entry point (define CUDA_EMU_NO_DRIVER_DECLS to leave them out). */
 #ifndef CUDA_EMU_NO_DRIVER_DECLS

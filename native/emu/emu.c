@@ -119,7 +119,7 @@ static void init_tables(void)
         __lsan_register_root_region(emu_stream_pool, MAX_STREAMS * sizeof *emu_stream_pool);
     }
     init_result = emu_mem_init();
-    if (init_result == RZCUDA_SUCCESS && !(emu_modules_init() && emu_events_init()))
+    if (init_result == RZCUDA_SUCCESS && !(emu_modules_init() && emu_libraries_init() && emu_events_init()))
         init_result = RZCUDA_ERROR_OUT_OF_MEMORY;
 }
 

@@ -157,8 +157,20 @@ struct emu_kernel {
     size_t nparams;
     struct CUctx_st *ctx;
 };
-/* CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or unloaded functions. */
+/* CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or unloaded functions. A CUkernel passed as a
+ * CUfunction (as cudart 12 launches library kernels) resolves with ctx NULL: it runs in any context. */
 rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
+/* Internal halves of cuModuleLoadData, cuModuleUnload, cuModuleGetFunction (no call counting, no checks of
+ * the current context), and the lookup of a kernel's host function and parameter sizes by name. */
+rzcu_result emu_module_new(struct CUctx_st *c, rzcu_module *pmod);
+rzcu_result emu_module_unload(rzcu_module hmod);
+rzcu_result emu_module_get_function(rzcu_function *pf, rzcu_module hmod, const char *name);
+rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn, const size_t **sizes, size_t *n);
+
+/* ---- libraries and their kernels (emu_library.c) ---- */
+bool emu_libraries_init(void);
+/* A live kernel handle: its kernel, with ctx NULL. CUDA_ERROR_INVALID_HANDLE otherwise. */
+rzcu_result emu_library_kernel_resolve(rzcu_kernel k, struct emu_kernel *out);
 
 /* ---- prologues of the exported entry points ---- */
 #define ENTER_NOINIT(name)                                                                                   \

@@ -185,7 +185,7 @@ static rzcu_result do_launch(rzcu_function f, unsigned gx, unsigned gy, unsigned
     CHECK(emu_function_resolve(f, &k));
     struct CUstream_st *s;
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
-    if (s->ctx != k.ctx)
+    if (k.ctx && s->ctx != k.ctx) /* a library kernel (ctx NULL) runs in any context */
         return RZCUDA_ERROR_INVALID_HANDLE;
     if (!gx || !gy || !gz || !bx || !by || !bz || gx > 2147483647u || gy > 65535u || gz > 65535u || bx > 1024u ||
         by > 1024u || bz > 64u || (unsigned long long)bx * by * bz > 1024u || shared_bytes > MAX_DYNAMIC_SHARED)

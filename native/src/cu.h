@@ -26,6 +26,8 @@ typedef struct CUstream_st *rzcu_stream;
 typedef struct CUevent_st *rzcu_event;
 typedef struct CUmod_st *rzcu_module;
 typedef struct CUfunc_st *rzcu_function;
+typedef struct CUkern_st *rzcu_kernel; /* CUkernel: a library's kernel, context-independent (CUDA 12) */
+typedef struct CUlib_st *rzcu_library;  /* CUlibrary */
 typedef struct CUmemPoolHandle_st *rzcu_mem_pool;
 typedef void (*rzcu_host_fn)(void *user_data);
 
@@ -226,6 +228,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuModuleUnload, rzcu_result, (rzcu_module mod))                                                       \
     X(cuModuleGetFunction, rzcu_result, (rzcu_function * pf, rzcu_module mod, const char *name))            \
     X(cuFuncGetName, rzcu_result, (const char **name, rzcu_function f))                                     \
+    X(cuKernelGetName, rzcu_result, (const char **name, rzcu_kernel hfunc))                                \
     X(cuLaunchKernel, rzcu_result,                                                                          \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params,  \

@@ -110,8 +110,14 @@ static uint64_t g_report_since; /* launches after this one are candidates in the
 
 void rz__launch_record(rzcu_function f) {
     const char *name = NULL;
-    if (rz__drv.cuFuncGetName == NULL || rz__drv.cuFuncGetName(&name, f) != RZCUDA_SUCCESS || name == NULL)
-        name = "(unnamed kernel)";
+    /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
+     * cuFuncGetName is not documented: cuKernelGetName names those. */
+    if (rz__drv.cuFuncGetName == NULL || rz__drv.cuFuncGetName(&name, f) != RZCUDA_SUCCESS || name == NULL) {
+        name = NULL;
+        if (rz__drv.cuKernelGetName == NULL ||
+            rz__drv.cuKernelGetName(&name, (rzcu_kernel)(void *)f) != RZCUDA_SUCCESS || name == NULL)
+            name = "(unnamed kernel)";
+    }
     uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
     pthread_mutex_lock(&g_ring_lock);
     struct launch *l = &g_ring[g_launch_seq % RING];

@@ -22,6 +22,9 @@
  *                      two live zones, then a kernel that faults (run with CUDA_EMU_STICKY_FAULTS=1: a sticky
  *                      CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU); prints what later calls return, then exits
  *                      normally or aborts (the fatal-signal scan)
+ *   rzreal library     a kernel from a library (cuLibraryLoadData, cuLibraryGetKernel) launched as cudart 12 does,
+ *                      its CUkernel passed as the CUfunction, writes past the end; and one launched through
+ *                      cuKernelGetFunction
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
@@ -215,11 +218,44 @@ static int mode_sticky(const char *how) {
     return 0;
 }
 
+CUDA_EMU_KERNEL(lib_past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
+}
+
+static int mode_library(void) {
+    setup();
+    rzcu_library lib;
+    rzcu_kernel k;
+    CHECK(cuLibraryLoadData(&lib, "emulated library", NULL, NULL, 0, NULL, NULL, 0));
+    CHECK(cuLibraryGetKernel(&k, lib, "lib_past"));
+    const char *name = NULL;
+    printf("rzreal: cuFuncGetName of a CUkernel: %u\n", cuFuncGetName(&name, (rzcu_function)(void *)k));
+    rzcu_deviceptr p, q;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    CHECK(cuMemAlloc_v2(&q, 1000));
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel((rzcu_function)(void *)k, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(p));
+    rzcu_function f;
+    CHECK(cuKernelGetFunction(&f, k));
+    void *params_q[] = {&q, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params_q, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(q));
+    CHECK(cuLibraryUnload(lib));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "library") == 0)
+        return mode_library();
     if (strcmp(mode, "sticky") == 0 && argc > 2)
         return mode_sticky(argv[2]);
     if (strcmp(mode, "poolfree") == 0)
