@@ -207,3 +207,28 @@ Test(emu_real, library_kernels_launch_and_are_named) {
     FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), RZCUDA_ERROR_INVALID_HANDLE);
     FAILS(cuLibraryUnload(lib), RZCUDA_ERROR_INVALID_HANDLE);
 }
+
+/* CUDA_EMU_PAGEABLE_SYNC: an asynchronous device-to-host copy into pageable memory returns once it has
+ * completed (so after the stream's earlier work); into registered memory it is queued. */
+Test(emu_real, pageable_async_copy_waits_pinned_one_is_queued) {
+    setenv("CUDA_EMU_KERNEL_HOLD", "1", 1);
+    setenv("CUDA_EMU_PAGEABLE_SYNC", "1", 1);
+    primary_current();
+    rzcu_deviceptr flag;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    static int pinned[1024];
+    OK(cuMemHostRegister_v2(pinned, sizeof pinned, 0));
+    pinned[0] = -1;
+    launch_set_flag(flag, s);
+    OK(cuMemcpyDtoHAsync_v2(pinned, flag, sizeof(int), s));
+    cr_assert_eq(pinned[0], -1, "queued behind the held kernel");
+    int pageable = -1;
+    OK(cuMemcpyDtoHAsync_v2(&pageable, flag, sizeof pageable, s));
+    cr_assert_eq(pageable, 1, "returned only once done: the kernel ran first");
+    OK(cuStreamSynchronize(s));
+    cr_assert_eq(pinned[0], 1);
+    OK(cuMemHostUnregister(pinned));
+}

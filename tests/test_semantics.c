@@ -175,3 +175,16 @@ Test(semantics, library_kernels_are_named_in_reports) {
                           "seen clean (most recent first): lib_past, lib_past\n"), "%s", out);
     cr_assert(!strstr(out, "(unnamed kernel)"), "%s", out);
 }
+
+/* The check before a stream-ordered free copies the band into page-locked memory: a copy into pageable memory
+ * returns only once the stream's earlier work is done, so cuMemFreeAsync would wait for the program's kernels.
+ * The overrun is still reported, when the stream reaches the free. */
+Test(semantics, stream_ordered_free_check_adds_no_host_wait) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_KERNEL_HOLD=1", "CUDA_EMU_PAGEABLE_SYNC=1", NULL};
+    const char *argv[] = {RZREAL, "freeasync", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: cuMemFreeAsync waited for its stream: 0\n"), "%s", out);
+    cr_assert(strstr(out, "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end were written "
+                          "(8 of 64 pad bytes changed), first bad value 0x5a\n"), "%s", out);
+    cr_assert(strstr(out, "redzone: alloc#1 was violated when it was freed\n"), "%s", out);
+}

@@ -270,7 +270,11 @@ static rzcu_result do_copy(enum dir dir, uintptr_t dst, uintptr_t src, size_t n,
         return RZCUDA_ERROR_INVALID_VALUE;
     if (dir != DTOH)
         emu_trace_write((rzcu_deviceptr)dst, n); /* before it runs: a queued copy may run on the worker */
-    return memop(s, OP_COPY, (void *)dst, (const void *)src, n, 0, !async);
+    /* CUDA_EMU_PAGEABLE_SYNC: as the driver documents, an asynchronous copy from device memory to pageable
+     * host memory returns only once it has completed (it waits for the stream's earlier work); into pinned
+     * memory it is queued. */
+    bool wait = !async || (emu_cfg.pageable_sync && dir == DTOH && !emu_host_is_pinned((const void *)dst, n));
+    return memop(s, OP_COPY, (void *)dst, (const void *)src, n, 0, wait);
 }
 
 static rzcu_result do_memset(rzcu_deviceptr dst, unsigned char uc, size_t n, bool async, rzcu_stream hstream,

@@ -35,6 +35,7 @@ struct emu_config {
     size_t mem_bytes;
     bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
     bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is a sticky ILLEGAL_ADDRESS, not a signal */
+    bool pageable_sync; /* CUDA_EMU_PAGEABLE_SYNC=1: an async copy into pageable host memory waits for completion */
 };
 extern struct emu_config emu_cfg;
 
@@ -102,9 +103,12 @@ size_t emu_mem_ranges_writable(const rzcu_deviceptr *ptrs, const size_t *sizes, 
 bool emu_mem_is_device_address(uintptr_t p);
 void emu_mem_free_context(struct CUctx_st *ctx);
 void emu_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+/* ---- pinned host memory (emu_host.c) ---- */
 rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out);
 rzcu_result emu_host_free(void *p);
 void emu_host_free_context(struct CUctx_st *ctx);
+/* [p, p + n) lies in one cuMemAllocHost block or cuMemHostRegister range. */
+bool emu_host_is_pinned(const void *p, size_t n);
 
 /*
  * ---- virtual memory management (state in emu_mem.c, entry points in emu_vmm.c) ----

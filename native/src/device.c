@@ -126,10 +126,74 @@ done:
     return r;
 }
 
+/*
+ * Page-locked slots for band copies queued in the program's stream order (the check before a stream-ordered
+ * free): a driver returns from a device-to-pageable copy only once it has completed, which would make
+ * cuMemFreeAsync wait for all the stream's earlier work, a host wait the program never asked for. One
+ * region registered (portable) on first use, with a context current; a band that does not fit a slot, or no
+ * free slot, falls back to pageable memory (and that wait).
+ */
+#define PINNED_SLOT ((size_t)4096)
+#define PINNED_SLOTS 256
+static pthread_mutex_t g_pinned_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *g_pinned;
+static int g_pinned_state; /* 0: not tried (or no context yet), 1: registered, -1: unavailable */
+static uint16_t g_pinned_free[PINNED_SLOTS];
+static int g_npinned_free;
+
+static void pinned_setup_locked(void) {
+    size_t size = PINNED_SLOT * PINNED_SLOTS;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED || !rz__drv.cuMemHostRegister_v2) {
+        g_pinned_state = -1;
+        if (p != MAP_FAILED)
+            munmap(p, size);
+        return;
+    }
+    rzcu_result r = rz__drv.cuMemHostRegister_v2(p, size, RZCU_MEMHOSTREGISTER_PORTABLE);
+    if (r != RZCUDA_SUCCESS) {
+        munmap(p, size);
+        g_pinned_state = r == RZCUDA_ERROR_INVALID_CONTEXT ? 0 : -1; /* no context: try again later */
+        return;
+    }
+    g_pinned = p;
+    for (int i = 0; i < PINNED_SLOTS; i++)
+        g_pinned_free[i] = (uint16_t)(PINNED_SLOTS - 1 - i);
+    g_npinned_free = PINNED_SLOTS;
+    g_pinned_state = 1;
+}
+
+void *rz__dev_pinned_alloc(size_t bytes) {
+    if (bytes > PINNED_SLOT)
+        return NULL;
+    void *p = NULL;
+    pthread_mutex_lock(&g_pinned_lock);
+    if (g_pinned_state == 0)
+        pinned_setup_locked();
+    if (g_pinned_state == 1 && g_npinned_free > 0)
+        p = g_pinned + PINNED_SLOT * g_pinned_free[--g_npinned_free];
+    pthread_mutex_unlock(&g_pinned_lock);
+    return p;
+}
+
+int rz__dev_pinned_free(void *p) {
+    uint8_t *b = p;
+    pthread_mutex_lock(&g_pinned_lock);
+    int mine = g_pinned && b >= g_pinned && b < g_pinned + PINNED_SLOT * PINNED_SLOTS;
+    if (mine)
+        g_pinned_free[g_npinned_free++] = (uint16_t)((size_t)(b - g_pinned) / PINNED_SLOT);
+    pthread_mutex_unlock(&g_pinned_lock);
+    return mine;
+}
+
 void rz__dev_reset(void) {
     pthread_mutex_lock(&g_stream_lock);
     g_nstreams = 0;
     pthread_mutex_unlock(&g_stream_lock);
+    pthread_mutex_init(&g_pinned_lock, NULL); /* a fork child: the parent's registration is not its own */
+    g_pinned = NULL;
+    g_pinned_state = 0;
+    g_npinned_free = 0;
     rz__dev_check_reset();
 }
 

@@ -175,6 +175,11 @@ struct async_check {
     uint8_t band[];
 };
 
+static void check_free(struct async_check *c) {
+    if (!rz__dev_pinned_free(c))
+        free(c);
+}
+
 /* Registry lock held (scans report under it too, and share g_report_since). */
 static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band) {
     pthread_mutex_lock(&g_ring_lock);
@@ -214,7 +219,7 @@ static void judge_deferred_locked(void) {
     while (c) {
         struct async_check *next = c->next;
         judge_freed_locked(&c->zone, c->band);
-        free(c);
+        check_free(c);
         c = next;
     }
 }
@@ -242,7 +247,7 @@ static void async_check_cb(void *arg) {
         judge_deferred_locked();
         judge_freed_locked(&c->zone, c->band);
         rz__registry_unlock();
-        free(c);
+        check_free(c);
         return;
     }
     pthread_mutex_lock(&g_deferred_lock);
@@ -255,7 +260,12 @@ static void async_check_cb(void *arg) {
 
 void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     rz_devptr_t band = zone->ptr + zone->user_bytes, front = zone->ptr - rz__zone_front(zone);
-    struct async_check *c = malloc(sizeof *c + zone->pad_bytes + rz__zone_front(zone));
+    /* In stream order the band is copied into page-locked memory when it fits: a copy into pageable memory
+     * would return only once the stream's earlier work is done (a hidden host wait in cuMemFreeAsync). */
+    size_t size = sizeof(struct async_check) + zone->pad_bytes + rz__zone_front(zone);
+    struct async_check *c = req->async ? rz__dev_pinned_alloc(size) : NULL;
+    if (c == NULL)
+        c = malloc(size);
     if (c == NULL) {
         rz__warn("alloc#%llu: no host memory to check its band before free", (unsigned long long)zone->index);
         return;
@@ -276,7 +286,7 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
         if (rz__drv.cuStreamSynchronize(s) != RZCUDA_SUCCESS) {
             rz__warn("alloc#%llu: cannot check its band before free (%s)", (unsigned long long)zone->index,
                      rz__cu_name(r));
-            free(c);
+            check_free(c);
             return;
         }
     }
@@ -296,5 +306,5 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     else
         rz__warn("alloc#%llu: reading its band before free failed with %s", (unsigned long long)zone->index,
                  rz__cu_name(r));
-    free(c);
+    check_free(c);
 }

@@ -395,6 +395,11 @@ void rz__dev_release_retired(void);
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
+/* A page-locked buffer of `bytes` (at most 4 KiB) for a copy queued in a program's stream, or NULL (use
+ * pageable memory); give it back with rz__dev_pinned_free, which returns 0 for memory that is not one.
+ * Both take only a mutex: callable from a stream's host function. */
+void *rz__dev_pinned_alloc(size_t bytes);
+int rz__dev_pinned_free(void *p);
 /* Context ctx has ended (destroyed, or a primary context released for the last time or reset): forget its
  * stream and check kernel state, so a context that later gets the same handle starts afresh. */
 void rz__dev_forget_ctx(void *ctx);

@@ -25,6 +25,9 @@
  *   rzreal library     a kernel from a library (cuLibraryLoadData, cuLibraryGetKernel) launched as cudart 12 does,
  *                      its CUkernel passed as the CUfunction, writes past the end; and one launched through
  *                      cuKernelGetFunction
+ *   rzreal freeasync   a stream-ordered buffer overrun by a kernel queued on its stream, then cuMemFreeAsync on
+ *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1 and
+ *                      CUDA_EMU_PAGEABLE_SYNC=1: a copy into pageable memory would wait)
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
@@ -249,11 +252,37 @@ static int mode_library(void) {
     return 0;
 }
 
+static int mode_freeasync(void) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_stream s, other;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&other, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr p, flag;
+    CHECK(cuMemAlloc_v2(&flag, 1));
+    CHECK(cuMemsetD8_v2(flag, 0, 1));
+    CHECK(cuMemAllocAsync(&p, 1000, s));
+    size_t zero = 0, one = 1, at = 1000, n = 8;
+    void *mark[] = {&flag, &zero, &one}, *past[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, mark, NULL));
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, past, NULL));
+    CHECK(cuMemFreeAsync(p, s));
+    unsigned char seen = 0;
+    CHECK(cuMemcpyDtoHAsync_v2(&seen, flag, 1, other)); /* another idle stream: runs at once */
+    printf("rzreal: cuMemFreeAsync waited for its stream: %d\n", seen == 0x5a);
+    CHECK(cuStreamSynchronize(s));
+    printf("rzreal: stream synchronised\n");
+    CHECK(cuMemFree_v2(flag));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "freeasync") == 0)
+        return mode_freeasync();
     if (strcmp(mode, "library") == 0)
         return mode_library();
     if (strcmp(mode, "sticky") == 0 && argc > 2)
