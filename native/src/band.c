@@ -166,6 +166,8 @@ static int lock_registry(void) {
 static void end(void) {
     t_busy = 0;
     rz__dev_release_retired(); /* after the registry lock: see device.c */
+    if (RZ_UNLIKELY(rz__dev_check_wanted()))
+        rz__dev_check_load(); /* check kernel modules, never loaded under the registry lock */
 }
 
 /*
