@@ -111,7 +111,7 @@ void emu_host_free_context(struct CUctx_st *ctx);
 bool emu_host_is_pinned(const void *p, size_t n);
 
 /*
- * ---- virtual memory management (state in emu_mem.c, entry points in emu_vmm.c) ----
+ * ---- virtual memory management (state in emu_mem_vmm.c, entry points in emu_vmm.c) ----
  * The entry points check what needs no state (NULL pointers, flags, alignment to the granularity, the
  * properties and access descriptors); these check the rest under the memory lock and return the result.
  */
