@@ -232,3 +232,63 @@ Test(emu_real, pageable_async_copy_waits_pinned_one_is_queued) {
     cr_assert_eq(pinned[0], 1);
     OK(cuMemHostUnregister(pinned));
 }
+
+CUDA_EMU_KERNEL(add_one, sizeof(rzcu_deviceptr)) {
+    ++*(volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+}
+
+/* Stream capture records work instead of running it; the instantiated graph replays it at every launch;
+ * what the driver forbids during capture (synchronising the captured stream) fails and invalidates it. */
+Test(emu_real, stream_capture_records_and_graphs_replay) {
+    primary_current();
+    rzcu_deviceptr counter;
+    OK(cuMemAlloc_v2(&counter, sizeof(int)));
+    OK(cuMemsetD8_v2(counter, 0, sizeof(int)));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    FAILS(cuStreamBeginCapture_v2(NULL, 0), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    rzcu_module mod;
+    rzcu_function f;
+    OK(cuModuleLoadData(&mod, "emulated module"));
+    OK(cuModuleGetFunction(&f, mod, "add_one"));
+    void *params[] = {&counter};
+    rzcu_capture_status st = 9;
+    OK(cuStreamBeginCapture_v2(s, 0));
+    FAILS(cuStreamBeginCapture_v2(s, 0), RZCUDA_ERROR_ILLEGAL_STATE);
+    OK(cuStreamIsCapturing(s, &st));
+    cr_assert_eq(st, 1);
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    int seen = -1;
+    OK(cuMemcpyDtoH_v2(&seen, counter, sizeof seen));
+    cr_assert_eq(seen, 0, "captured, not run");
+    struct CUgraph_st *graph;
+    OK(cuStreamEndCapture(s, &graph));
+    OK(cuStreamIsCapturing(s, &st));
+    cr_assert_eq(st, 0);
+    struct CUgraphExec_st *exec;
+    OK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    OK(cuGraphDestroy(graph)); /* the executable does not need it */
+    OK(cuGraphLaunch(exec, s));
+    OK(cuGraphLaunch(exec, s));
+    OK(cuStreamSynchronize(s));
+    OK(cuMemcpyDtoH_v2(&seen, counter, sizeof seen));
+    cr_assert_eq(seen, 4, "two launches of two nodes");
+    OK(cuGraphExecDestroy(exec));
+    FAILS(cuGraphLaunch(exec, s), RZCUDA_ERROR_INVALID_VALUE);
+    /* Illegal during capture: a synchronisation of the captured stream, or of its context. */
+    OK(cuStreamBeginCapture_v2(s, 0));
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    FAILS(cuStreamSynchronize(s), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuStreamIsCapturing(s, &st));
+    cr_assert_eq(st, 2, "invalidated");
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    cr_assert_null(graph);
+    OK(cuStreamBeginCapture_v2(s, 0));
+    FAILS(cuCtxSynchronize(), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_ILLEGAL_STATE);
+    OK(cuMemcpyDtoH_v2(&seen, counter, sizeof seen));
+    cr_assert_eq(seen, 4, "nothing of the invalidated captures ran");
+}

@@ -182,6 +182,8 @@ typedef struct cuda_emu_vmm_usage {
 void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
 
 /* Driver entry points the emulator exports beyond cu.h's lists (X(name, ret, params), as in cu.h). */
+struct CUgraph_st;     /* CUgraph */
+struct CUgraphExec_st; /* CUgraphExec */
 #define CUDA_EMU_EXTRA_ENTRY_POINTS(X)                                                                        \
     X(cuMemcpyBatchAsync, rzcu_result,                                                                        \
       (rzcu_deviceptr * dsts, rzcu_deviceptr * srcs, size_t * sizes, size_t count,                            \
@@ -197,7 +199,14 @@ void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
        unsigned int num_library_options))                                                                     \
     X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                   \
     X(cuLibraryGetKernel, rzcu_result, (rzcu_kernel * pkernel, rzcu_library library, const char *name))       \
-    X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))
+    X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))                                 \
+    X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, unsigned int mode))                               \
+    X(cuStreamEndCapture, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                            \
+    X(cuGraphInstantiateWithFlags, rzcu_result,                                                               \
+      (struct CUgraphExec_st **exec, struct CUgraph_st *graph, unsigned long long flags))                     \
+    X(cuGraphLaunch, rzcu_result, (void *graph_exec, rzcu_stream s))                                          \
+    X(cuGraphDestroy, rzcu_result, (struct CUgraph_st *graph))                                                \
+    X(cuGraphExecDestroy, rzcu_result, (struct CUgraphExec_st *exec))
 
 /* Declarations of every exported driver entry point (define CUDA_EMU_NO_DRIVER_DECLS to leave them out). */
 #ifndef CUDA_EMU_NO_DRIVER_DECLS

@@ -119,7 +119,7 @@ static void init_tables(void)
         __lsan_register_root_region(emu_stream_pool, MAX_STREAMS * sizeof *emu_stream_pool);
     }
     init_result = emu_mem_init();
-    if (init_result == RZCUDA_SUCCESS && !(emu_modules_init() && emu_libraries_init() && emu_events_init()))
+    if (init_result == RZCUDA_SUCCESS && !(emu_modules_init() && emu_libraries_init() && emu_graphs_init() && emu_events_init()))
         init_result = RZCUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -617,6 +617,7 @@ EMU_API rzcu_result cuCtxSynchronize(void)
     ENTER(cuCtxSynchronize);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_refuse_sync(c, NULL));
     emu_ctx_sync(c);
     return emu_ctx_error(c);
 }
@@ -626,6 +627,7 @@ EMU_API rzcu_result cuCtxSynchronize_v2(rzcu_context ctx)
     ENTER(cuCtxSynchronize_v2);
     struct CUctx_st *c;
     CHECK(ctx_or_current(ctx, &c));
+    CHECK(emu_capture_refuse_sync(c, NULL));
     emu_ctx_sync(c);
     return emu_ctx_error(c);
 }

@@ -568,6 +568,7 @@ static rzcu_result do_free_async(rzcu_deviceptr dptr, rzcu_stream hstream, bool 
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
     if (!dptr)
         return RZCUDA_SUCCESS;
+    CHECK(emu_capture_refuse_sync(NULL, s)); /* no memory free nodes in emulated graphs (emu_graph.c) */
     struct op *op = emu_op_new(s->ctx, OP_FREE);
     if (!op)
         return RZCUDA_ERROR_OUT_OF_MEMORY;

@@ -66,6 +66,7 @@ struct op {
     cuda_emu_launch_t launch;
     void **kparams; /* pointers to the parameter copies, which follow them in the same block */
     uint64_t hold_epoch; /* OP_KERNEL under CUDA_EMU_KERNEL_HOLD: the wait epoch when it was launched */
+    size_t kparams_size, nkparams; /* OP_KERNEL: the parameter block's size and pointer count (graph copies) */
     size_t ndeps;
     struct dep deps[];
 };
@@ -82,6 +83,8 @@ struct CUstream_st {
     struct op *head, *tail;
     bool worker_running;
     atomic_bool destroyed;
+    _Atomic int capture;      /* stream capture: 0 none, 1 active, 2 invalidated (emu_graph.c) */
+    struct emu_graph *graph;  /* the work captured so far, under mu */
 };
 
 /* Per-thread state: the context stack and the per-thread default streams, freed when the thread exits. */
@@ -127,6 +130,13 @@ extern size_t emu_stream_dump_mark;
 /* CUDA_SUCCESS, or the sticky error a kernel fault left in ctx (CUDA_EMU_STICKY_FAULTS): what a call that
  * waited for the context's work returns afterwards. */
 static inline rzcu_result emu_ctx_error(struct CUctx_st *ctx) { return (rzcu_result)atomic_load(&ctx->sticky); }
+
+/* ---- stream capture and graphs (emu_graph.c) ---- */
+bool emu_graphs_init(void);
+/* op was submitted to s while it is being captured: record it (taking it) or refuse it (freeing it). */
+rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait);
+/* A synchronisation of s (or of its whole context) while it is captured: illegal; invalidates the capture. */
+rzcu_result emu_capture_refuse_sync(struct CUctx_st *ctx, struct CUstream_st *s);
 
 /* ---- events (emu_launch.c) ---- */
 bool emu_events_init(void);

@@ -218,6 +218,8 @@ static rzcu_result do_launch(rzcu_function f, unsigned gx, unsigned gy, unsigned
     }
     op->kernel = k.fn;
     op->kparams = kparams;
+    op->kparams_size = ptrs + bytes + PARAM_ALIGN;
+    op->nkparams = k.nparams;
     op->hold_epoch = emu_cfg.kernel_hold ? emu_hold_now() : 0;
     op->launch = (cuda_emu_launch_t){{gx, gy, gz}, {bx, by, bz}, shared_bytes};
     return emu_submit(s, op, false);

@@ -359,6 +359,8 @@ rzcu_result emu_submit_seq(struct CUstream_st *s, struct op *op, bool wait, uint
 rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out, bool inline_only,
                                  struct op **retry)
 {
+    if (atomic_load(&s->capture))
+        return emu_capture_record(s, op, wait); /* recorded into the graph, not run */
     struct CUctx_st *ctx = s->ctx;
     size_t capacity = op->ndeps, nd = 0;
     pthread_mutex_lock(&ctx->mu);
@@ -616,6 +618,7 @@ static rzcu_result do_stream_sync(rzcu_stream hstream, bool per_thread)
 {
     struct CUstream_st *s;
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    CHECK(emu_capture_refuse_sync(NULL, s));
     emu_stream_sync(s);
     return emu_ctx_error(s->ctx);
 }

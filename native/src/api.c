@@ -70,9 +70,7 @@ static int raw_available(const rz_alloc_req_t *req) {
 static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_t value, size_t bytes) {
     if (!is_async(req))
         return rz__dev_fill(band, value, bytes);
-    rzcu_stream s = req->stream;
-    if (req->per_thread && s == NULL)
-        s = RZCU_STREAM_PER_THREAD;
+    rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
     rzcu_result r = rz__drv.cuMemsetD8Async(band, value, bytes, s);
     if (r == RZCUDA_SUCCESS)
         r = rz__drv.cuStreamSynchronize(s);
@@ -444,6 +442,12 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         rz__registry_unlock();
         if (lazy) {
             zone.flags |= RZ_ZONE_PENDING;
+        } else if (is_async(req) && rz__stream_capturing(rz__stream_of(req->stream, req->per_thread))) {
+            /* Allocated while its stream is captured into a graph: a synchronisation there is illegal (it would
+             * invalidate the program's capture), and the memory is the graph's, valid only while it runs. The
+             * band's memset is captured with the rest (each launch writes it); the zone is not watched. */
+            rz__drv.cuMemsetD8Async(p + bytes, zone.expected, pad, rz__stream_of(req->stream, req->per_thread));
+            zone.flags |= RZ_ZONE_UNWATCHED;
         } else {
             rzcu_result f = fill_band(req, p + bytes, zone.expected, pad);
             if (f == RZCUDA_SUCCESS && front)

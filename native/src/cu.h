@@ -28,6 +28,7 @@ typedef struct CUmod_st *rzcu_module;
 typedef struct CUfunc_st *rzcu_function;
 typedef struct CUkern_st *rzcu_kernel; /* CUkernel: a library's kernel, context-independent (CUDA 12) */
 typedef struct CUlib_st *rzcu_library;  /* CUlibrary */
+typedef unsigned int rzcu_capture_status; /* CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated */
 typedef struct CUmemPoolHandle_st *rzcu_mem_pool;
 typedef void (*rzcu_host_fn)(void *user_data);
 
@@ -43,6 +44,7 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_INVALID_CONTEXT, 201)                   \
     X(CUDA_ERROR_CONTEXT_ALREADY_IN_USE, 216)            \
     X(CUDA_ERROR_INVALID_HANDLE, 400)                    \
+    X(CUDA_ERROR_ILLEGAL_STATE, 401)                     \
     X(CUDA_ERROR_NOT_FOUND, 500)                         \
     X(CUDA_ERROR_NOT_READY, 600)                         \
     X(CUDA_ERROR_ILLEGAL_ADDRESS, 700)                   \
@@ -59,6 +61,8 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_LAUNCH_FAILED, 719)                     \
     X(CUDA_ERROR_NOT_PERMITTED, 800)                     \
     X(CUDA_ERROR_NOT_SUPPORTED, 801)                     \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)        \
+    X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)        \
     X(CUDA_ERROR_UNKNOWN, 999)
 
 enum {
@@ -229,6 +233,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuModuleGetFunction, rzcu_result, (rzcu_function * pf, rzcu_module mod, const char *name))            \
     X(cuFuncGetName, rzcu_result, (const char **name, rzcu_function f))                                     \
     X(cuKernelGetName, rzcu_result, (const char **name, rzcu_kernel hfunc))                                \
+    X(cuStreamIsCapturing, rzcu_result, (rzcu_stream s, rzcu_capture_status *status))                      \
     X(cuLaunchKernel, rzcu_result,                                                                          \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params,  \

@@ -272,9 +272,13 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     }
     c->zone = *zone;
     if (req->async) {
-        rzcu_stream s = req->stream;
-        if (req->per_thread && s == NULL)
-            s = RZCU_STREAM_PER_THREAD;
+        rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
+        if (rz__stream_capturing(s)) {
+            /* A free captured into a graph: a host function freeing its buffer would run at every launch
+             * (the second would use freed memory), and the stream must not be synchronised. Not checked. */
+            check_free(c);
+            return;
+        }
         rzcu_result r = rz__drv.cuMemcpyDtoHAsync_v2(c->band, band, zone->pad_bytes, s);
         if (r == RZCUDA_SUCCESS && zone->front_units)
             r = rz__drv.cuMemcpyDtoHAsync_v2(c->band + zone->pad_bytes, front, rz__zone_front(zone), s);

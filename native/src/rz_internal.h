@@ -323,6 +323,10 @@ void *rz__dev_current_ctx(void);
 /* Wait for all work of context ctx (the current one when NULL), as the driver's cuMemFree and context
  * teardown do, so a band read afterwards sees what the program's in-flight kernels and copies wrote. */
 rzcu_result rz__dev_settle(void *ctx);
+/* The stream a stream-ordered call names (NULL with a per-thread entry point: the per-thread stream), and
+ * whether it is being captured into a graph (where nothing may synchronise it). */
+rzcu_stream rz__stream_of(rzcu_stream s, int per_thread);
+int rz__stream_capturing(rzcu_stream s);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 

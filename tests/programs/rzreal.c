@@ -28,6 +28,8 @@
  *   rzreal freeasync   a stream-ordered buffer overrun by a kernel queued on its stream, then cuMemFreeAsync on
  *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1 and
  *                      CUDA_EMU_PAGEABLE_SYNC=1: a copy into pageable memory would wait)
+ *   rzreal capture     a stream-ordered allocation made while its stream is captured into a graph, a kernel
+ *                      using it captured too; the graph instantiated and launched twice
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
@@ -276,11 +278,41 @@ static int mode_freeasync(void) {
     return 0;
 }
 
+static int mode_capture(void) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr p;
+    CHECK(cuStreamBeginCapture_v2(s, 0));
+    CHECK(cuMemAllocAsync(&p, 1000, s));
+    size_t at = 0, n = 1000;
+    void *params[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    struct CUgraph_st *graph = NULL;
+    printf("rzreal: end of capture: %u\n", cuStreamEndCapture(s, &graph));
+    if (graph == NULL)
+        return 0;
+    struct CUgraphExec_st *exec;
+    CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    printf("rzreal: graph launched twice\n");
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(graph));
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
+    if (strcmp(mode, "capture") == 0)
+        return mode_capture();
     if (strcmp(mode, "freeasync") == 0)
         return mode_freeasync();
     if (strcmp(mode, "library") == 0)
