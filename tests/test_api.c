@@ -359,3 +359,42 @@ Test(api, proc_address_version_table) {
     cr_assert_str_eq(rz__proc_exported_name("cuMemcpyBatchAsync", 13000, 0), "cuMemcpyBatchAsync_v2");
     cr_assert_null(rz__proc_exported_name("cuMemGetInfo", 13000, 0), "not interposed");
 }
+
+/* A failed band read must not make a guard-page zone look stale (the driver names no context for virtual
+ * memory): it stays registered, its free succeeds and releases everything, and the counters balance. */
+Test(api, failed_band_read_keeps_a_guard_page_zone) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_GUARD", "idx:0", 1);
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 1000), RZCUDA_SUCCESS);
+    cuda_emu_vmm_usage_t u;
+    cuEmuVmmUsage(&u);
+    cr_assert_eq(u.mapped_bytes, (size_t)2 << 20, "a guard allocation");
+    cr_assert_eq(cuEmuInjectFailure("cuMemcpyDtoHAsync_v2", 1, RZCUDA_ERROR_UNKNOWN), 0);
+    cr_assert_eq(rz_scan(), RZ_EDRIVER);
+    cr_assert_eq(rz__registry_count(), 1, "the zone is still known");
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+    cuEmuVmmUsage(&u);
+    cr_assert_eq(u.mapped_bytes + u.reserved_bytes + u.physical_bytes, 0, "mapping and reservation released");
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.current_mapped_bytes, 0);
+    cr_assert_eq(s.stale_zones, 0);
+}
+
+/* A guard-page allocation is one guard install (its granule and slack band), as a banded one is one. */
+Test(api, guard_page_allocation_counts_one_guard_install) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_GUARD", "idx:0", 1);
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 1000), RZCUDA_SUCCESS);
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.guard_install_calls, 1);
+    cr_assert_eq(s.guard_install_bytes, ((uint64_t)2 << 20) + 24, "the 2 MiB guard granule and 24 slack bytes");
+    cr_assert_eq(s.map_calls, 1);
+    cr_assert_eq(s.current_mapped_bytes, (uint64_t)2 << 20, "the mapping");
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+}

@@ -5,6 +5,8 @@
  * violated positions, read of just those bands) runs for real. test_band.c covers the fallback, where the
  * emulator has no such kernel.
  */
+#include <signal.h>
+
 #include "rz_test.h"
 
 /* The contract of rz_check_bands: positions of differing bands in out[1..cap], their count in out[0]. */
@@ -30,6 +32,7 @@ static const char *g_log;
 
 static void setup(void) {
     setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_CHECK_KERNEL", "1", 1); /* off by default */
     g_log = rzt_log_to_file();
     rzt_context(0);
 }
@@ -40,7 +43,14 @@ static void poke(rz_devptr_t p, uint8_t value) { cr_assert_eq(cuMemcpyHtoD_v2(p,
 
 static void need_kernel(void) {
     if (!rz__dev_check_built())
-        cr_skip_test("built without nvcc: the library has no check kernel PTX to load");
+        cr_skip_test("built without nvcc: the library has no check kernel image to load");
+}
+
+/* The first scan that meets a context uses copies and loads the module after it (outside the registry
+ * lock); from the next scan on the kernel checks the bands. */
+static void load_kernel(void) {
+    cr_assert_geq(rz_scan(), 0);
+    cr_assert_eq(cuEmuCallCount("cuModuleLoadData"), 1, "loaded after the first scan");
 }
 
 Test(check, clean_scan_moves_no_band) {
@@ -49,8 +59,9 @@ Test(check, clean_scan_moves_no_band) {
     rz_devptr_t p;
     for (int i = 0; i < N; i++)
         cr_assert_eq(rz_mem_alloc(&p, 48), RZCUDA_SUCCESS);
-    cr_assert_eq(rz_scan(), 0, "first scan: loads the kernel");
+    cr_assert_eq(rz_scan(), 0, "first scan: copies, then the module is loaded");
     cr_assert_eq(cuEmuCallCount("cuModuleLoadData"), 1);
+    cr_assert_eq(cuEmuCallCount("cuLaunchKernel"), 0, "the first scan used copies");
     cuEmuResetCallCounts();
     cr_assert_eq(rz_scan(), 0);
     cr_assert_eq(cuEmuCallCount("cuLaunchKernel"), 1, "one launch checks every band");
@@ -66,6 +77,7 @@ Test(check, violations_found_by_the_kernel_are_reported_as_with_copies) {
     rz_devptr_t p[N];
     for (int i = 0; i < N; i++)
         cr_assert_eq(rz_mem_alloc(&p[i], 100), RZCUDA_SUCCESS);
+    load_kernel();
     poke(p[7] + 100, 0x11);
     poke(p[2999] + 163, 0x22);
     cuEmuResetCallCounts();
@@ -113,7 +125,11 @@ Test(check, more_violations_than_the_kernel_lists_fall_back_to_reading_all, .tim
     need_kernel();
     enum { N = RZ_CHECK_CAP + 10 };
     rz_devptr_t p;
-    for (int i = 0; i < N; i++) {
+    rz_devptr_t first;
+    cr_assert_eq(rz_mem_alloc(&first, 32), RZCUDA_SUCCESS);
+    load_kernel();
+    poke(first + 32, 0x33);
+    for (int i = 1; i < N; i++) {
         cr_assert_eq(rz_mem_alloc(&p, 32), RZCUDA_SUCCESS);
         poke(p + 32, 0x33);
     }
@@ -157,6 +173,7 @@ Test(check, front_bands_are_checked_on_the_device) {
     rz_devptr_t p[10];
     for (int i = 0; i < 10; i++)
         cr_assert_eq(rz_mem_alloc(&p[i], 100), RZCUDA_SUCCESS);
+    load_kernel();
     poke(p[3] - 256, 0x66);
     poke(p[3] + 100, 0x67);
     cuEmuResetCallCounts();
@@ -170,4 +187,49 @@ Test(check, front_bands_are_checked_on_the_device) {
     cr_assert_eq(rzt_count(text, "redzone scan: 10 zones checked, 1 violated"), 1, "%s", text);
     free(text);
     cr_assert_eq(rz_scan(), 0, "both bands re-filled");
+}
+
+Test(check_env, kernel_is_off_by_default) {
+    setenv("METRALE_REDZONE", "64", 1);
+    rzt_log_to_file();
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    poke(p + 64, 0x55);
+    cr_assert_eq(rz_scan(), 1);
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(cuEmuCallCount("cuModuleLoadData"), 0, "copies only, until the kernel is measured on a GPU");
+    cr_assert_eq(cuEmuCallCount("cuLaunchKernel"), 0);
+}
+
+/* The module load (a JIT compile on a GPU without fitting SASS) never runs under the registry lock, which
+ * every allocation and free of the program takes: a signal raised inside cuModuleLoadData finds it free. */
+static volatile sig_atomic_t g_lock_free_at_load = -1;
+
+static void at_load(int sig) {
+    (void)sig;
+    int free_now = rz__registry_lock_timed(0) == RZ_OK;
+    if (free_now)
+        rz__registry_unlock();
+    g_lock_free_at_load = free_now;
+}
+
+Test(check, module_is_loaded_outside_the_registry_lock) {
+    need_kernel();
+    signal(SIGUSR1, at_load);
+    cr_assert_eq(cuEmuInjectSignal("cuModuleLoadData", 1, SIGUSR1), 0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    load_kernel();
+    cr_assert_eq(g_lock_free_at_load, 1, "the registry lock was held while the module loaded");
+}
+
+/* The image is a fatbin (SASS for the common architectures plus PTX), not bare PTX a driver must JIT. */
+Test(check, image_is_a_fatbin) {
+    need_kernel();
+    size_t size;
+    const unsigned char *image = rz__dev_check_image(&size);
+    cr_assert_gt(size, 16);
+    uint32_t magic = (uint32_t)image[0] | (uint32_t)image[1] << 8 | (uint32_t)image[2] << 16 | (uint32_t)image[3] << 24;
+    cr_assert_eq(magic, 0xBA55ED50u, "fatbin magic");
 }

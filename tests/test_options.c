@@ -321,8 +321,9 @@ Test(options, check_kernel_and_install) {
     cr_assert(parse_one("METRALE_REDZONE_CHECK_KERNEL", "1").check_kernel);
     cr_assert(!parse_one("METRALE_REDZONE_CHECK_KERNEL", "0").check_kernel);
     rz_options_t o = parse_one("METRALE_REDZONE_CHECK_KERNEL", "no");
-    cr_assert(o.check_kernel, "bad value keeps the default");
-    cr_assert(strstr(o.warnings, "METRALE_REDZONE_CHECK_KERNEL=\"no\" is not 0 or 1; using 1"), "%s", o.warnings);
+    cr_assert(!o.check_kernel, "bad value keeps the default (off until measured on a GPU)");
+    cr_assert(strstr(o.warnings, "METRALE_REDZONE_CHECK_KERNEL=\"no\" is not 0 or 1; using 0"), "%s", o.warnings);
+    cr_assert(!parse_one("METRALE_REDZONE_FILL", "7").check_kernel, "off when unset");
     cr_assert(parse_one("METRALE_REDZONE_INSTALL", "eager").install_eager);
     cr_assert(!parse_one("METRALE_REDZONE_INSTALL", "lazy").install_eager);
 }

@@ -26,6 +26,11 @@
  *                          as a real driver does: cuInit registers an exit handler that shuts the driver
  *                          down; calls made after it (from exit handlers registered before cuInit) return
  *                          CUDA_ERROR_DEINITIALIZED
+ *   CUDA_EMU_KERNEL_HOLD=1 a kernel starts only once some thread waits for device work that has not completed
+ *                          (a synchronisation, a blocking call such as cuMemFree, a queued operation waiting
+ *                          for another stream), as on a GPU busy with earlier work: a call that reads device
+ *                          memory without first waiting for the kernels before it sees their effects never
+ *                          (a program that polls for completion instead of waiting never finishes)
  *   CUDA_EMU_TRACE=<path>  append a `dev` line to <path> (%p: the process id) for every device allocation,
  *                          free and write the driver performs, naming the entry point and the object (and
  *                          its exported function) that called it; see docs/emulated-driver.md
@@ -177,6 +182,8 @@ typedef struct cuda_emu_vmm_usage {
 void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
 
 /* Driver entry points the emulator exports beyond cu.h's lists (X(name, ret, params), as in cu.h). */
+struct CUgraph_st;     /* CUgraph */
+struct CUgraphExec_st; /* CUgraphExec */
 #define CUDA_EMU_EXTRA_ENTRY_POINTS(X)                                                                        \
     X(cuMemcpyBatchAsync, rzcu_result,                                                                        \
       (rzcu_deviceptr * dsts, rzcu_deviceptr * srcs, size_t * sizes, size_t count,                            \
@@ -185,7 +192,21 @@ void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
       (rzcu_deviceptr * dsts, rzcu_deviceptr * srcs, size_t * sizes, size_t count,                            \
        rzcu_memcpy_attributes * attrs, size_t * attrs_idxs, size_t num_attrs, size_t * fail_idx, rzcu_stream s)) \
     X(cuGetProcAddress, rzcu_result, (const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags))   \
-    X(cuCtxGetDevice_v2, rzcu_result, (rzcu_device * dev, rzcu_context ctx))
+    X(cuCtxGetDevice_v2, rzcu_result, (rzcu_device * dev, rzcu_context ctx))                                  \
+    X(cuLibraryLoadData, rzcu_result,                                                                         \
+      (rzcu_library * library, const void *code, void *jit_options, void **jit_option_values,                  \
+       unsigned int num_jit_options, void *library_options, void **library_option_values,                     \
+       unsigned int num_library_options))                                                                     \
+    X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                   \
+    X(cuLibraryGetKernel, rzcu_result, (rzcu_kernel * pkernel, rzcu_library library, const char *name))       \
+    X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))                                 \
+    X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, unsigned int mode))                               \
+    X(cuStreamEndCapture, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                            \
+    X(cuGraphInstantiateWithFlags, rzcu_result,                                                               \
+      (struct CUgraphExec_st **exec, struct CUgraph_st *graph, unsigned long long flags))                     \
+    X(cuGraphLaunch, rzcu_result, (void *graph_exec, rzcu_stream s))                                          \
+    X(cuGraphDestroy, rzcu_result, (struct CUgraph_st *graph))                                                \
+    X(cuGraphExecDestroy, rzcu_result, (struct CUgraphExec_st *exec))
 
 /* Declarations of every exported driver entry point (define CUDA_EMU_NO_DRIVER_DECLS to leave them out). */
 #ifndef CUDA_EMU_NO_DRIVER_DECLS

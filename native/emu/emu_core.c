@@ -31,7 +31,8 @@ int emu_ep_by_name(const char *name)
     return -1;
 }
 
-struct emu_config emu_cfg = {1, (size_t)16 << 30};
+struct emu_config emu_cfg = {.ndevices = 1, .mem_bytes = (size_t)16 << 30, .kernel_hold = false,
+                              .sticky_faults = false, .pageable_sync = false};
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static atomic_bool initialized;
@@ -268,6 +269,21 @@ static void read_config(void)
         shutdown_at_exit = true;
     else if (v && strcmp(v, "0") != 0)
         warn("malformed CUDA_EMU_SHUTDOWN_AT_EXIT=\"%s\" (want 0 or 1); using 0", v);
+    v = getenv("CUDA_EMU_KERNEL_HOLD");
+    if (v && strcmp(v, "1") == 0)
+        emu_cfg.kernel_hold = true;
+    else if (v && strcmp(v, "0") != 0)
+        warn("malformed CUDA_EMU_KERNEL_HOLD=\"%s\" (want 0 or 1); using 0", v);
+    v = getenv("CUDA_EMU_PAGEABLE_SYNC");
+    if (v && strcmp(v, "1") == 0)
+        emu_cfg.pageable_sync = true;
+    else if (v && strcmp(v, "0") != 0)
+        warn("malformed CUDA_EMU_PAGEABLE_SYNC=\"%s\" (want 0 or 1); using 0", v);
+    v = getenv("CUDA_EMU_STICKY_FAULTS");
+    if (v && strcmp(v, "1") == 0)
+        emu_cfg.sticky_faults = true;
+    else if (v && strcmp(v, "0") != 0)
+        warn("malformed CUDA_EMU_STICKY_FAULTS=\"%s\" (want 0 or 1); using 0", v);
     v = getenv("CUDA_EMU_STATS");
     if (v && strcmp(v, "1") == 0)
         atexit(print_stats);

@@ -33,6 +33,9 @@ int emu_ep_by_name(const char *name); /* -1 when unknown */
 struct emu_config {
     int ndevices;
     size_t mem_bytes;
+    bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
+    bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is a sticky ILLEGAL_ADDRESS, not a signal */
+    bool pageable_sync; /* CUDA_EMU_PAGEABLE_SYNC=1: an async copy into pageable host memory waits for completion */
 };
 extern struct emu_config emu_cfg;
 
@@ -100,12 +103,15 @@ size_t emu_mem_ranges_writable(const rzcu_deviceptr *ptrs, const size_t *sizes, 
 bool emu_mem_is_device_address(uintptr_t p);
 void emu_mem_free_context(struct CUctx_st *ctx);
 void emu_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+/* ---- pinned host memory (emu_host.c) ---- */
 rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out);
 rzcu_result emu_host_free(void *p);
 void emu_host_free_context(struct CUctx_st *ctx);
+/* [p, p + n) lies in one cuMemAllocHost block or cuMemHostRegister range. */
+bool emu_host_is_pinned(const void *p, size_t n);
 
 /*
- * ---- virtual memory management (state in emu_mem.c, entry points in emu_vmm.c) ----
+ * ---- virtual memory management (state in emu_mem_vmm.c, entry points in emu_vmm.c) ----
  * The entry points check what needs no state (NULL pointers, flags, alignment to the granularity, the
  * properties and access descriptors); these check the rest under the memory lock and return the result.
  */
@@ -155,8 +161,20 @@ struct emu_kernel {
     size_t nparams;
     struct CUctx_st *ctx;
 };
-/* CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or unloaded functions. */
+/* CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or unloaded functions. A CUkernel passed as a
+ * CUfunction (as cudart 12 launches library kernels) resolves with ctx NULL: it runs in any context. */
 rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
+/* Internal halves of cuModuleLoadData, cuModuleUnload, cuModuleGetFunction (no call counting, no checks of
+ * the current context), and the lookup of a kernel's host function and parameter sizes by name. */
+rzcu_result emu_module_new(struct CUctx_st *c, rzcu_module *pmod);
+rzcu_result emu_module_unload(rzcu_module hmod);
+rzcu_result emu_module_get_function(rzcu_function *pf, rzcu_module hmod, const char *name);
+rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn, const size_t **sizes, size_t *n);
+
+/* ---- libraries and their kernels (emu_library.c) ---- */
+bool emu_libraries_init(void);
+/* A live kernel handle: its kernel, with ctx NULL. CUDA_ERROR_INVALID_HANDLE otherwise. */
+rzcu_result emu_library_kernel_resolve(rzcu_kernel k, struct emu_kernel *out);
 
 /* ---- prologues of the exported entry points ---- */
 #define ENTER_NOINIT(name)                                                                                   \

@@ -113,19 +113,13 @@ rzcu_result emu_function_resolve(rzcu_function h, struct emu_kernel *out)
 {
     struct CUfunc_st *f = function_from_handle(h);
     if (!f)
-        return RZCUDA_ERROR_INVALID_HANDLE;
+        return emu_library_kernel_resolve((rzcu_kernel)(void *)h, out); /* a CUkernel cast to CUfunction? */
     *out = (struct emu_kernel){f->fn, f->sizes, f->nparams, f->mod->ctx};
     return RZCUDA_SUCCESS;
 }
 
-/* The image is not interpreted: any non-NULL pointer loads (an empty module whose kernels are the program's). */
-EMU_API rzcu_result cuModuleLoadData(rzcu_module *pmod, const void *image)
+rzcu_result emu_module_new(struct CUctx_st *c, rzcu_module *pmod)
 {
-    ENTER(cuModuleLoadData);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!pmod || !image)
-        return RZCUDA_ERROR_INVALID_VALUE;
     struct CUmod_st *m = emu_table_new(&modules);
     if (!m)
         return RZCUDA_ERROR_OUT_OF_MEMORY;
@@ -137,12 +131,8 @@ EMU_API rzcu_result cuModuleLoadData(rzcu_module *pmod, const void *image)
     return RZCUDA_SUCCESS;
 }
 
-/* Its functions become invalid handles. Kernels already queued still run (their code is the program's). */
-EMU_API rzcu_result cuModuleUnload(rzcu_module hmod)
+rzcu_result emu_module_unload(rzcu_module hmod)
 {
-    ENTER(cuModuleUnload);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
     struct CUmod_st *m = module_from_handle(hmod);
     if (!m)
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -156,25 +146,8 @@ EMU_API rzcu_result cuModuleUnload(rzcu_module hmod)
     return RZCUDA_SUCCESS;
 }
 
-EMU_API rzcu_result cuModuleGetFunction(rzcu_function *pf, rzcu_module hmod, const char *name)
+rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn_out, const size_t **sizes_out, size_t *n_out)
 {
-    ENTER(cuModuleGetFunction);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!pf || !name)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    struct CUmod_st *m = module_from_handle(hmod);
-    if (!m)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&m->mu);
-    for (size_t i = 0; i < m->nfuncs; i++)
-        if (strcmp(m->funcs[i]->name, name) == 0) {
-            *pf = m->funcs[i];
-            pthread_mutex_unlock(&m->mu);
-            return RZCUDA_SUCCESS;
-        }
-    pthread_mutex_unlock(&m->mu);
-
     size_t len = strlen(name);
     char *sym = malloc(sizeof CUDA_EMU_KERNEL_PREFIX + len + sizeof CUDA_EMU_KERNEL_PARAMS_SUFFIX);
     if (!sym)
@@ -196,6 +169,60 @@ EMU_API rzcu_result cuModuleGetFunction(rzcu_function *pf, rzcu_module hmod, con
             return RZCUDA_ERROR_NOT_FOUND;
         }
     }
+    *fn_out = (cuda_emu_kernel_fn *)(uintptr_t)fn;
+    *sizes_out = sizes;
+    *n_out = n;
+    return RZCUDA_SUCCESS;
+}
+
+/* The image is not interpreted: any non-NULL pointer loads (an empty module whose kernels are the program's). */
+EMU_API rzcu_result cuModuleLoadData(rzcu_module *pmod, const void *image)
+{
+    ENTER(cuModuleLoadData);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!pmod || !image)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    return emu_module_new(c, pmod);
+}
+
+/* Its functions become invalid handles. Kernels already queued still run (their code is the program's). */
+EMU_API rzcu_result cuModuleUnload(rzcu_module hmod)
+{
+    ENTER(cuModuleUnload);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    return emu_module_unload(hmod);
+}
+
+EMU_API rzcu_result cuModuleGetFunction(rzcu_function *pf, rzcu_module hmod, const char *name)
+{
+    ENTER(cuModuleGetFunction);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!pf || !name)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    return emu_module_get_function(pf, hmod, name);
+}
+
+rzcu_result emu_module_get_function(rzcu_function *pf, rzcu_module hmod, const char *name)
+{
+    struct CUmod_st *m = module_from_handle(hmod);
+    if (!m)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&m->mu);
+    for (size_t i = 0; i < m->nfuncs; i++)
+        if (strcmp(m->funcs[i]->name, name) == 0) {
+            *pf = m->funcs[i];
+            pthread_mutex_unlock(&m->mu);
+            return RZCUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&m->mu);
+
+    cuda_emu_kernel_fn *fn;
+    const size_t *sizes;
+    size_t n;
+    CHECK(emu_kernel_lookup(name, &fn, &sizes, &n));
 
     pthread_mutex_lock(&m->mu);
     rzcu_result r = RZCUDA_ERROR_OUT_OF_MEMORY;
@@ -215,7 +242,7 @@ EMU_API rzcu_result cuModuleGetFunction(rzcu_function *pf, rzcu_module hmod, con
     if (!f && copy && (f = emu_table_new(&functions)) != NULL) {
         f->mod = m;
         f->name = copy;
-        f->fn = (cuda_emu_kernel_fn *)(uintptr_t)fn;
+        f->fn = fn;
         f->sizes = sizes;
         f->nparams = n;
         atomic_store(&f->magic, atomic_load(&m->magic) == MODULE_MAGIC ? FUNC_MAGIC : 0);

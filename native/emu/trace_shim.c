@@ -475,6 +475,9 @@ static void end_report(void)
     X(cuDevicePrimaryCtxRetain, rzcu_fn_cuDevicePrimaryCtxRetain, (rzcu_context * pctx, rzcu_device dev),   \
       (pctx, dev))                                                                                          \
     X(cuDevicePrimaryCtxRelease_v2, rzcu_fn_cuDevicePrimaryCtxRelease_v2, (rzcu_device dev), (dev))         \
+    X(cuDevicePrimaryCtxReset_v2, rzcu_fn_cuDevicePrimaryCtxReset_v2, (rzcu_device dev), (dev))             \
+    X(cuDevicePrimaryCtxGetState, rzcu_fn_cuDevicePrimaryCtxGetState, (rzcu_device dev, unsigned int *flags, int *active), \
+      (dev, flags, active))                                                                                 \
     X(cuCtxCreate_v4, rzcu_fn_cuCtxCreate_v4,                                                               \
       (rzcu_context * pctx, struct CUctxCreateParams_st * params, unsigned int flags, rzcu_device dev),      \
       (pctx, params, flags, dev))                                                                           \
@@ -533,6 +536,8 @@ static void end_report(void)
     X(cuModuleGetFunction, rzcu_fn_cuModuleGetFunction, (rzcu_function * pf, rzcu_module mod, const char *name), \
       (pf, mod, name))                                                                                      \
     X(cuFuncGetName, rzcu_fn_cuFuncGetName, (const char **name, rzcu_function f), (name, f))                \
+    X(cuKernelGetName, rzcu_fn_cuKernelGetName, (const char **name, rzcu_kernel hfunc), (name, hfunc))      \
+    X(cuStreamIsCapturing, rzcu_fn_cuStreamIsCapturing, (rzcu_stream s, rzcu_capture_status *status), (s, status)) \
     X(cuLaunchKernel, rzcu_fn_cuLaunchKernel,                                                               \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params, \

@@ -82,19 +82,19 @@ RZ_API int rz_unpoison(void);
 #define RZ_COUNTERS(X)                                                                                      \
     X(current_mapped_bytes, gauge, "device bytes held by live allocations made through redzone, pad included") \
     X(peak_mapped_bytes, peak, "highest current_mapped_bytes so far; never regresses")                         \
-    X(map_calls, counter, "confirmed device allocations")                                                     \
+    X(map_calls, counter, "confirmed device allocations redzone registered (not one the registry had no host memory for, nor its free)")                                                     \
     X(unmap_calls, counter, "free calls for known allocations, failed ones included")                         \
     X(page_reset_calls, counter, "bands re-filled after creation (poison, unpoison, re-fill after a violation)") \
     X(page_reset_bytes, counter, "bytes written by those re-fills")                                           \
-    X(guard_install_calls, counter, "bands installed (one per padded allocation)")                            \
-    X(guard_install_bytes, counter, "pad bytes of those bands")                                               \
+    X(guard_install_calls, counter, "bands installed: one per padded allocation, a guard-page one included")                            \
+    X(guard_install_bytes, counter, "pad bytes of those bands (a guard-page allocation: its guard granule and slack band)")                                               \
     X(decommit_calls, counter, "physical backing released with the address range kept (not used yet: 0)")    \
     X(decommit_bytes, counter, "bytes of those releases (not used yet: 0)")                                   \
     X(live_zones, gauge, "padded zones registered now")                                                       \
     X(scans, counter, "full scans run (rz_scan: exit, fatal, sync, gdb, the API), failed ones included; free-time checks are not scans") \
-    X(violations, counter, "violated bands reported, by scans and free-time checks: one per report line (a zone violated at both ends counts 2)") \
+    X(violations, counter, "violation reports (REDZONE VIOLATION lines): changed bands found by scans, by checks before frees and before a context ends; a zone with both bands changed counts twice")                                      \
     X(unpadded_allocs, counter, "allocations that should have had a band but got none (out of memory, size overflow, failed fill)") \
-    X(stale_zones, counter, "zones forgotten without a free: the driver handed their address out again (their context was destroyed)")
+    X(stale_zones, counter, "zones forgotten without a free: their context ended (destroyed, released or reset), or the driver handed their address out again or no longer knows it")
 
 typedef struct rz_stats {
 #define RZ_STATS_FIELD(name, kind, desc) uint64_t name;

@@ -70,9 +70,7 @@ static int raw_available(const rz_alloc_req_t *req) {
 static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_t value, size_t bytes) {
     if (!is_async(req))
         return rz__dev_fill(band, value, bytes);
-    rzcu_stream s = req->stream;
-    if (req->per_thread && s == NULL)
-        s = RZCU_STREAM_PER_THREAD;
+    rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
     rzcu_result r = rz__drv.cuMemsetD8Async(band, value, bytes, s);
     if (r == RZCUDA_SUCCESS)
         r = rz__drv.cuStreamSynchronize(s);
@@ -214,8 +212,44 @@ static rzcu_result guard_alloc(size_t bytes, rz_zone_node_t *z) {
     z->pad_bytes = (uint32_t)(((bytes + 255) & ~(size_t)255) - bytes);
     z->flags |= RZ_ZONE_GUARD;
     __atomic_add_fetch(&RZ_STATE.guard_live, 1, __ATOMIC_RELAXED);
-    rz__record_guard_install(gran);
-    return RZCUDA_SUCCESS;
+    return RZCUDA_SUCCESS; /* its guard install is counted once, with the slack band (alloc_general) */
+}
+
+/*
+ * The user pointers of live guard zones, so an address inside a guard mapping finds its zone (the registry
+ * is keyed by user pointer, and the driver's cuMemGetAddressRange answers with the mapping). The cap on held
+ * reservations bounds them: each holds at least two granules of 256 bytes or more. Under the registry lock.
+ */
+#define GUARD_SLOTS 2048
+static rz_devptr_t g_guard_ptrs[GUARD_SLOTS];
+static unsigned g_nguard;
+
+static void guard_note(rz_devptr_t ptr, int live) {
+    rz__registry_lock();
+    if (live && g_nguard < GUARD_SLOTS) {
+        g_guard_ptrs[g_nguard++] = ptr;
+    } else if (!live) {
+        for (unsigned i = 0; i < g_nguard; i++)
+            if (g_guard_ptrs[i] == ptr) {
+                g_guard_ptrs[i] = g_guard_ptrs[--g_nguard];
+                break;
+            }
+    }
+    rz__registry_unlock();
+}
+
+const rz_zone_node_t *rz__guard_zone_containing(rz_devptr_t p) {
+    for (unsigned i = 0; i < g_nguard; i++) {
+        const rz_zone_node_t *z = rz__registry_find(g_guard_ptrs[i]);
+        if (z == NULL || !(z->flags & RZ_ZONE_GUARD))
+            continue;
+        rz_devptr_t base;
+        size_t mapped, reserved;
+        guard_layout(z, &base, &mapped, &reserved);
+        if (p >= base && p < base + mapped)
+            return z;
+    }
+    return NULL;
 }
 
 static rzcu_result guard_free(const rz_zone_node_t *z) {
@@ -244,6 +278,7 @@ __attribute__((cold, noinline)) static int free_guarded(const rz_zone_node_t *zo
     size_t mapped, reserved;
     guard_layout(zone, &base, &mapped, &reserved);
     rz__record_unmap(mapped);
+    guard_note(zone->ptr, 0);
     if (rz__zone_watched(zone))
         rz__count(RZ_C_live_zones, -1);
     return RZCUDA_SUCCESS;
@@ -300,7 +335,7 @@ int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes) {
 
 static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index, int padded_oom) {
     if (RZ_UNLIKELY(!raw_available(req)))
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return RZCUDA_ERROR_NOT_SUPPORTED; /* the driver (loaded: start() succeeded) lacks this entry point */
     const rz_options_t *o = rz__options();
     if (dptr == NULL || (req->kind == RZ_ALLOC_PITCH && req->pitch == NULL))
         return (int)raw_alloc(req, dptr, bytes, 0); /* the driver's own answer to a NULL out pointer */
@@ -332,13 +367,15 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         }
         if (g == RZCUDA_SUCCESS) {
             /* The slack band, if any, is written now (its context is known: no lazy install needed). */
+            uint64_t installed = (uint64_t)1 << zone.reserved0; /* the guard granule */
             if (zone.pad_bytes) {
                 zone.expected = rz__band_byte_for(index);
                 if (fill_band(req, zone.ptr + bytes, zone.expected, zone.pad_bytes) != RZCUDA_SUCCESS)
                     zone.flags |= RZ_ZONE_UNWATCHED;
                 else
-                    rz__record_guard_install(zone.pad_bytes);
+                    installed += zone.pad_bytes;
             }
+            rz__record_guard_install(installed); /* one install per allocation, as for a banded one */
             void *gframes[32];
             int ngframes = o->stacks ? rz__capture_stack(gframes, (int)o->stacks) : 0;
             if (rz__registry_add_stack(&zone, gframes, (uint32_t)ngframes) == RZ_OK) {
@@ -346,6 +383,7 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                 size_t mapped, reserved;
                 guard_layout(&zone, &base, &mapped, &reserved);
                 rz__record_map(mapped);
+                guard_note(zone.ptr, 1);
                 if (rz__zone_watched(&zone))
                     rz__count(RZ_C_live_zones, 1);
             } else {
@@ -384,10 +422,13 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         bytes = *req->pitch * req->height;
         pad = *req->pitch * extra_rows; /* bounded by the check above: pitch < width + 4096 */
     }
-    /* Lazy only where the hooks see the program's copies and launches: not for rz_mem_alloc callers. */
-    int lazy = pad > 0 && req->interposed && !o->install_eager && !is_async(req);
+    /* Lazy only where the hooks see every write into the buffer: not for rz_mem_alloc callers (their copies
+     * are not seen), and not for managed memory, which the host reads and writes directly (a store past the
+     * end before the first device work would be overwritten by a band written later). */
+    int lazy = pad > 0 && req->interposed && !o->install_eager && !is_async(req) && req->kind != RZ_ALLOC_MANAGED;
     rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
-                           .front_units = (uint16_t)(front / RZ_FRONT_UNIT)};
+                           .front_units = (uint16_t)(front / RZ_FRONT_UNIT),
+                           .flags = is_async(req) ? RZ_ZONE_STREAM_ORDERED : 0};
     /* A lazy zone asks the driver for its context when its band is written, so one freed before then
      * never asks at all. */
     if (pad > 0 && (!lazy || rz__drv.cuPointerGetAttribute == NULL))
@@ -401,6 +442,12 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         rz__registry_unlock();
         if (lazy) {
             zone.flags |= RZ_ZONE_PENDING;
+        } else if (is_async(req) && rz__stream_capturing(rz__stream_of(req->stream, req->per_thread))) {
+            /* Allocated while its stream is captured into a graph: a synchronisation there is illegal (it would
+             * invalidate the program's capture), and the memory is the graph's, valid only while it runs. The
+             * band's memset is captured with the rest (each launch writes it); the zone is not watched. */
+            rz__drv.cuMemsetD8Async(p + bytes, zone.expected, pad, rz__stream_of(req->stream, req->per_thread));
+            zone.flags |= RZ_ZONE_UNWATCHED;
         } else {
             rzcu_result f = fill_band(req, p + bytes, zone.expected, pad);
             if (f == RZCUDA_SUCCESS && front)
@@ -446,6 +493,8 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     const rz_options_t *o = rz__options();
     if (rz__dev_load() != RZ_OK)
         return RZCUDA_ERROR_NOT_INITIALIZED;
+    if (req->async && (req->per_thread ? rz__drv.cuMemFreeAsync_ptsz : rz__drv.cuMemFreeAsync) == NULL)
+        return RZCUDA_ERROR_NOT_SUPPORTED; /* an older driver: nothing to free in stream order */
     rz_zone_node_t zone;
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
     /* A zone still waiting for its band has nothing to check: no launch, copy or memset ran since. */

@@ -21,6 +21,10 @@
 
 static RZ_TLS int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
 
+/* The last full scan's bands that could not be read (zones) and the driver's error for them. */
+static uint64_t g_last_unread;
+static rzcu_result g_last_read_error;
+
 static rz_staging_t g_staging;
 static rz_band_io_t *g_io;
 static rz_zone_node_t **g_nodes;
@@ -139,6 +143,8 @@ static int lock_registry(void) {
 static void end(void) {
     t_busy = 0;
     rz__dev_release_retired(); /* after the registry lock: see device.c */
+    if (RZ_UNLIKELY(rz__dev_check_wanted()))
+        rz__dev_check_load(); /* check kernel modules, never loaded under the registry lock */
 }
 
 /*
@@ -220,6 +226,67 @@ void rz__bands_install(void) {
     t_busy = 0;
 }
 
+static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out);
+
+void rz__bands_context_ending(void *ctx) {
+    if (ctx == NULL || begin() != RZ_OK)
+        return;
+    rz__registry_lock();
+    install_pending_locked(); /* their memory is still there: each waiting zone learns its context */
+    rz__registry_unlock();
+    rz__dev_settle(ctx); /* the driver waits for the context's work before ending it: so do we */
+    rz__registry_lock();
+    uint64_t checked = 0, violated = 0;
+    int rc = scan_locked(ctx, &checked, &violated);
+    rz__registry_unlock();
+    if (violated || rc != RZ_OK)
+        rz__log("redzone: context ending: %llu zones checked, %llu violated%s%s", (unsigned long long)checked,
+                (unsigned long long)violated, rc != RZ_OK ? "; failed: " : "", rc != RZ_OK ? rz_strerror(rc) : "");
+    end();
+}
+
+void rz__bands_context_ended(void *ctx) {
+    if (ctx == NULL || begin() != RZ_OK)
+        return;
+    rz__registry_lock();
+    rz__registry_drop_ctx(ctx);
+    rz__dev_forget_ctx(ctx); /* under the lock: scans use the per-context kernel state under it */
+    rz__registry_unlock();
+    end();
+}
+
+uint64_t rz__scan_unread(rzcu_result *error) {
+    *error = g_last_read_error;
+    return g_last_unread;
+}
+
+void rz__bands_settle(void) {
+    enum { MAX_CTX = 64 };
+    void *ctxs[MAX_CTX];
+    size_t n = 0;
+    if (begin() != RZ_OK)
+        return;
+    if (lock_registry() != RZ_OK) {
+        end();
+        return;
+    }
+    install_pending_locked(); /* a pending zone learns its context here */
+    for (rz_zone_node_t *z = rz__registry_first(); z && n < MAX_CTX; z = rz__registry_next(z)) {
+        if (!rz__zone_watched(z))
+            continue;
+        size_t i = 0;
+        while (i < n && ctxs[i] != z->ctx)
+            i++;
+        if (i == n)
+            ctxs[n++] = z->ctx;
+    }
+    rz__registry_unlock();
+    /* Outside the lock: the program's host functions may need it while the device drains. */
+    for (size_t i = 0; i < n; i++)
+        rz__dev_settle(ctxs[i]); /* a failure (a sticky error, a dead context) shows in the scan's reads */
+    end();
+}
+
 /* Judge a batch of n zones whose bands have places laid out in g_staging: on a GPU the check kernel says
  * which bands differ and only those are read; otherwise every band is read. */
 static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
@@ -252,7 +319,9 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
             if (!g_io[i].failed || g_io[i].front)
                 continue;
             rzcu_context owner;
-            if (rz__drv.cuPointerGetAttribute &&
+            /* A guard-page zone's memory belongs to no context (the driver names none for it) and is freed only
+             * by redzone: it is never stale. */
+            if (!(g_nodes[i]->flags & RZ_ZONE_GUARD) && rz__drv.cuPointerGetAttribute &&
                 rz__drv.cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, g_nodes[i]->ptr) ==
                     RZCUDA_ERROR_INVALID_VALUE) {
                 g_io[i].failed = 2; /* stale: forgotten below, not counted as unread */
@@ -269,6 +338,7 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
                 rz__registry_drop_stale(g_nodes[i]->ptr);
         if (gone)
             rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone);
+        g_last_read_error = r;
         if (failed)
             rz__warn("scan: reading %zu bands failed with %s", failed, rz__cu_name(r));
         else if (gone == 0)
@@ -307,19 +377,11 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
     return rc;
 }
 
-RZ_EXPORT int rz_scan(void) {
-    int rc = begin();
-    if (rc != RZ_OK)
-        return rc;
+/* Read and judge the bands of every watched zone (of context `only` when not NULL). Registry lock held,
+ * waiting bands installed. */
+static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out) {
     uint64_t checked = 0, violated = 0, unread = 0;
-    int rc_driver = RZ_OK;
-    if ((rc = lock_registry()) != RZ_OK) {
-        end();
-        return rc;
-    }
-    install_pending_locked();
-    rz__launch_scan_begin();
-    RZ_STATE.last_violation_count = 0;
+    int rc = RZ_OK, rc_driver = RZ_OK;
     /* Staging holds one batch: sized for the registry up to RZ_STAGING_MAX (pages are touched only as used),
      * and grown, between batches, for a band wider than it (its address must not move within a batch). */
     uint64_t want = rz__registry_count() * (RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes + rz__options()->front_bytes : 16);
@@ -327,7 +389,7 @@ RZ_EXPORT int rz_scan(void) {
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
-        if (!rz__zone_watched(z))
+        if (!rz__zone_watched(z) || (only && z->ctx != only))
             continue;
         size_t zone_bytes = z->pad_bytes + rz__zone_front(z), bands = z->front_units ? 2 : 1;
         if (n > 0 && (n + bands > g_io_cap || used + zone_bytes > g_staging.size)) {
@@ -355,6 +417,27 @@ RZ_EXPORT int rz_scan(void) {
     if (rc == RZ_OK)
         rc = rc_driver;
     checked -= unread < checked ? unread : checked; /* bands that could not be read were not checked */
+    g_last_unread += unread;
+    *checked_out = checked;
+    *violated_out = violated;
+    return rc;
+}
+
+RZ_EXPORT int rz_scan(void) {
+    int rc = begin();
+    if (rc != RZ_OK)
+        return rc;
+    if ((rc = lock_registry()) != RZ_OK) {
+        end();
+        return rc;
+    }
+    install_pending_locked();
+    rz__launch_scan_begin();
+    RZ_STATE.last_violation_count = 0;
+    g_last_unread = 0;
+    g_last_read_error = RZCUDA_SUCCESS;
+    uint64_t checked = 0, violated = 0;
+    rc = scan_locked(NULL, &checked, &violated);
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
@@ -370,16 +453,24 @@ RZ_EXPORT int rz_scan(void) {
     return rc == RZ_OK ? (int)(violated > INT32_MAX ? INT32_MAX : violated) : rc;
 }
 
-/* Write the n queued fills in g_io and record each zone's new byte. */
+/* Write the n queued fills in g_io and record each zone's new byte: also when some contexts failed, the
+ * zones of the others hold their new byte now (only a failed context's zones keep the old one). */
 static int flush_fills(size_t n) {
+    for (size_t i = 0; i < n; i++)
+        g_io[i].failed = 0;
     rzcu_result r = rz__dev_write(g_io, n);
-    if (r != RZCUDA_SUCCESS) {
-        rz__warn("poison: filling %zu bands failed with %s", n, rz__cu_name(r));
-        return RZ_EDRIVER; /* those zones keep their old expected byte */
-    }
+    size_t failed = 0;
     for (size_t i = 0; i < n; i++) {
+        if (g_io[i].failed) {
+            failed++;
+            continue;
+        }
         g_nodes[i]->expected = g_io[i].value;
         rz__record_page_reset(g_io[i].bytes);
+    }
+    if (r != RZCUDA_SUCCESS) {
+        rz__warn("poison: filling %zu bands failed with %s", failed ? failed : n, rz__cu_name(r));
+        return RZ_EDRIVER; /* those zones keep their old expected byte */
     }
     return RZ_OK;
 }
@@ -390,23 +481,46 @@ static int refill_all(void) {
         return RZ_ENOMEM;
     int rc = RZ_OK;
     size_t n = 0;
-    for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
+    for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
         uint8_t want = rz__band_byte_for(z->index);
         if (!rz__zone_watched(z) || want == z->expected)
             continue;
         if (n + (z->front_units ? 2 : 1) > g_io_cap) {
-            rc = flush_fills(n);
+            if (flush_fills(n) != RZ_OK)
+                rc = RZ_EDRIVER; /* the other batches still get the window: rolled back by the caller */
             n = 0;
-            if (rc != RZ_OK)
-                break;
         }
         size_t b = zone_bands(z, g_io + n, want);
         for (size_t j = 0; j < b; j++)
             g_nodes[n + j] = z;
         n += b;
     }
-    if (rc == RZ_OK && n > 0)
-        rc = flush_fills(n);
+    if (n > 0 && flush_fills(n) != RZ_OK)
+        rc = RZ_EDRIVER;
+    return rc;
+}
+
+/*
+ * Set the window rule (active, [lo, hi)) and re-fill the bands it changes. Registry lock held. When some
+ * bands cannot be written, the previous rule is put back and the bands already changed are re-filled with
+ * its bytes: a failed call leaves no window behind, and every zone's expected byte is what its band holds
+ * (a zone whose write failed both times keeps its old byte, which is still what its band holds).
+ */
+static int set_window_locked(int active, uint64_t lo, uint64_t hi) {
+    uint64_t old_lo = RZ_STATE.poison_lo, old_hi = RZ_STATE.poison_hi;
+    int old_active = RZ_STATE.poison_active;
+    RZ_STATE.poison_lo = lo;
+    RZ_STATE.poison_hi = hi;
+    RZ_STATE.poison_active = active;
+    install_pending_locked();
+    int rc = refill_all();
+    if (rc == RZ_EDRIVER) {
+        RZ_STATE.poison_lo = old_lo;
+        RZ_STATE.poison_hi = old_hi;
+        RZ_STATE.poison_active = old_active;
+        if (refill_all() != RZ_OK)
+            rz__warn("poison: putting the previous bands back failed too; those zones keep the byte they hold");
+    }
     return rc;
 }
 
@@ -420,11 +534,7 @@ RZ_EXPORT int rz_poison(uint64_t lo, uint64_t hi) {
         end();
         return rc;
     }
-    RZ_STATE.poison_lo = lo;
-    RZ_STATE.poison_hi = hi;
-    RZ_STATE.poison_active = 1;
-    install_pending_locked();
-    rc = refill_all();
+    rc = set_window_locked(1, lo, hi);
     rz__registry_unlock();
     end();
     return rc;
@@ -438,9 +548,7 @@ RZ_EXPORT int rz_unpoison(void) {
         end();
         return rc;
     }
-    RZ_STATE.poison_active = 0;
-    install_pending_locked();
-    rc = refill_all();
+    rc = set_window_locked(0, RZ_STATE.poison_lo, RZ_STATE.poison_hi);
     rz__registry_unlock();
     end();
     return rc;

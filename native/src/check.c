@@ -1,15 +1,18 @@
 /*
- * Scans on the device (GPU): the check kernel (native/kernels/rz_check.cu, its PTX built in by nvcc at
- * build time) compares every band with its expected byte where the bands are, and only the positions of
+ * Scans on the device (GPU): the check kernel (native/kernels/rz_check.cu, a fatbin built in by nvcc at
+ * build time: SASS for the common architectures, PTX for newer ones) compares every band with its expected byte where the bands are, and only the positions of
  * bands that differ come back. Per context and scan batch: one upload of the descriptors (with the zeroed
  * result count in front), one launch, one read of the count and positions, one synchronisation, all on
  * the library's own stream. The scan then reads just those bands for the report.
  *
- * The module is loaded on first use in each context. When there is no PTX (built without nvcc) or the
+ * The module is loaded after the first scan that meets each context, outside the registry lock (that scan
+ * uses copies); the kernel is off by default (METRALE_REDZONE_CHECK_KERNEL) until measured on a GPU. When
+ * there is no image (built without nvcc) or the
  * driver cannot load it or find the kernel (the emulated driver has no such kernel unless a test program
  * provides one), that context is marked and scans read bands with batched copies (band.c), silently: the
  * results are the same, only the cost differs. Everything here runs under the registry lock.
  */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,13 +49,73 @@ static uint32_t *g_pos;     /* descriptor -> position in the caller's io */
 static size_t g_pos_cap;
 static uint32_t g_result[1 + RZ_CHECK_CAP];
 
-int rz__dev_check_built(void) { return rz_check_ptx[0] != '\0'; }
+int rz__dev_check_built(void) { return rz_check_image[0] != 0; }
+
+const unsigned char *rz__dev_check_image(size_t *size) {
+    *size = sizeof rz_check_image;
+    return rz_check_image;
+}
 
 void rz__dev_set_check_kernel(int on) { g_off = !on; }
 
 void rz__dev_check_reset(void) { g_nkctx = 0; }
 
+void rz__dev_check_forget(void *ctx) {
+    for (int i = 0; i < g_nkctx; i++) {
+        if (g_kctx[i].ctx != ctx)
+            continue;
+        g_kctx[i] = g_kctx[--g_nkctx]; /* its module and buffer went with the context */
+        return;
+    }
+}
+
 /* The kernel state of ctx (current), loading the module on first use. NULL when unavailable. */
+/*
+ * Loading the module JIT-compiles its PTX on a GPU where no SASS fits (tens of milliseconds or more): never
+ * under the registry lock, which every allocation and free of the program takes. A scan marks the contexts
+ * it found without a module (state 2) and the scanning thread loads them once the lock is released.
+ */
+static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int g_wanted;
+
+int rz__dev_check_wanted(void) { return atomic_load_explicit(&g_wanted, memory_order_relaxed); }
+
+void rz__dev_check_load(void) {
+    pthread_mutex_lock(&g_load_lock); /* one loader at a time; scans may run meanwhile */
+    atomic_store_explicit(&g_wanted, 0, memory_order_relaxed);
+    rz__registry_lock();
+    void *want[MAX_CTX];
+    int n = 0;
+    for (int i = 0; i < g_nkctx; i++)
+        if (g_kctx[i].state == 2)
+            want[n++] = g_kctx[i].ctx;
+    rz__registry_unlock();
+    for (int i = 0; i < n; i++) {
+        rzcu_module mod = NULL;
+        rzcu_function fn = NULL;
+        int ok = 0, pushed;
+        if (rz__dev_check_built() && rz__drv.cuModuleLoadData && rz__drv.cuModuleGetFunction &&
+            rz__drv.cuLaunchKernel && rz__drv.cuModuleUnload && rz__dev_enter(want[i], &pushed) == RZCUDA_SUCCESS) {
+            if (rz__drv.cuModuleLoadData(&mod, rz_check_image) == RZCUDA_SUCCESS) {
+                ok = rz__drv.cuModuleGetFunction(&fn, mod, "rz_check_bands") == RZCUDA_SUCCESS;
+                if (!ok)
+                    rz__drv.cuModuleUnload(mod);
+            }
+            rz__dev_leave(pushed);
+        }
+        rz__registry_lock();
+        for (int j = 0; j < g_nkctx; j++) {
+            if (g_kctx[j].ctx != want[i] || g_kctx[j].state != 2)
+                continue; /* forgotten meanwhile (its context ended): the module went with it */
+            g_kctx[j].state = ok ? 1 : -1;
+            g_kctx[j].mod = mod;
+            g_kctx[j].fn = fn;
+        }
+        rz__registry_unlock();
+    }
+    pthread_mutex_unlock(&g_load_lock);
+}
+
 static struct kernel_ctx *kernel_for(void *ctx) {
     struct kernel_ctx *k = NULL;
     for (int i = 0; i < g_nkctx && !k; i++)
@@ -65,17 +128,8 @@ static struct kernel_ctx *kernel_for(void *ctx) {
         *k = (struct kernel_ctx){.ctx = ctx};
     }
     if (k->state == 0) {
-        k->state = -1;
-        if (!rz__dev_check_built() || !rz__drv.cuModuleLoadData || !rz__drv.cuModuleGetFunction ||
-            !rz__drv.cuLaunchKernel || !rz__drv.cuModuleUnload)
-            return NULL;
-        if (rz__drv.cuModuleLoadData(&k->mod, rz_check_ptx) != RZCUDA_SUCCESS)
-            return NULL;
-        if (rz__drv.cuModuleGetFunction(&k->fn, k->mod, "rz_check_bands") != RZCUDA_SUCCESS) {
-            rz__drv.cuModuleUnload(k->mod);
-            return NULL;
-        }
-        k->state = 1;
+        k->state = 2; /* loaded after the registry lock (rz__dev_check_load): this scan uses copies */
+        atomic_store_explicit(&g_wanted, 1, memory_order_relaxed);
     }
     return k->state == 1 ? k : NULL;
 }

@@ -26,6 +26,9 @@ typedef struct CUstream_st *rzcu_stream;
 typedef struct CUevent_st *rzcu_event;
 typedef struct CUmod_st *rzcu_module;
 typedef struct CUfunc_st *rzcu_function;
+typedef struct CUkern_st *rzcu_kernel; /* CUkernel: a library's kernel, context-independent (CUDA 12) */
+typedef struct CUlib_st *rzcu_library;  /* CUlibrary */
+typedef unsigned int rzcu_capture_status; /* CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated */
 typedef struct CUmemPoolHandle_st *rzcu_mem_pool;
 typedef void (*rzcu_host_fn)(void *user_data);
 
@@ -41,14 +44,25 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_INVALID_CONTEXT, 201)                   \
     X(CUDA_ERROR_CONTEXT_ALREADY_IN_USE, 216)            \
     X(CUDA_ERROR_INVALID_HANDLE, 400)                    \
+    X(CUDA_ERROR_ILLEGAL_STATE, 401)                     \
     X(CUDA_ERROR_NOT_FOUND, 500)                         \
     X(CUDA_ERROR_NOT_READY, 600)                         \
     X(CUDA_ERROR_ILLEGAL_ADDRESS, 700)                   \
+    X(CUDA_ERROR_LAUNCH_TIMEOUT, 702)                    \
     X(CUDA_ERROR_CONTEXT_IS_DESTROYED, 709)              \
+    X(CUDA_ERROR_ASSERT, 710)                            \
     X(CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, 712)    \
     X(CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, 713)        \
+    X(CUDA_ERROR_HARDWARE_STACK_ERROR, 714)              \
+    X(CUDA_ERROR_ILLEGAL_INSTRUCTION, 715)               \
+    X(CUDA_ERROR_MISALIGNED_ADDRESS, 716)                \
+    X(CUDA_ERROR_INVALID_ADDRESS_SPACE, 717)             \
+    X(CUDA_ERROR_INVALID_PC, 718)                        \
+    X(CUDA_ERROR_LAUNCH_FAILED, 719)                     \
     X(CUDA_ERROR_NOT_PERMITTED, 800)                     \
     X(CUDA_ERROR_NOT_SUPPORTED, 801)                     \
+    X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)        \
+    X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)        \
     X(CUDA_ERROR_UNKNOWN, 999)
 
 enum {
@@ -166,6 +180,8 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuDeviceTotalMem_v2, rzcu_result, (size_t * bytes, rzcu_device dev))                                  \
     X(cuDevicePrimaryCtxRetain, rzcu_result, (rzcu_context * pctx, rzcu_device dev))                        \
     X(cuDevicePrimaryCtxRelease_v2, rzcu_result, (rzcu_device dev))                                         \
+    X(cuDevicePrimaryCtxReset_v2, rzcu_result, (rzcu_device dev))                                           \
+    X(cuDevicePrimaryCtxGetState, rzcu_result, (rzcu_device dev, unsigned int *flags, int *active))          \
     X(cuCtxCreate_v4, rzcu_result,                                                                          \
       (rzcu_context * pctx, struct CUctxCreateParams_st * params, unsigned int flags, rzcu_device dev))      \
     X(cuCtxDestroy_v2, rzcu_result, (rzcu_context ctx))                                                     \
@@ -216,6 +232,8 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuModuleUnload, rzcu_result, (rzcu_module mod))                                                       \
     X(cuModuleGetFunction, rzcu_result, (rzcu_function * pf, rzcu_module mod, const char *name))            \
     X(cuFuncGetName, rzcu_result, (const char **name, rzcu_function f))                                     \
+    X(cuKernelGetName, rzcu_result, (const char **name, rzcu_kernel hfunc))                                \
+    X(cuStreamIsCapturing, rzcu_result, (rzcu_stream s, rzcu_capture_status *status))                      \
     X(cuLaunchKernel, rzcu_result,                                                                          \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params,  \

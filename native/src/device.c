@@ -126,11 +126,108 @@ done:
     return r;
 }
 
+/*
+ * Page-locked slots for band copies queued in the program's stream order (the check before a stream-ordered
+ * free): a driver returns from a device-to-pageable copy only once it has completed, which would make
+ * cuMemFreeAsync wait for all the stream's earlier work, a host wait the program never asked for. One
+ * region registered (portable) on first use, with a context current; a band that does not fit a slot, or no
+ * free slot, falls back to pageable memory (and that wait).
+ */
+#define PINNED_SLOT ((size_t)4096)
+#define PINNED_SLOTS 256
+static pthread_mutex_t g_pinned_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *g_pinned;
+static int g_pinned_state; /* 0: not tried (or no context yet), 1: registered, -1: unavailable */
+static uint16_t g_pinned_free[PINNED_SLOTS];
+static int g_npinned_free;
+
+static void pinned_setup_locked(void) {
+    size_t size = PINNED_SLOT * PINNED_SLOTS;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED || !rz__drv.cuMemHostRegister_v2) {
+        g_pinned_state = -1;
+        if (p != MAP_FAILED)
+            munmap(p, size);
+        return;
+    }
+    rzcu_result r = rz__drv.cuMemHostRegister_v2(p, size, RZCU_MEMHOSTREGISTER_PORTABLE);
+    if (r != RZCUDA_SUCCESS) {
+        munmap(p, size);
+        g_pinned_state = r == RZCUDA_ERROR_INVALID_CONTEXT ? 0 : -1; /* no context: try again later */
+        return;
+    }
+    g_pinned = p;
+    for (int i = 0; i < PINNED_SLOTS; i++)
+        g_pinned_free[i] = (uint16_t)(PINNED_SLOTS - 1 - i);
+    g_npinned_free = PINNED_SLOTS;
+    g_pinned_state = 1;
+}
+
+void *rz__dev_pinned_alloc(size_t bytes) {
+    if (bytes > PINNED_SLOT)
+        return NULL;
+    void *p = NULL;
+    pthread_mutex_lock(&g_pinned_lock);
+    if (g_pinned_state == 0)
+        pinned_setup_locked();
+    if (g_pinned_state == 1 && g_npinned_free > 0)
+        p = g_pinned + PINNED_SLOT * g_pinned_free[--g_npinned_free];
+    pthread_mutex_unlock(&g_pinned_lock);
+    return p;
+}
+
+int rz__dev_pinned_free(void *p) {
+    uint8_t *b = p;
+    pthread_mutex_lock(&g_pinned_lock);
+    int mine = g_pinned && b >= g_pinned && b < g_pinned + PINNED_SLOT * PINNED_SLOTS;
+    if (mine)
+        g_pinned_free[g_npinned_free++] = (uint16_t)((size_t)(b - g_pinned) / PINNED_SLOT);
+    pthread_mutex_unlock(&g_pinned_lock);
+    return mine;
+}
+
 void rz__dev_reset(void) {
     pthread_mutex_lock(&g_stream_lock);
     g_nstreams = 0;
     pthread_mutex_unlock(&g_stream_lock);
+    pthread_mutex_init(&g_pinned_lock, NULL); /* a fork child: the parent's registration is not its own */
+    g_pinned = NULL;
+    g_pinned_state = 0;
+    g_npinned_free = 0;
     rz__dev_check_reset();
+}
+
+void rz__dev_forget_ctx(void *ctx) {
+    pthread_mutex_lock(&g_stream_lock);
+    for (int i = 0; i < g_nstreams; i++) {
+        if (g_streams[i].ctx != ctx)
+            continue;
+        g_streams[i] = g_streams[--g_nstreams]; /* the stream went with the context */
+        break;
+    }
+    pthread_mutex_unlock(&g_stream_lock);
+    rz__dev_check_forget(ctx);
+}
+
+int rz__dev_primary_active(int dev) {
+    unsigned flags;
+    int active = 0;
+    if (rz__drv.cuDevicePrimaryCtxGetState == NULL ||
+        rz__drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) != RZCUDA_SUCCESS)
+        return -1;
+    return active != 0;
+}
+
+void *rz__dev_primary_ctx(int dev) {
+    rzcu_context ctx = NULL;
+    if (rz__dev_primary_active(dev) != 1 || rz__drv.cuDevicePrimaryCtxRetain == NULL ||
+        rz__drv.cuDevicePrimaryCtxRelease_v2 == NULL)
+        return NULL;
+    /* Active: this retain only counts a reference (it creates nothing), and the release gives it back. */
+    if (rz__drv.cuDevicePrimaryCtxRetain(&ctx, dev) != RZCUDA_SUCCESS)
+        return NULL;
+    rz__drv.cuDevicePrimaryCtxRelease_v2(dev);
+    return ctx;
 }
 
 rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out) { return stream_for(ctx ? ctx : rz__dev_current_ctx(), out); }
@@ -156,6 +253,25 @@ static void leave_ctx(int pushed) {
 rzcu_result rz__dev_enter(void *ctx, int *pushed) { return enter_ctx(ctx, pushed); }
 
 void rz__dev_leave(int pushed) { leave_ctx(pushed); }
+
+rzcu_stream rz__stream_of(rzcu_stream s, int per_thread) { return per_thread && s == NULL ? RZCU_STREAM_PER_THREAD : s; }
+
+int rz__stream_capturing(rzcu_stream s) {
+    rzcu_capture_status status = 0;
+    return rz__drv.cuStreamIsCapturing && rz__drv.cuStreamIsCapturing(s, &status) == RZCUDA_SUCCESS && status != 0;
+}
+
+rzcu_result rz__dev_settle(void *ctx) {
+    if (rz__drv.cuCtxSynchronize == NULL)
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    int pushed;
+    rzcu_result r = enter_ctx(ctx, &pushed);
+    if (r != RZCUDA_SUCCESS)
+        return r;
+    r = rz__drv.cuCtxSynchronize();
+    leave_ctx(pushed);
+    return r;
+}
 
 /* A new zone's band: one memset on the library's stream of the current context, then one sync. Called
  * without the registry lock, so it must not touch the batch scratch. */
@@ -221,8 +337,34 @@ static const uint8_t *pattern(uint8_t value, size_t bytes) {
     return g_pattern[value];
 }
 
+/* Errors after which no call in the context can succeed: a kernel fault (sticky: every later call returns
+ * it), or the context or driver gone. Anything else may be the batch call's own trouble. */
+static int context_lost(rzcu_result r) {
+    switch (r) {
+    case RZCUDA_ERROR_ILLEGAL_ADDRESS:
+    case RZCUDA_ERROR_LAUNCH_TIMEOUT:
+    case RZCUDA_ERROR_ASSERT:
+    case RZCUDA_ERROR_HARDWARE_STACK_ERROR:
+    case RZCUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case RZCUDA_ERROR_MISALIGNED_ADDRESS:
+    case RZCUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case RZCUDA_ERROR_INVALID_PC:
+    case RZCUDA_ERROR_LAUNCH_FAILED:
+    case RZCUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case RZCUDA_ERROR_INVALID_CONTEXT:
+    case RZCUDA_ERROR_NOT_INITIALIZED:
+    case RZCUDA_ERROR_DEINITIALIZED:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* One batch call for the k collected copies (a single copy goes by the plain entry point, which costs the
- * driver less); a driver that exports the batch entry point but cannot batch gets them one by one. */
+ * driver less). When the batch call fails with anything but an error that ends every call in the context,
+ * the copies go one by one: a driver may export the batch entry point and not support it, or refuse a batch
+ * for a limit it does not document (a batch size), and one refused batch must not fail every scan. A copy
+ * that fails that way too fails the batch, with its own error. */
 static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
     if (k == 1)
         return to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)g_dsts[0], g_srcs[0], g_sizes[0], s)
@@ -230,7 +372,7 @@ static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
     rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
     size_t attr_idx = 0;
     rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(g_dsts, g_srcs, g_sizes, k, &attr, &attr_idx, 1, s);
-    if (r != RZCUDA_ERROR_NOT_SUPPORTED)
+    if (r == RZCUDA_SUCCESS || context_lost(r))
         return r;
     r = RZCUDA_SUCCESS;
     for (size_t j = 0; j < k && r == RZCUDA_SUCCESS; j++)

@@ -28,6 +28,13 @@ static RZ_TLS int t_in_hook;
 /* Calls that only pass through still need the real entry point. */
 #define REAL(name) (rz__dev_load() == RZ_OK && rz__drv.name ? rz__drv.name : NULL)
 
+/* What a wrapper answers when it has no real entry point to call: without a driver, NOT_INITIALIZED (as
+ * every call would be); with a driver that lacks this entry point (an older one), NOT_SUPPORTED. A program
+ * that looks the name up gets no wrapper in the first place (rz__dlsym below). */
+static rzcu_result missing(void) {
+    return rz__dev_load() == RZ_OK ? RZCUDA_ERROR_NOT_SUPPORTED : RZCUDA_ERROR_NOT_INITIALIZED;
+}
+
 /* ---- allocation -------------------------------------------------------------------------------------- */
 static rzcu_result do_alloc(rzcu_deviceptr *dptr, size_t bytes, const rz_alloc_req_t *req) {
     ENTER();
@@ -133,12 +140,13 @@ rzcu_result cuMemFree_v2(rzcu_deviceptr dptr) {
 ASYNC_FREE(cuMemFreeAsync, 0)
 ASYNC_FREE(cuMemFreeAsync_ptsz, 1)
 
-/* The program sees its own range, not the padded one; an address inside a band belongs to no allocation. */
+/* The program sees its own range, not the padded one (nor a guard zone's mapping); an address inside a band,
+ * or in a guard mapping before the buffer, belongs to no allocation. */
 RZ_EXPORT rzcu_fn_cuMemGetAddressRange_v2 cuMemGetAddressRange_v2;
 rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_deviceptr dptr) {
     rzcu_fn_cuMemGetAddressRange_v2 *real = REAL(cuMemGetAddressRange_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     rzcu_deviceptr base = 0;
     size_t size = 0;
     rzcu_result r = real(&base, &size, dptr);
@@ -153,7 +161,9 @@ rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_d
         if (z && rz__zone_front(z) != front)
             z = NULL;
     }
-    if (z && z->pad_bytes) {
+    if (z == NULL && __atomic_load_n(&RZ_STATE.guard_live, __ATOMIC_RELAXED))
+        z = rz__guard_zone_containing(dptr); /* the driver answered with the whole guard mapping */
+    if (z && (z->pad_bytes || (z->flags & RZ_ZONE_GUARD))) {
         if (dptr < z->ptr || dptr >= z->ptr + z->user_bytes) {
             r = RZCUDA_ERROR_NOT_FOUND; /* inside a band: no allocation of the program's */
         } else {
@@ -188,7 +198,7 @@ static inline void install_bands(void) {
     rzcu_result exported params {                                                                            \
         rzcu_wfn_##exported *real = rz__dev_load() == RZ_OK ? rz__drv.writers.exported : NULL;               \
         if (real == NULL)                                                                                    \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+            return missing();                                                                                \
         install_bands();                                                                                     \
         return real args;                                                                                    \
     }
@@ -213,7 +223,7 @@ RZ_EXPORT rzcu_fn_cuCtxSynchronize cuCtxSynchronize;
 rzcu_result cuCtxSynchronize(void) {
     rzcu_fn_cuCtxSynchronize *real = REAL(cuCtxSynchronize);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real());
 }
@@ -222,7 +232,7 @@ RZ_EXPORT rzcu_fn_cuCtxSynchronize_v2 cuCtxSynchronize_v2;
 rzcu_result cuCtxSynchronize_v2(rzcu_context ctx) {
     rzcu_fn_cuCtxSynchronize_v2 *real = REAL(cuCtxSynchronize_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real(ctx));
 }
@@ -231,7 +241,7 @@ RZ_EXPORT rzcu_fn_cuStreamSynchronize cuStreamSynchronize;
 rzcu_result cuStreamSynchronize(rzcu_stream s) {
     rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real(s));
 }
@@ -240,7 +250,7 @@ RZ_EXPORT rzcu_fn_cuStreamSynchronize_ptsz cuStreamSynchronize_ptsz;
 rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s) {
     rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize_ptsz);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real(s));
 }
@@ -249,9 +259,68 @@ RZ_EXPORT rzcu_fn_cuEventSynchronize cuEventSynchronize;
 rzcu_result cuEventSynchronize(rzcu_event e) {
     rzcu_fn_cuEventSynchronize *real = REAL(cuEventSynchronize);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     install_bands();
     return after_sync(real(e));
+}
+
+/* ---- the end of a context ---------------------------------------------------------------------------- */
+/*
+ * A context's memory goes with it, and a later context may get the same handle (a primary context always
+ * does; a created one may). Before the driver ends one, its zones are checked (as their frees would have
+ * been); after, they and the library's stream and kernel state for the handle are forgotten. A primary
+ * context ends on its last release (the driver says whether it is still active) or on a reset.
+ */
+RZ_EXPORT rzcu_fn_cuCtxDestroy_v2 cuCtxDestroy_v2;
+rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
+    rzcu_fn_cuCtxDestroy_v2 *real = REAL(cuCtxDestroy_v2);
+    if (real == NULL)
+        return missing();
+    if (t_in_hook)
+        return real(ctx);
+    ENTER();
+    rz__bands_context_ending(ctx);
+    rzcu_result r = real(ctx);
+    if (r == RZCUDA_SUCCESS)
+        rz__bands_context_ended(ctx);
+    LEAVE();
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease_v2;
+rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
+    rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real = REAL(cuDevicePrimaryCtxRelease_v2);
+    if (real == NULL)
+        return missing();
+    if (t_in_hook)
+        return real(dev);
+    ENTER();
+    void *ctx = rz__dev_primary_ctx(dev);
+    /* Whether this release is the last one is known only after it: bands are written and checked first in
+     * case it is (a release that is not costs the check, as a synchronisation with METRALE_REDZONE_SCAN=sync). */
+    rz__bands_context_ending(ctx);
+    rzcu_result r = real(dev);
+    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0)
+        rz__bands_context_ended(ctx);
+    LEAVE();
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2;
+rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
+    rzcu_fn_cuDevicePrimaryCtxReset_v2 *real = REAL(cuDevicePrimaryCtxReset_v2);
+    if (real == NULL)
+        return missing();
+    if (t_in_hook)
+        return real(dev);
+    ENTER();
+    void *ctx = rz__dev_primary_ctx(dev);
+    rz__bands_context_ending(ctx);
+    rzcu_result r = real(dev);
+    if (r == RZCUDA_SUCCESS && ctx)
+        rz__bands_context_ended(ctx);
+    LEAVE();
+    return r;
 }
 
 /* ---- launches: kernel attribution -------------------------------------------------------------------- */
@@ -261,7 +330,7 @@ rzcu_result cuEventSynchronize(rzcu_event e) {
                      unsigned bz, unsigned shared, rzcu_stream s, void **params, void **extra) {             \
         rzcu_fn_cuLaunchKernel *real = REAL(real_field);                                                     \
         if (real == NULL)                                                                                    \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+            return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                           \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
@@ -276,7 +345,7 @@ LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz)
     rzcu_result name(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra) {       \
         rzcu_fn_cuLaunchKernelEx *real = REAL(real_field);                                                   \
         if (real == NULL)                                                                                    \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
+            return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real(config, f, params, extra);                                                      \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
@@ -297,7 +366,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuMemFreeAsync_ptsz) X(cuMemGetAddressRange_v2) X(cuCtxSynchronize) X(cuCtxSynchronize_v2)             \
     X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize) X(cuLaunchKernel)               \
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
-    X(cuGetProcAddress_v2)
+    X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \
@@ -313,6 +382,22 @@ static void *wrapper_by_name(const char *name) {
 #undef RZ_BY_NAME
 #undef RZ_WRITER_BY_NAME
     return NULL;
+}
+
+/* Whether the loaded driver has the entry point a wrapper of that name stands for (1), lacks it (0), or the
+ * name is no wrapper's (-1). */
+static int driver_has(const char *name) {
+#define RZ_HAS(n)                                                                                            \
+    if (strcmp(name, #n) == 0)                                                                               \
+        return rz__drv.n != NULL;
+    RZ_WRAPPED(RZ_HAS)
+#undef RZ_HAS
+#define RZ_WRITER_HAS(exported, base, since, per_thread, params, args)                                      \
+    if (strcmp(name, #exported) == 0)                                                                        \
+        return rz__drv.writers.exported != NULL;
+    RZCU_DEVICE_WRITERS(RZ_WRITER_HAS)
+#undef RZ_WRITER_HAS
+    return -1;
 }
 
 static void *wrapper_by_real(void *real) {
@@ -347,6 +432,10 @@ void *rz__dlsym(void *handle, const char *name) {
     if (p == NULL || name[0] != 'c' || name[1] != 'u' || t_in_hook)
         return p;
     void *w = wrapper_by_name(name);
+    /* Found ourselves (a global lookup finds libredzone's export first): an entry point the driver lacks is
+     * not there, as without redzone, so a program that probes for it learns the truth. */
+    if (w && p == w && rz__dev_load() == RZ_OK && driver_has(name) == 0)
+        return NULL;
     return w ? w : p;
 }
 
@@ -368,7 +457,7 @@ rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version
                                 rzcu_proc_query_result *status) {
     rzcu_fn_cuGetProcAddress_v2 *real = REAL(cuGetProcAddress_v2);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     rzcu_result r = real(symbol, pfn, cuda_version, flags, status);
     if (r == RZCUDA_SUCCESS)
         swap_for_wrapper(symbol, pfn, cuda_version, flags);
@@ -378,7 +467,7 @@ rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version
 rzcu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags) {
     rzcu_fn_cuGetProcAddress *real = REAL(cuGetProcAddress);
     if (real == NULL)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+        return missing();
     rzcu_result r = real(symbol, pfn, cuda_version, flags);
     if (r == RZCUDA_SUCCESS)
         swap_for_wrapper(symbol, pfn, cuda_version, flags);

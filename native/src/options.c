@@ -271,7 +271,7 @@ void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) {
     out->fill = RZ_FILL_DEFAULT;
     out->scan = RZ_SCAN_FREE | RZ_SCAN_EXIT | RZ_SCAN_FATAL;
     out->agent = true;
-    out->check_kernel = true;
+    out->check_kernel = false;
     out->help = false;
 #define RZ_OPTION(field, var, type, shown, desc)                                                             \
     {                                                                                                        \

@@ -50,16 +50,24 @@ static void exit_scan(void) {
      * after the first allocation call): then every band read fails, so say that instead of scanning. */
     rzcu_context current = NULL;
     int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
+    if (!gone)
+        rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */
     int violated = gone ? RZ_EDRIVER : rz_scan();
     rz_stats_get(&s);
     write_summary(o, &s);
-    char now[160];
+    char now[192];
+    rzcu_result read_error = RZCUDA_SUCCESS;
     if (gone)
         snprintf(now, sizeof now, "not checked, the CUDA driver had already shut down (CUDA_ERROR_DEINITIALIZED)");
     else if (violated == RZ_EBUSY) /* this thread was inside a scan or band write: exit from a signal handler */
         snprintf(now, sizeof now, "not checked, exit was called while this thread was scanning (from a signal handler?)");
     else if (violated >= 0)
         snprintf(now, sizeof now, "%d violated at exit", violated);
+    else if (violated == RZ_EDRIVER && rz__scan_unread(&read_error) > 0)
+        /* e.g. a kernel faulted: on a GPU its context's error is sticky and no band of it can be read */
+        snprintf(now, sizeof now, "%llu violated at exit, %llu zones not checked (reading their bands failed with %s)",
+                 (unsigned long long)RZ_STATE.last_scan_violated, (unsigned long long)rz__scan_unread(&read_error),
+                 rz__cu_name(read_error));
     else
         snprintf(now, sizeof now, "exit scan failed (%s)", rz_status_name(violated));
     /* Live: allocations still registered (a free the driver refused counts as an unmap call, not a release). */
@@ -100,8 +108,14 @@ static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void rz__launch_record(rzcu_function f) {
     const char *name = NULL;
-    if (rz__drv.cuFuncGetName == NULL || rz__drv.cuFuncGetName(&name, f) != RZCUDA_SUCCESS || name == NULL)
-        name = "(unnamed kernel)";
+    /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
+     * cuFuncGetName is not documented: cuKernelGetName names those. */
+    if (rz__drv.cuFuncGetName == NULL || rz__drv.cuFuncGetName(&name, f) != RZCUDA_SUCCESS || name == NULL) {
+        name = NULL;
+        if (rz__drv.cuKernelGetName == NULL ||
+            rz__drv.cuKernelGetName(&name, (rzcu_kernel)(void *)f) != RZCUDA_SUCCESS || name == NULL)
+            name = "(unnamed kernel)";
+    }
     uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
     pthread_mutex_lock(&g_ring_lock);
     struct rz_launch *l = &L.ring[L.seq % RZ_LAUNCH_RING];
@@ -139,6 +153,11 @@ struct async_check {
     rz_zone_node_t zone;
     uint8_t band[];
 };
+
+static void check_free(struct async_check *c) {
+    if (!rz__dev_pinned_free(c))
+        free(c);
+}
 
 /* Registry lock held (scans report under it too, and share the ring's report_since). */
 static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band) {
@@ -179,7 +198,7 @@ static void judge_deferred_locked(void) {
     while (c) {
         struct async_check *next = c->next;
         judge_freed_locked(&c->zone, c->band);
-        free(c);
+        check_free(c);
         c = next;
     }
 }
@@ -207,7 +226,7 @@ static void async_check_cb(void *arg) {
         judge_deferred_locked();
         judge_freed_locked(&c->zone, c->band);
         rz__registry_unlock();
-        free(c);
+        check_free(c);
         return;
     }
     pthread_mutex_lock(&g_deferred_lock);
@@ -220,16 +239,25 @@ static void async_check_cb(void *arg) {
 
 void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     rz_devptr_t band = zone->ptr + zone->user_bytes, front = zone->ptr - rz__zone_front(zone);
-    struct async_check *c = malloc(sizeof *c + zone->pad_bytes + rz__zone_front(zone));
+    /* In stream order the band is copied into page-locked memory when it fits: a copy into pageable memory
+     * would return only once the stream's earlier work is done (a hidden host wait in cuMemFreeAsync). */
+    size_t size = sizeof(struct async_check) + zone->pad_bytes + rz__zone_front(zone);
+    struct async_check *c = req->async ? rz__dev_pinned_alloc(size) : NULL;
+    if (c == NULL)
+        c = malloc(size);
     if (c == NULL) {
         rz__warn("alloc#%llu: no host memory to check its band before free", (unsigned long long)zone->index);
         return;
     }
     c->zone = *zone;
     if (req->async) {
-        rzcu_stream s = req->stream;
-        if (req->per_thread && s == NULL)
-            s = RZCU_STREAM_PER_THREAD;
+        rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
+        if (rz__stream_capturing(s)) {
+            /* A free captured into a graph: a host function freeing its buffer would run at every launch
+             * (the second would use freed memory), and the stream must not be synchronised. Not checked. */
+            check_free(c);
+            return;
+        }
         rzcu_result r = rz__drv.cuMemcpyDtoHAsync_v2(c->band, band, zone->pad_bytes, s);
         if (r == RZCUDA_SUCCESS && zone->front_units)
             r = rz__drv.cuMemcpyDtoHAsync_v2(c->band + zone->pad_bytes, front, rz__zone_front(zone), s);
@@ -241,10 +269,15 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
         if (rz__drv.cuStreamSynchronize(s) != RZCUDA_SUCCESS) {
             rz__warn("alloc#%llu: cannot check its band before free (%s)", (unsigned long long)zone->index,
                      rz__cu_name(r));
-            free(c);
+            check_free(c);
             return;
         }
     }
+    /* The driver's cuMemFree waits for the device before it frees: wait first too, so what the program's
+     * in-flight kernels write past the end is in the band when it is read. Not for stream-ordered memory,
+     * whose cuMemFree waits for nothing (the program must have waited for its users): no hidden host wait. */
+    if (!req->async && !(zone->flags & RZ_ZONE_STREAM_ORDERED))
+        rz__dev_settle(zone->ctx);
     rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band},
                           {.ctx = zone->ctx, .dev = front, .bytes = rz__zone_front(zone), .host = c->band + zone->pad_bytes,
                            .front = 1}};
@@ -256,5 +289,5 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     else
         rz__warn("alloc#%llu: reading its band before free failed with %s", (unsigned long long)zone->index,
                  rz__cu_name(r));
-    free(c);
+    check_free(c);
 }

@@ -203,7 +203,7 @@ static inline __attribute__((always_inline)) void unlink_locked(uint32_t *link, 
 __attribute__((cold, noinline)) static void drop_stale_locked(uint32_t *link) {
     rz_zone_node_t old;
     unlink_locked(link, &old);
-    rz__record_unmap(old.user_bytes + old.pad_bytes + rz__zone_front(&old));
+    rz__record_unmap(rz__zone_mapped_bytes(&old));
     if (rz__zone_watched(&old))
         rz__count(RZ_C_live_zones, -1);
     rz__count(RZ_C_stale_zones, 1);
@@ -339,6 +339,22 @@ void rz__registry_drop_stale(uint64_t ptr) {
     seq_begin();
     drop_stale_locked(link);
     seq_end();
+}
+
+size_t rz__registry_drop_ctx(void *ctx) {
+    size_t dropped = 0;
+    for (rz_zone_node_t *z = rz__registry_first(), *next; z; z = next) {
+        next = rz__registry_next(z); /* before z is unlinked */
+        if (z->ctx != ctx || ctx == NULL)
+            continue;
+        if (z->flags & RZ_ZONE_GUARD) {
+            z->ctx = NULL; /* virtual memory belongs to the device, not the context: it stays */
+            continue;
+        }
+        rz__registry_drop_stale(z->ptr);
+        dropped++;
+    }
+    return dropped;
 }
 
 int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out) {

@@ -151,6 +151,16 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
 #define RZ_ZONE_VIOLATED 0x2 /* the last scan that covered this zone found it violated */
 #define RZ_ZONE_PENDING 0x4  /* padded, band not installed yet (lazy install): nothing to check */
 #define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
+#define RZ_ZONE_STREAM_ORDERED 0x10 /* from cuMemAllocAsync/FromPoolAsync: cuMemFree of it does not wait */
+/* Device bytes a zone holds, as counted in current_mapped_bytes: the user bytes and bands, or for a guard-page
+ * zone its whole mapping (its 256-byte rounding up to whole granules). */
+static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {
+    if (z->flags & RZ_ZONE_GUARD) {
+        uint64_t gran = (uint64_t)1 << z->reserved0, r256 = (z->user_bytes + 255) & ~(uint64_t)255;
+        return (r256 + gran - 1) & ~(gran - 1);
+    }
+    return z->user_bytes + z->pad_bytes + rz__zone_front(z);
+}
 /* A zone whose band scans and poisons cover. */
 static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED); }
 /* Install the bands of pending zones once this many wait (lazy install). */
@@ -174,6 +184,10 @@ rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node);
 /* Under the lock: forget the zone at ptr, whose memory the driver released without a free through redzone
  * (counted as unmapped and in stale_zones). */
 void rz__registry_drop_stale(uint64_t ptr);
+/* Under the lock: forget every zone of context ctx, which has ended (its memory went with it; counted as
+ * for rz__registry_drop_stale); guard-page zones stay (their memory is the device's) and lose the context.
+ * Returns how many were forgotten. */
+size_t rz__registry_drop_ctx(void *ctx);
 /* Under the lock: the zone for ptr, or NULL. */
 rz_zone_node_t *rz__registry_find(uint64_t ptr);
 uint64_t rz__registry_count(void);
@@ -329,6 +343,13 @@ int rz__dev_load(void);
 rzcu_result rz__dev_alloc(rz_devptr_t *p, size_t bytes);
 rzcu_result rz__dev_free(rz_devptr_t p);
 void *rz__dev_current_ctx(void);
+/* Wait for all work of context ctx (the current one when NULL), as the driver's cuMemFree and context
+ * teardown do, so a band read afterwards sees what the program's in-flight kernels and copies wrote. */
+rzcu_result rz__dev_settle(void *ctx);
+/* The stream a stream-ordered call names (NULL with a per-thread entry point: the per-thread stream), and
+ * whether it is being captured into a graph (where nothing may synchronise it). */
+rzcu_stream rz__stream_of(rzcu_stream s, int per_thread);
+int rz__stream_capturing(rzcu_stream s);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 
@@ -379,12 +400,18 @@ typedef struct rz_check_desc {
  * kernel (no PTX built in, or the driver cannot load it: the emulated driver), more than RZ_CHECK_CAP
  * bands differ, or a driver call failed: the caller then reads every band. Registry lock held. */
 int rz__dev_check(const rz_band_io_t *io, size_t n, uint8_t *suspect);
-/* 1 when the library was built with the check kernel's PTX (nvcc was found). */
+/* 1 when the library was built with the check kernel's image (nvcc was found). */
 int rz__dev_check_built(void);
+/* That image (a fatbin) and its size. */
+const unsigned char *rz__dev_check_image(size_t *size);
 /* 0 keeps scans off the check kernel (benchmarks and tests compare methods); 1 (default) uses it. */
 void rz__dev_set_check_kernel(int on);
 /* Forget the per-context kernel state (fork child). */
 void rz__dev_check_reset(void);
+/* Whether a scan found a context whose module is still to be loaded; load those (call without the registry
+ * lock: loading may JIT-compile). */
+int rz__dev_check_wanted(void);
+void rz__dev_check_load(void);
 
 /* Host staging for band reads: page-locked when the driver allows; one batch reads at most this much. */
 #define RZ_STAGING_MAX ((size_t)64 << 20)
@@ -401,8 +428,24 @@ void rz__dev_release_retired(void);
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
+/* A page-locked buffer of `bytes` (at most 4 KiB) for a copy queued in a program's stream, or NULL (use
+ * pageable memory); give it back with rz__dev_pinned_free, which returns 0 for memory that is not one.
+ * Both take only a mutex: callable from a stream's host function. */
+void *rz__dev_pinned_alloc(size_t bytes);
+int rz__dev_pinned_free(void *p);
+/* Context ctx has ended (destroyed, or a primary context released for the last time or reset): forget its
+ * stream and check kernel state, so a context that later gets the same handle starts afresh. */
+void rz__dev_forget_ctx(void *ctx);
+void rz__dev_check_forget(void *ctx);
+/* The handle of device dev's primary context when it is active (learned with a retain and a release, which
+ * leave its reference count as it was); NULL when inactive or unknown. */
+void *rz__dev_primary_ctx(int dev);
+/* Whether device dev's primary context is active (1), inactive (0) or unknown (-1). */
+int rz__dev_primary_active(int dev);
 
 /* ---- allocation (api.c) ---------------------------------------------------------------------------- */
+/* Under the registry lock: the guard-page zone whose mapping contains p, or NULL. */
+const rz_zone_node_t *rz__guard_zone_containing(rz_devptr_t p);
 typedef enum { RZ_ALLOC_PLAIN, RZ_ALLOC_MANAGED, RZ_ALLOC_PITCH, RZ_ALLOC_ASYNC, RZ_ALLOC_POOL } rz_alloc_kind_t;
 typedef struct rz_alloc_req {
     rz_alloc_kind_t kind;
@@ -485,6 +528,16 @@ uint8_t rz__band_byte_for(uint64_t index);
 /* Write the bands of zones still waiting for them (lazy install); a no-op costing one load when none wait
  * or when called from inside a scan or poison on this thread. */
 void rz__bands_install(void);
+/* Wait for the program's work in every context that holds a watched zone (before the exit scan: work still
+ * queued or running at exit may write past an end). Never under the registry lock. */
+void rz__bands_settle(void);
+/* Zones the last full scan could not read, and the driver's error (call after rz_scan, on its thread). */
+uint64_t rz__scan_unread(rzcu_result *error);
+/* A context is about to end (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset):
+ * write waiting bands, wait for its work and check the bands of its zones, which go with it. */
+void rz__bands_context_ending(void *ctx);
+/* It has ended: forget its zones and the library's state for it. */
+void rz__bands_context_ended(void *ctx);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 /* The same for the zone's front band (rz__zone_front(zone) bytes before its pointer). */

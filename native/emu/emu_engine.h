@@ -1,0 +1,144 @@
+/*
+ * The emulated driver's execution engine, shared by the files of its entry points: contexts, streams and
+ * their operation queues (emu_stream.c), the context and thread tables (emu.c), and what the memory
+ * (emu_copy.c) and launch (emu_launch.c) entry points submit to them. Internal to the emulator.
+ */
+#ifndef REDZONE_EMU_ENGINE_H
+#define REDZONE_EMU_ENGINE_H
+
+#include "emu_internal.h"
+
+#define CTX_MAGIC 0x43545831u
+#define STREAM_MAGIC 0x5354524du
+#define MAX_CONTEXTS ((size_t)1 << 16)
+#define MAX_STREAMS ((size_t)1 << 20)
+#define WORKER_IDLE_NS 200000000L
+
+struct CUstream_st;
+
+struct CUctx_st {
+    _Atomic uint32_t magic;
+    int device;
+    bool primary;
+    atomic_bool alive;
+    unsigned refcount; /* primary contexts, under primary_mu */
+    atomic_uint gen;   /* activations of a primary context */
+    pthread_mutex_t mu; /* submission order and the stream list */
+    struct CUstream_st **streams;
+    size_t nstreams, cap;
+    struct CUstream_st *legacy;
+    _Atomic int sticky; /* CUDA_EMU_STICKY_FAULTS: the error a kernel fault left, returned by every later call */
+};
+
+enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
+
+enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL };
+
+struct dep {
+    struct CUstream_st *s;
+    uint64_t seq;
+};
+
+struct batch_item {
+    void *dst;
+    const void *src;
+    size_t n;
+    void *snapshot; /* source read during the API call (CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL) */
+};
+
+struct op {
+    struct op *next;
+    uint64_t seq;
+    enum op_kind kind;
+    void *dst;
+    const void *src;
+    size_t n;
+    unsigned char value;
+    rzcu_host_fn fn;
+    void *user_data;
+    struct batch_item *items;
+    size_t nitems;
+    /* OP_BATCH run inline: the caller's arrays, used during the call only (items is NULL then) */
+    rzcu_deviceptr *bdsts, *bsrcs;
+    size_t *bsizes;
+    rzcu_deviceptr ptr;          /* OP_FREE */
+    cuda_emu_kernel_fn *kernel;  /* OP_KERNEL */
+    cuda_emu_launch_t launch;
+    void **kparams; /* pointers to the parameter copies, which follow them in the same block */
+    uint64_t hold_epoch; /* OP_KERNEL under CUDA_EMU_KERNEL_HOLD: the wait epoch when it was launched */
+    size_t kparams_size, nkparams; /* OP_KERNEL: the parameter block's size and pointer count (graph copies) */
+    size_t ndeps;
+    struct dep deps[];
+};
+
+struct CUstream_st {
+    _Atomic uint32_t magic; /* STREAM_MAGIC while a valid user handle */
+    struct CUctx_st *ctx;
+    unsigned flags;
+    enum stream_kind kind;
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    uint64_t submitted; /* under ctx->mu and mu */
+    _Atomic uint64_t completed;
+    struct op *head, *tail;
+    bool worker_running;
+    atomic_bool destroyed;
+    _Atomic int capture;      /* stream capture: 0 none, 1 active, 2 invalidated (emu_graph.c) */
+    struct emu_graph *graph;  /* the work captured so far, under mu */
+};
+
+/* Per-thread state: the context stack and the per-thread default streams, freed when the thread exits. */
+struct per_thread_entry {
+    struct CUctx_st *ctx;
+    unsigned gen;
+    struct CUstream_st *s;
+};
+
+struct thread_state {
+    struct CUctx_st **stack;
+    size_t depth, cap;
+    struct per_thread_entry *pt;
+    size_t pt_n, pt_cap;
+};
+
+/* ---- tables and threads (emu.c), the stream engine (emu_stream.c) ---- */
+struct thread_state *emu_thread_state(void);
+void emu_make_dumpable(void *table, size_t *mark, size_t used_bytes);
+bool emu_valid_device(rzcu_device dev);
+rzcu_result emu_current_ctx(struct CUctx_st **out);
+struct CUstream_st *emu_stream_new(struct CUctx_st *ctx, unsigned flags, enum stream_kind kind);
+uint64_t emu_completed(struct CUstream_st *s);
+uint64_t emu_hold_now(void);
+void emu_wait_seq(struct CUstream_st *s, uint64_t seq);
+void emu_free_op(struct op *op);
+struct op *emu_op_new(struct CUctx_st *ctx, enum op_kind kind);
+rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out, bool inline_only,
+                                 struct op **retry);
+rzcu_result emu_submit_seq(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out);
+rzcu_result emu_submit(struct CUstream_st *s, struct op *op, bool wait);
+void emu_stream_sync(struct CUstream_st *s);
+void emu_ctx_sync(struct CUctx_st *ctx);
+void emu_sync_all_contexts(void);
+rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out);
+extern struct CUctx_st *emu_ctx_pool;
+extern atomic_size_t emu_nctx;
+extern struct CUstream_st *emu_stream_pool;
+extern atomic_size_t emu_nstreams_total;
+extern atomic_ullong emu_pending_ops;
+extern size_t emu_stream_dump_mark;
+
+/* CUDA_SUCCESS, or the sticky error a kernel fault left in ctx (CUDA_EMU_STICKY_FAULTS): what a call that
+ * waited for the context's work returns afterwards. */
+static inline rzcu_result emu_ctx_error(struct CUctx_st *ctx) { return (rzcu_result)atomic_load(&ctx->sticky); }
+
+/* ---- stream capture and graphs (emu_graph.c) ---- */
+bool emu_graphs_init(void);
+/* op was submitted to s while it is being captured: record it (taking it) or refuse it (freeing it). */
+rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait);
+/* A synchronisation of s (or of its whole context) while it is captured: illegal; invalidates the capture. */
+rzcu_result emu_capture_refuse_sync(struct CUctx_st *ctx, struct CUstream_st *s);
+
+/* ---- events (emu_launch.c) ---- */
+bool emu_events_init(void);
+
+#endif /* REDZONE_EMU_ENGINE_H */

@@ -1,0 +1,300 @@
+/*
+ * The emulated driver's events, kernel launches (modules and functions: emu_module.c), error names and
+ * entry point lookup.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "emu_engine.h"
+#include "rz_annotate.h"
+
+#define EVENT_MAGIC 0x45564e54u
+#define MAX_EVENTS ((size_t)1 << 20)
+#define EVENT_FLAGS 0x7u /* CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS */
+
+struct CUevent_st {
+    _Atomic uint32_t magic; /* EVENT_MAGIC while a valid handle */
+    struct CUctx_st *ctx;
+    unsigned gen;
+    unsigned flags;
+    pthread_mutex_t mu;
+    struct CUstream_st *s; /* the captured work: s's operations up to seq; NULL before the first record */
+    uint64_t seq;
+};
+
+static struct emu_table events = EMU_TABLE_INIT("event", struct CUevent_st, MAX_EVENTS);
+
+bool emu_events_init(void) { return emu_table_init(&events); }
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* events */
+
+/* A valid event of a live context, or NULL. */
+static struct CUevent_st *event_from_handle(rzcu_event h)
+{
+    struct CUevent_st *e = emu_table_slot(&events, h);
+    if (!e || atomic_load(&e->magic) != EVENT_MAGIC || !emu_context_live(e->ctx, e->gen))
+        return NULL;
+    return e;
+}
+
+/* Flags: CU_EVENT_BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS (only with DISABLE_TIMING); others invalid. */
+EMU_API rzcu_result cuEventCreate(rzcu_event *pe, unsigned int flags)
+{
+    ENTER(cuEventCreate);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!pe || (flags & ~EVENT_FLAGS) || ((flags & 0x4u) && !(flags & 0x2u)))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUevent_st *e = emu_table_new(&events);
+    if (!e)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    e->ctx = c;
+    e->gen = atomic_load(&c->gen);
+    e->flags = flags;
+    pthread_mutex_init(&e->mu, NULL);
+    atomic_store(&e->magic, EVENT_MAGIC);
+    *pe = e;
+    return RZCUDA_SUCCESS;
+}
+
+/*
+ * Captures the stream's work so far: the record is an operation on the stream (on the legacy stream it also
+ * covers the blocking streams' prior work; on a blocking stream, the legacy stream's), and the event stands
+ * for its completion. The stream must belong to the event's context (else CUDA_ERROR_INVALID_HANDLE).
+ */
+static rzcu_result do_event_record(rzcu_event hevent, rzcu_stream hstream, bool per_thread)
+{
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    if (s->ctx != e->ctx)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    struct op *op = emu_op_new(s->ctx, OP_NOP);
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&e->mu); /* records of one event take effect in call order */
+    uint64_t seq = 0;
+    rzcu_result r = emu_submit_seq(s, op, false, &seq);
+    if (r == RZCUDA_SUCCESS) {
+        e->s = s;
+        e->seq = seq;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+EMU_API rzcu_result cuEventRecord(rzcu_event e, rzcu_stream s)
+{
+    ENTER(cuEventRecord);
+    return do_event_record(e, s, false);
+}
+
+EMU_API rzcu_result cuEventRecord_ptsz(rzcu_event e, rzcu_stream s)
+{
+    ENTER(cuEventRecord_ptsz);
+    return do_event_record(e, s, true);
+}
+
+/* Waits for the work captured by the last record; an event never recorded has none (CUDA_SUCCESS at once). */
+EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
+{
+    ENTER(cuEventSynchronize);
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&e->mu);
+    struct CUstream_st *s = e->s;
+    uint64_t seq = e->seq;
+    pthread_mutex_unlock(&e->mu);
+    if (s)
+        emu_wait_seq(s, seq);
+    return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
+}
+
+/* Returns at once, even while the captured work is pending. */
+EMU_API rzcu_result cuEventDestroy_v2(rzcu_event hevent)
+{
+    ENTER(cuEventDestroy_v2);
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    uint32_t expected = EVENT_MAGIC;
+    if (!atomic_compare_exchange_strong(&e->magic, &expected, 0))
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    return RZCUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* kernel launches (modules and functions: emu_module.c) */
+
+#define MAX_DYNAMIC_SHARED 49152u /* MAX_SHARED_MEMORY_PER_BLOCK: more needs an opt-in the emulator lacks */
+#define PARAM_ALIGN 16u
+
+/* CUlaunchAttribute, laid out as in cuda.h (cu.h only passes it by pointer). */
+struct CUlaunchAttribute_st {
+    unsigned int id;
+    char pad[4];
+    union {
+        char pad[64];
+        int i;
+        void *p;
+        unsigned long long u;
+    } value;
+};
+_Static_assert(sizeof(struct CUlaunchAttribute_st) == 72, "CUlaunchAttribute layout");
+
+/*
+ * Launch attributes: those that do not change what a kernel computes are accepted and ignored (IGNORE,
+ * ACCESS_POLICY_WINDOW, COOPERATIVE: the whole grid runs at once anyway, SYNCHRONIZATION_POLICY,
+ * CLUSTER_SCHEDULING_POLICY_PREFERENCE, PROGRAMMATIC_STREAM_SERIALIZATION: the emulator never overlaps,
+ * PRIORITY, MEM_SYNC_DOMAIN_MAP, MEM_SYNC_DOMAIN, PREFERRED_SHARED_MEMORY_CARVEOUT,
+ * NVLINK_UTIL_CENTRIC_SCHEDULING); CLUSTER_DIMENSION, PROGRAMMATIC_EVENT, PREFERRED_CLUSTER_DIMENSION,
+ * LAUNCH_COMPLETION_EVENT and DEVICE_UPDATABLE_KERNEL_NODE are CUDA_ERROR_NOT_SUPPORTED; unknown ids are
+ * CUDA_ERROR_INVALID_VALUE.
+ */
+static rzcu_result check_launch_attrs(const struct CUlaunchAttribute_st *attrs, unsigned n)
+{
+    if (n && !attrs)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        switch (attrs[i].id) {
+        case 0: case 1: case 2: case 3: case 5: case 6: case 8: case 9: case 10: case 14: case 16:
+            break;
+        case 4: case 7: case 11: case 12: case 13:
+            return RZCUDA_ERROR_NOT_SUPPORTED;
+        default:
+            return RZCUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    return RZCUDA_SUCCESS;
+}
+
+static rzcu_result do_launch(rzcu_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shared_bytes, rzcu_stream hstream, void **params, void **extra,
+                             bool per_thread)
+{
+    struct emu_kernel k;
+    CHECK(emu_function_resolve(f, &k));
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    if (k.ctx && s->ctx != k.ctx) /* a library kernel (ctx NULL) runs in any context */
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    if (!gx || !gy || !gz || !bx || !by || !bz || gx > 2147483647u || gy > 65535u || gz > 65535u || bx > 1024u ||
+        by > 1024u || bz > 64u || (unsigned long long)bx * by * bz > 1024u || shared_bytes > MAX_DYNAMIC_SHARED)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    if (params && extra)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    if (extra && extra[0]) /* a parameter buffer (an empty list, CU_LAUNCH_PARAM_END first, is no extra) */
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    if (k.nparams && !params)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    size_t bytes = 0;
+    for (size_t i = 0; i < k.nparams; i++) {
+        if (!params[i] || k.sizes[i] > SIZE_MAX / 2 - bytes)
+            return RZCUDA_ERROR_INVALID_VALUE;
+        bytes += (k.sizes[i] + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    }
+    struct op *op = emu_op_new(s->ctx, OP_KERNEL);
+    size_t ptrs = (k.nparams * sizeof(void *) + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    void **kparams = op ? aligned_alloc(PARAM_ALIGN, ptrs + bytes + PARAM_ALIGN) : NULL;
+    if (!kparams) {
+        free(op);
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    }
+    /* the values are copied now: the caller may reuse its argument storage as soon as this returns */
+    char *data = (char *)kparams + ptrs;
+    for (size_t i = 0; i < k.nparams; i++) {
+        memcpy(data, params[i], k.sizes[i]);
+        kparams[i] = data;
+        data += (k.sizes[i] + PARAM_ALIGN - 1) / PARAM_ALIGN * PARAM_ALIGN;
+    }
+    op->kernel = k.fn;
+    op->kparams = kparams;
+    op->kparams_size = ptrs + bytes + PARAM_ALIGN;
+    op->nkparams = k.nparams;
+    op->hold_epoch = emu_cfg.kernel_hold ? emu_hold_now() : 0;
+    op->launch = (cuda_emu_launch_t){{gx, gy, gz}, {bx, by, bz}, shared_bytes};
+    return emu_submit(s, op, false);
+}
+
+EMU_API rzcu_result cuLaunchKernel(rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                   unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared_bytes,
+                                   rzcu_stream s, void **params, void **extra)
+{
+    ENTER(cuLaunchKernel);
+    return do_launch(f, gx, gy, gz, bx, by, bz, shared_bytes, s, params, extra, false);
+}
+
+EMU_API rzcu_result cuLaunchKernel_ptsz(rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                        unsigned int bx, unsigned int by, unsigned int bz,
+                                        unsigned int shared_bytes, rzcu_stream s, void **params, void **extra)
+{
+    ENTER(cuLaunchKernel_ptsz);
+    return do_launch(f, gx, gy, gz, bx, by, bz, shared_bytes, s, params, extra, true);
+}
+
+static rzcu_result do_launch_ex(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra,
+                                bool per_thread)
+{
+    if (!config)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    CHECK(check_launch_attrs(config->attrs, config->numAttrs));
+    return do_launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX, config->blockDimY,
+                     config->blockDimZ, config->sharedMemBytes, config->hStream, params, extra, per_thread);
+}
+
+EMU_API rzcu_result cuLaunchKernelEx(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra)
+{
+    ENTER(cuLaunchKernelEx);
+    return do_launch_ex(config, f, params, extra, false);
+}
+
+EMU_API rzcu_result cuLaunchKernelEx_ptsz(const rzcu_launch_config *config, rzcu_function f, void **params,
+                                          void **extra)
+{
+    ENTER(cuLaunchKernelEx_ptsz);
+    return do_launch_ex(config, f, params, extra, true);
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* errors and entry points (no cuInit needed) */
+
+EMU_API rzcu_result cuGetErrorName(rzcu_result error, const char **pstr)
+{
+    ENTER_NOINIT(cuGetErrorName);
+    if (!pstr)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    *pstr = emu_error_name(error);
+    return *pstr ? RZCUDA_SUCCESS : RZCUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_API rzcu_result cuGetErrorString(rzcu_result error, const char **pstr)
+{
+    ENTER_NOINIT(cuGetErrorString);
+    if (!pstr)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    *pstr = emu_error_string(error);
+    return *pstr ? RZCUDA_SUCCESS : RZCUDA_ERROR_INVALID_VALUE;
+}
+
+EMU_API rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,
+                                        rzcu_proc_query_result *status)
+{
+    ENTER_NOINIT(cuGetProcAddress_v2);
+    return emu_get_proc_address(symbol, pfn, cuda_version, flags, status);
+}
+
+EMU_API rzcu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags)
+{
+    ENTER_NOINIT(cuGetProcAddress);
+    return emu_get_proc_address(symbol, pfn, cuda_version, flags, NULL);
+}
+

@@ -1,0 +1,665 @@
+/*
+ * The emulated driver's stream engine and stream entry points: each stream's FIFO of operations, its worker
+ * thread, inline execution on idle streams, the legacy default stream's ordering, synchronisation, and
+ * CUDA_EMU_KERNEL_HOLD (emu.c's opening comment describes the rules).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "emu_engine.h"
+#include "rz_annotate.h"
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* streams */
+
+struct CUstream_st *emu_stream_new(struct CUctx_st *ctx, unsigned flags, enum stream_kind kind)
+{
+    size_t idx = atomic_fetch_add(&emu_nstreams_total, 1);
+    if (idx >= MAX_STREAMS)
+        return NULL;
+    emu_make_dumpable(emu_stream_pool, &emu_stream_dump_mark, (idx + 1) * sizeof *emu_stream_pool);
+    struct CUstream_st *s = &emu_stream_pool[idx];
+    s->ctx = ctx;
+    s->flags = flags;
+    s->kind = kind;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    pthread_mutex_lock(&ctx->mu);
+    if (ctx->nstreams == ctx->cap) {
+        size_t cap = ctx->cap ? ctx->cap * 2 : 8;
+        struct CUstream_st **v = realloc(ctx->streams, cap * sizeof *v);
+        if (!v) {
+            pthread_mutex_unlock(&ctx->mu);
+            atomic_store(&s->destroyed, true);
+            return NULL;
+        }
+        ctx->streams = v;
+        ctx->cap = cap;
+    }
+    ctx->streams[ctx->nstreams++] = s;
+    pthread_mutex_unlock(&ctx->mu);
+    if (kind == STREAM_USER)
+        atomic_store(&s->magic, STREAM_MAGIC);
+    return s;
+}
+
+uint64_t emu_completed(struct CUstream_st *s)
+{
+    uint64_t c = atomic_load(&s->completed);
+    RZ_ANNOTATE_HAPPENS_AFTER(&s->completed); /* helgrind: the work up to c is visible (rz_annotate.h) */
+    return c;
+}
+
+/*
+ * CUDA_EMU_KERNEL_HOLD: a launched kernel starts only after some thread has waited for unfinished device
+ * work since the launch (the epoch counts such waits). A GPU may run a kernel that late when it is busy; the
+ * emulator then shows every read of device memory that forgot to wait for the kernels before it.
+ */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static uint64_t hold_epoch;
+
+uint64_t emu_hold_now(void)
+{
+    pthread_mutex_lock(&hold_mu);
+    uint64_t e = hold_epoch;
+    pthread_mutex_unlock(&hold_mu);
+    return e;
+}
+
+static void hold_release(void)
+{
+    if (!emu_cfg.kernel_hold)
+        return;
+    pthread_mutex_lock(&hold_mu);
+    hold_epoch++;
+    pthread_cond_broadcast(&hold_cond);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+static void hold_until_waited(const struct op *op)
+{
+    pthread_mutex_lock(&hold_mu);
+    while (hold_epoch == op->hold_epoch)
+        pthread_cond_wait(&hold_cond, &hold_mu);
+    pthread_mutex_unlock(&hold_mu);
+}
+
+void emu_wait_seq(struct CUstream_st *s, uint64_t seq)
+{
+    if (emu_completed(s) >= seq)
+        return;
+    hold_release(); /* this thread now waits for device work: held kernels may start */
+    pthread_mutex_lock(&s->mu);
+    while (emu_completed(s) < seq)
+        pthread_cond_wait(&s->cond, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void emu_free_op(struct op *op)
+{
+    for (size_t i = 0; op->items && i < op->nitems; i++)
+        free(op->items[i].snapshot);
+    free(op->items);
+    free(op->kparams);
+    free(op);
+}
+
+/*
+ * The emulated copy engine. On a GPU, operations on different streams that touch the same device bytes at
+ * once are the program's affair (the bytes end up as either wrote them; redzone's own stress test does this
+ * on purpose, overrunning into a band while another thread scans it), but here they are host memmoves in two
+ * threads, which ThreadSanitizer would report as data races in the emulator. So in a TSan build the device
+ * side of a copy or memset is hidden from it, and the host side is still checked, explicitly, so that a race
+ * on a host buffer (a staging area reused while a copy from it is queued) is still found.
+ */
+#ifdef __SANITIZE_THREAD__
+void __tsan_read_range(void *addr, unsigned long size);
+void __tsan_write_range(void *addr, unsigned long size);
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+#endif
+
+static void dma_copy(void *dst, const void *src, size_t n)
+{
+#ifdef __SANITIZE_THREAD__
+    bool ddev = emu_mem_is_device_address((uintptr_t)dst), sdev = emu_mem_is_device_address((uintptr_t)src);
+    if (ddev || sdev) {
+        if (!ddev)
+            __tsan_write_range(dst, n);
+        if (!sdev)
+            __tsan_read_range((void *)(uintptr_t)src, n);
+        AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
+        AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+        memmove(dst, src, n);
+        AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+        AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
+        return;
+    }
+#endif
+    memmove(dst, src, n);
+}
+
+static void dma_set(void *dst, unsigned char value, size_t n)
+{
+#ifdef __SANITIZE_THREAD__
+    if (emu_mem_is_device_address((uintptr_t)dst)) {
+        AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+        memset(dst, value, n);
+        AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+        return;
+    }
+#endif
+    memset(dst, value, n);
+}
+
+/*
+ * CUDA_EMU_STICKY_FAULTS: on a GPU a kernel that touches memory it may not (a guard page, an unmapped
+ * address) does not kill the process: the context gets a sticky CUDA_ERROR_ILLEGAL_ADDRESS that every later
+ * call in it returns, and its queued work is dropped. Here the kernel is host code, so its SIGSEGV or SIGBUS
+ * is caught on the worker running it and turned into that error. A fault anywhere else goes to the handler
+ * that was there before (or the default action).
+ */
+static _Thread_local sigjmp_buf *t_kernel_jmp;
+static struct sigaction g_old_segv, g_old_bus;
+static pthread_once_t g_fault_once = PTHREAD_ONCE_INIT;
+
+static void kernel_fault(int sig, siginfo_t *info, void *uctx)
+{
+    if (t_kernel_jmp)
+        siglongjmp(*t_kernel_jmp, 1);
+    /* Not an emulated kernel: give the signal back to whoever handled it before and let it fault again. */
+    sigaction(sig, sig == SIGSEGV ? &g_old_segv : &g_old_bus, NULL);
+    (void)info;
+    (void)uctx;
+}
+
+static void install_fault_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = kernel_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_old_segv);
+    sigaction(SIGBUS, &sa, &g_old_bus);
+}
+
+static void run_kernel(struct CUstream_st *s, struct op *op)
+{
+    if (!emu_cfg.sticky_faults) {
+        op->kernel(&op->launch, op->kparams);
+        return;
+    }
+    pthread_once(&g_fault_once, install_fault_handler);
+    sigjmp_buf jmp;
+    if (sigsetjmp(jmp, 1) == 0) {
+        t_kernel_jmp = &jmp;
+        op->kernel(&op->launch, op->kparams);
+    } else {
+        int none = 0;
+        atomic_compare_exchange_strong(&s->ctx->sticky, &none, (int)RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    }
+    t_kernel_jmp = NULL;
+}
+
+static void execute(struct op *op)
+{
+    switch (op->kind) {
+    case OP_NOP:
+        break;
+    case OP_COPY:
+        dma_copy(op->dst, op->src, op->n);
+        break;
+    case OP_SET:
+        dma_set(op->dst, op->value, op->n);
+        break;
+    case OP_HOST:
+        op->fn(op->user_data);
+        break;
+    case OP_BATCH:
+        if (!op->items) {
+            for (size_t i = 0; i < op->nitems; i++)
+                if (op->bsizes[i])
+                    dma_copy((void *)(uintptr_t)op->bdsts[i], (const void *)(uintptr_t)op->bsrcs[i], op->bsizes[i]);
+            break;
+        }
+        for (size_t i = 0; i < op->nitems; i++) {
+            struct batch_item *it = &op->items[i];
+            if (it->n)
+                dma_copy(it->dst, it->snapshot ? it->snapshot : it->src, it->n);
+        }
+        break;
+    case OP_FREE:
+        emu_mem_free_pending(op->ptr);
+        break;
+    case OP_KERNEL:
+        op->kernel(&op->launch, op->kparams);
+        break;
+    }
+}
+
+static void mark_completed_locked(struct CUstream_st *s, uint64_t seq)
+{
+    RZ_ANNOTATE_HAPPENS_BEFORE(&s->completed);
+    atomic_store(&s->completed, seq);
+    pthread_cond_broadcast(&s->cond);
+}
+
+/* Runs the stream's queue; with idle_wait, waits for more work until idle for WORKER_IDLE_NS. */
+static void run_queue(struct CUstream_st *s, bool idle_wait)
+{
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->head) {
+            if (!idle_wait)
+                goto out;
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += WORKER_IDLE_NS;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            if (pthread_cond_timedwait(&s->cond, &s->mu, &ts) == ETIMEDOUT && !s->head)
+                goto out;
+        }
+        struct op *op = s->head;
+        s->head = op->next;
+        if (!s->head)
+            s->tail = NULL;
+        /* an operation run inline by the submitting thread may still be in progress */
+        while (emu_completed(s) + 1 != op->seq)
+            pthread_cond_wait(&s->cond, &s->mu);
+        pthread_mutex_unlock(&s->mu);
+        for (size_t i = 0; i < op->ndeps; i++)
+            emu_wait_seq(op->deps[i].s, op->deps[i].seq);
+        if (op->kind == OP_KERNEL && emu_cfg.kernel_hold)
+            hold_until_waited(op);
+        /* After a kernel fault (CUDA_EMU_STICKY_FAULTS) the context's queued work is dropped, as on a GPU. */
+        if (!atomic_load(&s->ctx->sticky))
+            op->kind == OP_KERNEL ? run_kernel(s, op) : execute(op);
+        uint64_t seq = op->seq;
+        emu_free_op(op);
+        pthread_mutex_lock(&s->mu);
+        mark_completed_locked(s, seq);
+        atomic_fetch_sub(&emu_pending_ops, 1);
+    }
+out:
+    s->worker_running = false;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *worker_main(void *arg)
+{
+    /* 15 characters at most: "cuda-emu-s" and up to 5 digits (longer indices are truncated) */
+    char name[16];
+    snprintf(name, sizeof name, "cuda-emu-s%zu", (size_t)((struct CUstream_st *)arg - emu_stream_pool));
+    pthread_setname_np(pthread_self(), name);
+    run_queue(arg, true);
+    return NULL;
+}
+
+struct op *emu_op_new(struct CUctx_st *ctx, enum op_kind kind)
+{
+    /* room for a dependency on every stream of the context; sized again under ctx->mu in emu_submit */
+    pthread_mutex_lock(&ctx->mu);
+    size_t n = ctx->nstreams + 1;
+    pthread_mutex_unlock(&ctx->mu);
+    struct op *op = calloc(1, sizeof *op + n * sizeof(struct dep));
+    if (op) {
+        op->kind = kind;
+        op->ndeps = n; /* capacity until emu_submit */
+    }
+    return op;
+}
+
+/* Keeps the context's stream list to live streams and destroyed ones with pending work. */
+static void compact_streams_locked(struct CUctx_st *ctx)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < ctx->nstreams; i++) {
+        struct CUstream_st *t = ctx->streams[i];
+        if (atomic_load(&t->destroyed) && emu_completed(t) >= t->submitted)
+            continue;
+        ctx->streams[j++] = t;
+    }
+    ctx->nstreams = j;
+}
+
+/*
+ * Operations that run inline on an idle stream even when asynchronous: what a GPU does without a host thread
+ * (its copy engines; an event record is a marker). Kernels and host functions run on the worker.
+ */
+static bool runs_without_host(enum op_kind kind)
+{
+    return kind == OP_COPY || kind == OP_SET || kind == OP_BATCH || kind == OP_NOP;
+}
+
+/*
+ * Submits op to s (taking ownership). With wait, or for an operation runs_without_host allows, it runs in the
+ * calling thread when s is idle and its dependencies are complete. With wait, returns once it has emu_completed. Returns CUDA_ERROR_OUT_OF_MEMORY
+ * only when the operation could not be queued (nothing done). seq_out (optional): the operation's sequence
+ * number on s (it has emu_completed once s->completed reaches it).
+ */
+rzcu_result emu_submit_seq(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out)
+{
+    return emu_submit_seq_ex(s, op, wait, seq_out, false, NULL);
+}
+
+rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out, bool inline_only,
+                                 struct op **retry)
+{
+    if (atomic_load(&s->capture))
+        return emu_capture_record(s, op, wait); /* recorded into the graph, not run */
+    struct CUctx_st *ctx = s->ctx;
+    size_t capacity = op->ndeps, nd = 0;
+    pthread_mutex_lock(&ctx->mu);
+    if (s->kind == STREAM_LEGACY)
+        compact_streams_locked(ctx);
+    if (s->kind == STREAM_LEGACY || !(s->flags & RZCU_STREAM_NON_BLOCKING)) {
+        size_t needed = s->kind == STREAM_LEGACY ? ctx->nstreams : 1;
+        if (needed > capacity) {
+            struct op *bigger = realloc(op, sizeof *op + needed * sizeof(struct dep));
+            if (!bigger) {
+                pthread_mutex_unlock(&ctx->mu);
+                op->ndeps = 0;
+                emu_free_op(op);
+                return RZCUDA_ERROR_OUT_OF_MEMORY;
+            }
+            op = bigger;
+        }
+        if (s->kind == STREAM_LEGACY) {
+            for (size_t i = 0; i < ctx->nstreams; i++) {
+                struct CUstream_st *t = ctx->streams[i];
+                if (t != s && !(t->flags & RZCU_STREAM_NON_BLOCKING) && emu_completed(t) < t->submitted)
+                    op->deps[nd++] = (struct dep){t, t->submitted};
+            }
+        } else if (ctx->legacy && emu_completed(ctx->legacy) < ctx->legacy->submitted) {
+            op->deps[nd++] = (struct dep){ctx->legacy, ctx->legacy->submitted};
+        }
+    }
+    op->ndeps = nd;
+    pthread_mutex_lock(&s->mu);
+    if (inline_only) {
+        bool can = (wait || runs_without_host(op->kind)) && !s->head && emu_completed(s) == s->submitted;
+        for (size_t i = 0; i < nd && can; i++)
+            can = emu_completed(op->deps[i].s) >= op->deps[i].seq;
+        if (!can) {
+            pthread_mutex_unlock(&s->mu);
+            pthread_mutex_unlock(&ctx->mu);
+            *retry = op;
+            return RZCUDA_ERROR_NOT_READY;
+        }
+    }
+    uint64_t seq = op->seq = ++s->submitted;
+    if (seq_out)
+        *seq_out = seq;
+    bool run_inline = false;
+    if ((wait || runs_without_host(op->kind)) && !s->head && emu_completed(s) + 1 == seq) {
+        run_inline = true;
+        for (size_t i = 0; i < nd && run_inline; i++)
+            run_inline = emu_completed(op->deps[i].s) >= op->deps[i].seq;
+    }
+    bool drain = false;
+    atomic_fetch_add(&emu_pending_ops, 1); /* inline too: cuMemFree from another thread waits for it */
+    if (!run_inline) {
+        op->next = NULL;
+        if (s->tail)
+            s->tail->next = op;
+        else
+            s->head = op;
+        s->tail = op;
+        if (!s->worker_running) {
+            s->worker_running = true;
+            pthread_t th;
+            pthread_attr_t attr;
+            pthread_attr_init(&attr);
+            pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+            if (pthread_create(&th, &attr, worker_main, s) != 0)
+                drain = true; /* no thread: this caller runs the queue */
+            pthread_attr_destroy(&attr);
+        } else {
+            pthread_cond_broadcast(&s->cond);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&ctx->mu);
+    if (run_inline) {
+        execute(op);
+        emu_free_op(op);
+        pthread_mutex_lock(&s->mu);
+        mark_completed_locked(s, seq);
+        atomic_fetch_sub(&emu_pending_ops, 1);
+        pthread_mutex_unlock(&s->mu);
+        return RZCUDA_SUCCESS;
+    }
+    if (drain)
+        run_queue(s, false);
+    if (wait)
+        emu_wait_seq(s, seq);
+    return RZCUDA_SUCCESS;
+}
+
+rzcu_result emu_submit(struct CUstream_st *s, struct op *op, bool wait)
+{
+    return emu_submit_seq(s, op, wait, NULL);
+}
+
+void emu_stream_sync(struct CUstream_st *s)
+{
+    if (s->kind == STREAM_LEGACY) {
+        /* an operation on the legacy stream: also waits for the blocking streams' prior work */
+        struct op *op = emu_op_new(s->ctx, OP_NOP);
+        if (op && emu_submit(s, op, true) == RZCUDA_SUCCESS)
+            return;
+        /* out of memory: wait for everything in the context instead */
+    }
+    pthread_mutex_lock(&s->mu);
+    uint64_t target = s->submitted;
+    pthread_mutex_unlock(&s->mu);
+    emu_wait_seq(s, target);
+}
+
+void emu_ctx_sync(struct CUctx_st *ctx)
+{
+    pthread_mutex_lock(&ctx->mu);
+    size_t n = ctx->nstreams;
+    struct dep *snap = malloc((n ? n : 1) * sizeof *snap);
+    if (!snap) {
+        pthread_mutex_unlock(&ctx->mu);
+        /* fall back: poll each stream until idle */
+        for (;;) {
+            pthread_mutex_lock(&ctx->mu);
+            struct CUstream_st *busy = NULL;
+            uint64_t target = 0;
+            for (size_t i = 0; i < ctx->nstreams && !busy; i++)
+                if (emu_completed(ctx->streams[i]) < ctx->streams[i]->submitted) {
+                    busy = ctx->streams[i];
+                    target = busy->submitted;
+                }
+            pthread_mutex_unlock(&ctx->mu);
+            if (!busy)
+                return;
+            emu_wait_seq(busy, target);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        snap[i] = (struct dep){ctx->streams[i], ctx->streams[i]->submitted};
+    pthread_mutex_unlock(&ctx->mu);
+    for (size_t i = 0; i < n; i++)
+        emu_wait_seq(snap[i].s, snap[i].seq);
+    free(snap);
+}
+
+void emu_sync_all_contexts(void)
+{
+    size_t n = atomic_load(&emu_nctx);
+    for (size_t i = 0; i < n; i++) {
+        struct CUctx_st *c = &emu_ctx_pool[i];
+        if (atomic_load(&c->magic) == CTX_MAGIC && atomic_load(&c->alive))
+            emu_ctx_sync(c);
+    }
+}
+
+void emu_sync_outstanding(void)
+{
+    if (atomic_load(&emu_pending_ops))
+        emu_sync_all_contexts();
+}
+
+static struct CUstream_st *per_thread_stream(struct CUctx_st *ctx)
+{
+    struct thread_state *t = emu_thread_state();
+    if (!t)
+        return NULL;
+    unsigned gen = atomic_load(&ctx->gen);
+    for (size_t i = 0; i < t->pt_n; i++)
+        if (t->pt[i].ctx == ctx) {
+            if (t->pt[i].gen == gen && !atomic_load(&t->pt[i].s->destroyed))
+                return t->pt[i].s;
+            struct CUstream_st *s = emu_stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
+            if (s)
+                t->pt[i] = (struct per_thread_entry){ctx, gen, s};
+            return s;
+        }
+    if (t->pt_n == t->pt_cap) {
+        size_t cap = t->pt_cap ? t->pt_cap * 2 : 4;
+        struct per_thread_entry *m = realloc(t->pt, cap * sizeof *m);
+        if (!m)
+            return NULL;
+        t->pt = m;
+        t->pt_cap = cap;
+    }
+    struct CUstream_st *s = emu_stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
+    if (s)
+        t->pt[t->pt_n++] = (struct per_thread_entry){ctx, gen, s};
+    return s;
+}
+
+/* A user stream handle: a live slot of the stream table. */
+static struct CUstream_st *stream_from_handle(rzcu_stream h)
+{
+    uintptr_t p = (uintptr_t)h, base = (uintptr_t)emu_stream_pool;
+    if (!emu_stream_pool || p < base || p >= base + atomic_load(&emu_nstreams_total) * sizeof *emu_stream_pool ||
+        (p - base) % sizeof *emu_stream_pool)
+        return NULL;
+    struct CUstream_st *s = (struct CUstream_st *)h;
+    if (atomic_load(&s->magic) != STREAM_MAGIC || atomic_load(&s->destroyed) || !atomic_load(&s->ctx->alive))
+        return NULL;
+    return s;
+}
+
+/* Resolves a stream argument; NULL is the legacy stream, or the per-thread stream for _ptsz/_ptds calls. */
+rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out)
+{
+    if (!h)
+        h = per_thread ? RZCU_STREAM_PER_THREAD : RZCU_STREAM_LEGACY;
+    if (h == RZCU_STREAM_LEGACY || h == RZCU_STREAM_PER_THREAD) {
+        if (!ctx)
+            CHECK(emu_current_ctx(&ctx));
+        struct CUstream_st *s = h == RZCU_STREAM_LEGACY ? ctx->legacy : per_thread_stream(ctx);
+        if (!s)
+            return RZCUDA_ERROR_OUT_OF_MEMORY;
+        *out = s;
+        return RZCUDA_SUCCESS;
+    }
+    struct CUstream_st *s = stream_from_handle(h);
+    if (!s)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    int sticky = atomic_load(&s->ctx->sticky);
+    if (sticky)
+        return (rzcu_result)sticky;
+    *out = s;
+    return RZCUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* streams */
+
+EMU_API rzcu_result cuStreamCreate(rzcu_stream *ps, unsigned int flags)
+{
+    ENTER(cuStreamCreate);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!ps || (flags != RZCU_STREAM_DEFAULT && flags != RZCU_STREAM_NON_BLOCKING))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s = emu_stream_new(c, flags, STREAM_USER);
+    if (!s)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    *ps = s;
+    return RZCUDA_SUCCESS;
+}
+
+/* Returns at once; work already queued still completes (the stream leaves the context once drained). */
+EMU_API rzcu_result cuStreamDestroy_v2(rzcu_stream hstream)
+{
+    ENTER(cuStreamDestroy_v2);
+    struct CUstream_st *s = stream_from_handle(hstream);
+    if (!s)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    uint32_t expected = STREAM_MAGIC;
+    if (!atomic_compare_exchange_strong(&s->magic, &expected, 0))
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    atomic_store(&s->destroyed, true);
+    return RZCUDA_SUCCESS;
+}
+
+static rzcu_result do_stream_sync(rzcu_stream hstream, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    CHECK(emu_capture_refuse_sync(NULL, s));
+    emu_stream_sync(s);
+    return emu_ctx_error(s->ctx);
+}
+
+EMU_API rzcu_result cuStreamSynchronize(rzcu_stream s)
+{
+    ENTER(cuStreamSynchronize);
+    return do_stream_sync(s, false);
+}
+
+EMU_API rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s)
+{
+    ENTER(cuStreamSynchronize_ptsz);
+    return do_stream_sync(s, true);
+}
+
+static rzcu_result do_launch_host_func(rzcu_stream hstream, rzcu_host_fn fn, void *user_data, bool per_thread)
+{
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, c, &s));
+    if (!fn)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct op *op = emu_op_new(s->ctx, OP_HOST);
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    op->fn = fn;
+    op->user_data = user_data;
+    return emu_submit(s, op, false);
+}
+
+EMU_API rzcu_result cuLaunchHostFunc(rzcu_stream s, rzcu_host_fn fn, void *user_data)
+{
+    ENTER(cuLaunchHostFunc);
+    return do_launch_host_func(s, fn, user_data, false);
+}
+
+EMU_API rzcu_result cuLaunchHostFunc_ptsz(rzcu_stream s, rzcu_host_fn fn, void *user_data)
+{
+    ENTER(cuLaunchHostFunc_ptsz);
+    return do_launch_host_func(s, fn, user_data, true);
+}
+

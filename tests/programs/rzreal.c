@@ -1,0 +1,334 @@
+/*
+ * A CUDA driver-API program for the real driver's semantics that redzone must honour (issue 15), one
+ * scenario per mode, run by tests/test_semantics.c with libredzone.so preloaded. It knows nothing of redzone.
+ *   rzreal inflight legacy|blocking|nonblocking|perthread|exit
+ *                      a kernel writes 8 bytes past the end of a 1000-byte buffer and the buffer is freed
+ *                      with no synchronisation in between (on each kind of stream), or the program exits
+ *                      with the kernel still queued (run with CUDA_EMU_KERNEL_HOLD=1: the kernel starts only
+ *                      when some thread waits for the device, as on a busy GPU)
+ *   rzreal ctxend destroy|release|reset
+ *                      a context ends (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset)
+ *                      with an overrun zone still live, after a buffer was banded and freed in it; then a new
+ *                      context (the same handle, as the driver hands out) gets a buffer overrun by 8 bytes
+ *   rzreal missing     an entry point the driver lacks (the emulated driver has no cuMemcpy3DBatchAsync, a CUDA
+ *                      12.8/13.0 one): looked up with dlsym (global and in the driver), cuGetProcAddress, and
+ *                      called through a weak reference; and one it has, for comparison
+ *   rzreal guardrange  cuMemGetAddressRange inside a 1000-byte buffer, in its slack, and in its mapping before it
+ *                      (run with METRALE_REDZONE_GUARD=idx:0 for a guard-page allocation, or without)
+ *   rzreal poolfree    stream-ordered memory freed with cuMemFree while a kernel (touching other memory) is
+ *                      queued on a non-blocking stream: whether the free waited for it (run with
+ *                      CUDA_EMU_KERNEL_HOLD=1; the driver's cuMemFree does not wait for pool memory)
+ *   rzreal sticky exit|abort
+ *                      two live zones, then a kernel that faults (run with CUDA_EMU_STICKY_FAULTS=1: a sticky
+ *                      CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU); prints what later calls return, then exits
+ *                      normally or aborts (the fatal-signal scan)
+ *   rzreal library     a kernel from a library (cuLibraryLoadData, cuLibraryGetKernel) launched as cudart 12 does,
+ *                      its CUkernel passed as the CUfunction, writes past the end; and one launched through
+ *                      cuKernelGetFunction
+ *   rzreal freeasync   a stream-ordered buffer overrun by a kernel queued on its stream, then cuMemFreeAsync on
+ *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1 and
+ *                      CUDA_EMU_PAGEABLE_SYNC=1: a copy into pageable memory would wait)
+ *   rzreal capture     a stream-ordered allocation made while its stream is captured into a graph, a kernel
+ *                      using it captured too; the graph instantiated and launched twice
+ *   rzreal managed free|sync
+ *                      a host store one byte past the end of managed memory (host-accessible), before any
+ *                      device work, then the free (after a cuCtxSynchronize with `sync`)
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_emu.h"
+
+#define CHECK(call)                                                                                          \
+    do {                                                                                                     \
+        rzcu_result rc_ = (call);                                                                            \
+        if (rc_ != 0) {                                                                                      \
+            fprintf(stderr, "rzreal:%d: %s failed: %u\n", __LINE__, #call, rc_);                             \
+            exit(100);                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+static rzcu_context setup(void) {
+    rzcu_context ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+/* Writes n bytes of 0x5a from p + at. */
+CUDA_EMU_KERNEL(past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
+}
+
+static rzcu_function past_fn(void) {
+    rzcu_module mod;
+    rzcu_function f;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&f, mod, "past"));
+    return f;
+}
+
+static int mode_inflight(const char *how) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    rzcu_stream s = NULL;
+    if (strcmp(how, "blocking") == 0)
+        CHECK(cuStreamCreate(&s, 0));
+    else if (strcmp(how, "nonblocking") == 0)
+        CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    if (strcmp(how, "perthread") == 0)
+        CHECK(cuLaunchKernel_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    else
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    if (strcmp(how, "exit") == 0) {
+        printf("rzreal: exiting with the kernel queued\n");
+        return 0; /* the exit scan must wait for it */
+    }
+    CHECK(cuMemFree_v2(p)); /* no synchronisation before: the driver's free waits for the device */
+    printf("rzreal: freed with the kernel in flight\n");
+    return 0;
+}
+
+static int mode_managed(const char *how) {
+    setup();
+    rzcu_deviceptr p;
+    CHECK(cuMemAllocManaged(&p, 1000, RZCU_MEM_ATTACH_GLOBAL));
+    ((volatile unsigned char *)(uintptr_t)p)[1000] = 0x5a; /* the host writes past the end */
+    if (strcmp(how, "sync") == 0)
+        CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(p));
+    printf("rzreal: managed memory freed\n");
+    return 0;
+}
+
+static rzcu_context begin_context(const char *how) {
+    rzcu_context ctx;
+    if (strcmp(how, "destroy") == 0)
+        CHECK(cuCtxCreate_v4(&ctx, NULL, 0, 0));
+    else {
+        CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+        CHECK(cuCtxSetCurrent(ctx));
+    }
+    return ctx;
+}
+
+static int mode_ctxend(const char *how) {
+    CHECK(cuInit(0));
+    rzcu_context first = begin_context(how);
+    rzcu_deviceptr live, a, b;
+    CHECK(cuMemAlloc_v2(&live, 500));
+    CHECK(cuMemsetD8_v2(live + 500, 0x11, 1)); /* past the end, never freed: goes with the context */
+    CHECK(cuMemAlloc_v2(&a, 1000));
+    CHECK(cuMemsetD8_v2(a, 0, 1000)); /* the library now has a stream for this context */
+    CHECK(cuMemFree_v2(a));
+    if (strcmp(how, "destroy") == 0)
+        CHECK(cuCtxDestroy_v2(first));
+    else if (strcmp(how, "release") == 0)
+        CHECK(cuDevicePrimaryCtxRelease_v2(0));
+    else
+        CHECK(cuDevicePrimaryCtxReset_v2(0));
+    rzcu_context second = begin_context(how);
+    printf("rzreal: same context handle again: %d\n", second == first);
+    CHECK(cuMemAlloc_v2(&b, 1000));
+    CHECK(cuMemsetD8_v2(b + 1000, 0x5a, 8));
+    CHECK(cuMemFree_v2(b));
+    return 0;
+}
+
+/* Not in the emulated driver: bound to libredzone's definition when it is preloaded, else NULL. */
+extern rzcu_result cuMemcpy3DBatchAsync_v2(size_t count, void *ops, unsigned long long flags, rzcu_stream s)
+    __attribute__((weak));
+
+static int mode_missing(void) {
+    setup();
+    printf("rzreal: global dlsym of a missing entry point: %s\n",
+           dlsym(RTLD_DEFAULT, "cuMemcpy3DBatchAsync_v2") ? "found" : "none");
+    printf("rzreal: global dlsym of a present one: %s\n", dlsym(RTLD_DEFAULT, "cuMemsetD8_v2") ? "found" : "none");
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    printf("rzreal: driver dlsym of a missing entry point: %s\n",
+           h && dlsym(h, "cuMemcpy3DBatchAsync_v2") ? "found" : "none");
+    void *pfn = (void *)1;
+    rzcu_proc_query_result status = 99;
+    rzcu_result r = cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &pfn, 13000, 0, &status);
+    printf("rzreal: cuGetProcAddress of a missing entry point: %u, pfn %s, status %u\n", r, pfn ? "set" : "NULL",
+           status);
+    if (cuMemcpy3DBatchAsync_v2)
+        printf("rzreal: calling it anyway: %u\n", cuMemcpy3DBatchAsync_v2(0, NULL, 0, NULL));
+    return 0;
+}
+
+static int mode_guardrange(void) {
+    setup();
+    rzcu_deviceptr p, base = 0;
+    size_t size = 0;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    rzcu_result r = cuMemGetAddressRange_v2(&base, &size, p + 10);
+    printf("rzreal: range inside: %u base %s size %zu\n", r, base == p ? "p" : "other", size);
+    r = cuMemGetAddressRange_v2(&base, &size, p + 1000);
+    printf("rzreal: range past the end: %u\n", r);
+    r = cuMemGetAddressRange_v2(&base, &size, p - 256);
+    printf("rzreal: range before the start: %u\n", r);
+    CHECK(cuMemFree_v2(p));
+    return 0;
+}
+
+static int mode_poolfree(void) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_deviceptr pool, other;
+    CHECK(cuMemAllocAsync(&pool, 1000, NULL));
+    CHECK(cuMemAlloc_v2(&other, 1000));
+    CHECK(cuMemsetD8_v2(pool, 0, 1000)); /* device work: the bands are written */
+    CHECK(cuMemsetD8_v2(other, 0, 1000));
+    CHECK(cuStreamSynchronize(NULL));
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    size_t at = 0, n = 1;
+    void *params[] = {&other, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    CHECK(cuMemFree_v2(pool));
+    unsigned char first = 0;
+    CHECK(cuMemcpyDtoHAsync_v2(&first, other, 1, NULL)); /* the legacy stream does not wait for s */
+    printf("rzreal: the pool free waited for the kernel: %d\n", first == 0x5a);
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(other));
+    return 0;
+}
+
+static int mode_sticky(const char *how) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_deviceptr a, b, c, bad = 16; /* an address no allocation has: the kernel faults */
+    CHECK(cuMemAlloc_v2(&a, 1000));
+    CHECK(cuMemAlloc_v2(&b, 500));
+    CHECK(cuMemsetD8_v2(a, 0, 1000)); /* device work: the bands are written */
+    size_t at = 0, n = 1;
+    void *params[] = {&bad, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    printf("rzreal: synchronise after the fault: %u\n", cuCtxSynchronize());
+    printf("rzreal: free after the fault: %u\n", cuMemFree_v2(a));
+    printf("rzreal: allocate after the fault: %u\n", cuMemAlloc_v2(&c, 10));
+    if (strcmp(how, "abort") == 0)
+        abort();
+    return 0;
+}
+
+CUDA_EMU_KERNEL(lib_past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
+}
+
+static int mode_library(void) {
+    setup();
+    rzcu_library lib;
+    rzcu_kernel k;
+    CHECK(cuLibraryLoadData(&lib, "emulated library", NULL, NULL, 0, NULL, NULL, 0));
+    CHECK(cuLibraryGetKernel(&k, lib, "lib_past"));
+    const char *name = NULL;
+    printf("rzreal: cuFuncGetName of a CUkernel: %u\n", cuFuncGetName(&name, (rzcu_function)(void *)k));
+    rzcu_deviceptr p, q;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    CHECK(cuMemAlloc_v2(&q, 1000));
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel((rzcu_function)(void *)k, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(p));
+    rzcu_function f;
+    CHECK(cuKernelGetFunction(&f, k));
+    void *params_q[] = {&q, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params_q, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuMemFree_v2(q));
+    CHECK(cuLibraryUnload(lib));
+    return 0;
+}
+
+static int mode_freeasync(void) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_stream s, other;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&other, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr p, flag;
+    CHECK(cuMemAlloc_v2(&flag, 1));
+    CHECK(cuMemsetD8_v2(flag, 0, 1));
+    CHECK(cuMemAllocAsync(&p, 1000, s));
+    size_t zero = 0, one = 1, at = 1000, n = 8;
+    void *mark[] = {&flag, &zero, &one}, *past[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, mark, NULL));
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, past, NULL));
+    CHECK(cuMemFreeAsync(p, s));
+    unsigned char seen = 0;
+    CHECK(cuMemcpyDtoHAsync_v2(&seen, flag, 1, other)); /* another idle stream: runs at once */
+    printf("rzreal: cuMemFreeAsync waited for its stream: %d\n", seen == 0x5a);
+    CHECK(cuStreamSynchronize(s));
+    printf("rzreal: stream synchronised\n");
+    CHECK(cuMemFree_v2(flag));
+    return 0;
+}
+
+static int mode_capture(void) {
+    setup();
+    rzcu_function f = past_fn();
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr p;
+    CHECK(cuStreamBeginCapture_v2(s, 0));
+    CHECK(cuMemAllocAsync(&p, 1000, s));
+    size_t at = 0, n = 1000;
+    void *params[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    struct CUgraph_st *graph = NULL;
+    printf("rzreal: end of capture: %u\n", cuStreamEndCapture(s, &graph));
+    if (graph == NULL)
+        return 0;
+    struct CUgraphExec_st *exec;
+    CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    printf("rzreal: graph launched twice\n");
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(graph));
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (strcmp(mode, "inflight") == 0 && argc > 2)
+        return mode_inflight(argv[2]);
+    if (strcmp(mode, "capture") == 0)
+        return mode_capture();
+    if (strcmp(mode, "freeasync") == 0)
+        return mode_freeasync();
+    if (strcmp(mode, "library") == 0)
+        return mode_library();
+    if (strcmp(mode, "sticky") == 0 && argc > 2)
+        return mode_sticky(argv[2]);
+    if (strcmp(mode, "poolfree") == 0)
+        return mode_poolfree();
+    if (strcmp(mode, "guardrange") == 0)
+        return mode_guardrange();
+    if (strcmp(mode, "missing") == 0)
+        return mode_missing();
+    if (strcmp(mode, "ctxend") == 0 && argc > 2)
+        return mode_ctxend(argv[2]);
+    if (strcmp(mode, "managed") == 0 && argc > 2)
+        return mode_managed(argv[2]);
+    fprintf(stderr, "usage: rzreal MODE ...\n");
+    return 2;
+}

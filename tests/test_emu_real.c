@@ -1,0 +1,294 @@
+/*
+ * Tests of the emulated driver's imitations of real-driver behaviour added for issue 15 (tests/test_emu.c
+ * holds the rest): kernels held until a thread waits (CUDA_EMU_KERNEL_HOLD), the primary context's reset
+ * and state, and context handles handed out again after a destroy.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cuda_emu.h"
+
+#define OK(call) cr_assert_eq((call), RZCUDA_SUCCESS, "%s", #call)
+#define FAILS(call, err) cr_assert_eq((call), (rzcu_result)(err), "%s", #call)
+
+static rzcu_context primary_current(void) {
+    OK(cuInit(0));
+    rzcu_context ctx = NULL;
+    OK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    OK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+CUDA_EMU_KERNEL(set_flag, sizeof(rzcu_deviceptr)) {
+    *(volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0) = 1;
+}
+
+static void launch_set_flag(rzcu_deviceptr flag, rzcu_stream s) {
+    rzcu_module mod;
+    rzcu_function f;
+    OK(cuModuleLoadData(&mod, "emulated module"));
+    OK(cuModuleGetFunction(&f, mod, "set_flag"));
+    void *params[] = {&flag};
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+}
+
+/* Held: a copy on another stream that waits for nothing sees the kernel's work not done, every time. */
+Test(emu_real, held_kernel_runs_only_once_a_thread_waits) {
+    setenv("CUDA_EMU_KERNEL_HOLD", "1", 1);
+    primary_current();
+    rzcu_deviceptr flag;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    launch_set_flag(flag, NULL);
+    rzcu_stream other;
+    OK(cuStreamCreate(&other, RZCU_STREAM_NON_BLOCKING));
+    int seen = -1;
+    OK(cuMemcpyDtoHAsync_v2(&seen, flag, sizeof seen, other));
+    OK(cuStreamSynchronize(other)); /* complete already: waits for nothing, releases nothing */
+    cr_assert_eq(seen, 0, "the kernel ran before anyone waited");
+    OK(cuCtxSynchronize());
+    OK(cuMemcpyDtoH_v2(&seen, flag, sizeof seen));
+    cr_assert_eq(seen, 1, "the synchronisation let it run");
+}
+
+/* cuDevicePrimaryCtxReset destroys the context's memory and streams without releasing it; the next retain
+ * (or use) activates it again under the same handle. */
+Test(emu_real, primary_reset_destroys_and_keeps_the_handle) {
+    rzcu_context ctx = primary_current();
+    unsigned flags = 7;
+    int active = -1;
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    cr_assert(flags == 0 && active == 1);
+    rzcu_deviceptr p;
+    OK(cuMemAlloc_v2(&p, 1000));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, 0));
+    OK(cuDevicePrimaryCtxReset_v2(0));
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    cr_assert_eq(active, 0);
+    FAILS(cuMemAlloc_v2(&p, 16), RZCUDA_ERROR_CONTEXT_IS_DESTROYED);
+    FAILS(cuStreamSynchronize(s), RZCUDA_ERROR_INVALID_HANDLE);
+    OK(cuDevicePrimaryCtxReset_v2(0)); /* inactive: nothing to do */
+    rzcu_context again;
+    OK(cuDevicePrimaryCtxRetain(&again, 0));
+    cr_assert_eq(again, ctx, "the same handle");
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    cr_assert_eq(active, 1);
+    FAILS(cuMemGetAddressRange_v2(NULL, NULL, p), RZCUDA_ERROR_NOT_FOUND); /* freed by the reset */
+    OK(cuDevicePrimaryCtxRelease_v2(0));
+    OK(cuDevicePrimaryCtxRelease_v2(0)); /* the reset did not release the first reference */
+    OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
+    cr_assert_eq(active, 0);
+    FAILS(cuDevicePrimaryCtxRelease_v2(0), RZCUDA_ERROR_INVALID_CONTEXT);
+    FAILS(cuDevicePrimaryCtxGetState(0, NULL, &active), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuDevicePrimaryCtxGetState(9, &flags, &active), RZCUDA_ERROR_INVALID_DEVICE);
+    FAILS(cuDevicePrimaryCtxReset_v2(9), RZCUDA_ERROR_INVALID_DEVICE);
+}
+
+/* A real driver's next context may live where the destroyed one did: the same CUcontext value. */
+Test(emu_real, created_context_reuses_a_destroyed_handle) {
+    OK(cuInit(0));
+    rzcu_context a, b, c;
+    OK(cuCtxCreate_v4(&a, NULL, 0, 0));
+    rzcu_deviceptr p;
+    OK(cuMemAlloc_v2(&p, 100));
+    OK(cuCtxDestroy_v2(a));
+    OK(cuCtxCreate_v4(&b, NULL, 0, 0));
+    cr_assert_eq(b, a, "the destroyed context's handle comes back");
+    FAILS(cuPointerGetAttribute(&c, RZCU_POINTER_ATTRIBUTE_CONTEXT, p), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemAlloc_v2(&p, 100));
+    OK(cuPointerGetAttribute(&c, RZCU_POINTER_ATTRIBUTE_CONTEXT, p));
+    cr_assert_eq(c, b);
+    OK(cuCtxCreate_v4(&c, NULL, 0, 0));
+    cr_assert_neq(c, b, "a live context's handle is never handed out twice");
+    OK(cuCtxDestroy_v2(c));
+    OK(cuCtxDestroy_v2(b));
+}
+
+/* cuMemFree waits for the device, except for stream-ordered (pool) memory, whose users the program must have
+ * waited for: a held kernel stays held across the pool free, and runs at the plain one. */
+Test(emu_real, cuMemFree_of_pool_memory_does_not_wait) {
+    setenv("CUDA_EMU_KERNEL_HOLD", "1", 1);
+    primary_current();
+    rzcu_deviceptr flag, pool, plain;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    OK(cuMemAllocAsync(&pool, 1000, NULL));
+    OK(cuMemAlloc_v2(&plain, 1000));
+    rzcu_stream other;
+    OK(cuStreamCreate(&other, RZCU_STREAM_NON_BLOCKING));
+    OK(cuStreamSynchronize(NULL));
+    launch_set_flag(flag, other);
+    OK(cuMemFree_v2(pool));
+    int seen = -1;
+    OK(cuMemcpyDtoHAsync_v2(&seen, flag, sizeof seen, NULL)); /* legacy stream: does not wait for `other` */
+    cr_assert_eq(seen, 0, "the pool free waited for the device");
+    OK(cuMemFree_v2(plain));
+    OK(cuMemcpyDtoHAsync_v2(&seen, flag, sizeof seen, NULL));
+    cr_assert_eq(seen, 1, "the plain free waits for it");
+    FAILS(cuMemFree_v2(pool), RZCUDA_ERROR_INVALID_VALUE);
+}
+
+CUDA_EMU_KERNEL(fault, sizeof(rzcu_deviceptr)) {
+    *(volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0) = 1;
+}
+
+/* CUDA_EMU_STICKY_FAULTS: a kernel fault is a sticky CUDA_ERROR_ILLEGAL_ADDRESS in its context, as on a GPU:
+ * every later call in it returns the error, work queued behind the kernel is dropped, other contexts go on,
+ * and a reset primary context starts clean. */
+Test(emu_real, sticky_kernel_fault_fails_every_later_call_in_its_context) {
+    setenv("CUDA_EMU_STICKY_FAULTS", "1", 1);
+    setenv("CUDA_EMU_DEVICES", "2", 1);
+    primary_current();
+    rzcu_deviceptr flag, bad = 16;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    rzcu_module mod;
+    rzcu_function f;
+    OK(cuModuleLoadData(&mod, "emulated module"));
+    OK(cuModuleGetFunction(&f, mod, "fault"));
+    void *params[] = {&bad};
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    launch_set_flag(flag, NULL); /* queued behind the fault: dropped */
+    FAILS(cuCtxSynchronize(), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    FAILS(cuStreamSynchronize(NULL), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    int seen = -1;
+    FAILS(cuMemcpyDtoH_v2(&seen, flag, sizeof seen), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    rzcu_deviceptr p;
+    FAILS(cuMemAlloc_v2(&p, 16), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    FAILS(cuMemFree_v2(flag), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    cr_assert_eq(*(volatile int *)(uintptr_t)flag, 0, "the kernel queued after the fault did not run");
+    rzcu_context other;
+    OK(cuDevicePrimaryCtxRetain(&other, 1));
+    OK(cuCtxPushCurrent_v2(other));
+    OK(cuMemAlloc_v2(&p, 16)); /* another context is unaffected */
+    OK(cuCtxPopCurrent_v2(NULL));
+    OK(cuDevicePrimaryCtxReset_v2(0));
+    primary_current();
+    OK(cuMemAlloc_v2(&p, 16)); /* a new activation starts clean */
+}
+
+/* Libraries: context-independent loading; a kernel handle launches in any context when passed as the
+ * function (as cudart 12 does), cuKernelGetFunction makes a function of the current context, cuFuncGetName
+ * refuses a kernel handle and cuKernelGetName names it; unloading invalidates both. */
+Test(emu_real, library_kernels_launch_and_are_named) {
+    OK(cuInit(0));
+    rzcu_library lib;
+    FAILS(cuLibraryLoadData(&lib, NULL, NULL, NULL, 0, NULL, NULL, 0), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuLibraryLoadData(&lib, "image", NULL, NULL, 0, NULL, NULL, 0)); /* no context needed */
+    rzcu_kernel k, again;
+    FAILS(cuLibraryGetKernel(&k, lib, "no_such_kernel"), RZCUDA_ERROR_NOT_FOUND);
+    OK(cuLibraryGetKernel(&k, lib, "set_flag"));
+    OK(cuLibraryGetKernel(&again, lib, "set_flag"));
+    cr_assert_eq(k, again, "one handle per name");
+    const char *name = NULL;
+    OK(cuKernelGetName(&name, k));
+    cr_assert_str_eq(name, "set_flag");
+    FAILS(cuFuncGetName(&name, (rzcu_function)(void *)k), RZCUDA_ERROR_INVALID_VALUE);
+    primary_current();
+    rzcu_deviceptr flag;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    void *params[] = {&flag};
+    OK(cuLaunchKernel((rzcu_function)(void *)k, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    OK(cuCtxSynchronize());
+    int seen = 0;
+    OK(cuMemcpyDtoH_v2(&seen, flag, sizeof seen));
+    cr_assert_eq(seen, 1);
+    rzcu_function f;
+    OK(cuKernelGetFunction(&f, k));
+    OK(cuFuncGetName(&name, f));
+    cr_assert_str_eq(name, "set_flag");
+    OK(cuLibraryUnload(lib));
+    FAILS(cuKernelGetName(&name, k), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuLaunchKernel((rzcu_function)(void *)k, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuLibraryUnload(lib), RZCUDA_ERROR_INVALID_HANDLE);
+}
+
+/* CUDA_EMU_PAGEABLE_SYNC: an asynchronous device-to-host copy into pageable memory returns once it has
+ * completed (so after the stream's earlier work); into registered memory it is queued. */
+Test(emu_real, pageable_async_copy_waits_pinned_one_is_queued) {
+    setenv("CUDA_EMU_KERNEL_HOLD", "1", 1);
+    setenv("CUDA_EMU_PAGEABLE_SYNC", "1", 1);
+    primary_current();
+    rzcu_deviceptr flag;
+    OK(cuMemAlloc_v2(&flag, sizeof(int)));
+    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    static int pinned[1024];
+    OK(cuMemHostRegister_v2(pinned, sizeof pinned, 0));
+    pinned[0] = -1;
+    launch_set_flag(flag, s);
+    OK(cuMemcpyDtoHAsync_v2(pinned, flag, sizeof(int), s));
+    cr_assert_eq(pinned[0], -1, "queued behind the held kernel");
+    int pageable = -1;
+    OK(cuMemcpyDtoHAsync_v2(&pageable, flag, sizeof pageable, s));
+    cr_assert_eq(pageable, 1, "returned only once done: the kernel ran first");
+    OK(cuStreamSynchronize(s));
+    cr_assert_eq(pinned[0], 1);
+    OK(cuMemHostUnregister(pinned));
+}
+
+CUDA_EMU_KERNEL(add_one, sizeof(rzcu_deviceptr)) {
+    ++*(volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+}
+
+/* Stream capture records work instead of running it; the instantiated graph replays it at every launch;
+ * what the driver forbids during capture (synchronising the captured stream) fails and invalidates it. */
+Test(emu_real, stream_capture_records_and_graphs_replay) {
+    primary_current();
+    rzcu_deviceptr counter;
+    OK(cuMemAlloc_v2(&counter, sizeof(int)));
+    OK(cuMemsetD8_v2(counter, 0, sizeof(int)));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    FAILS(cuStreamBeginCapture_v2(NULL, 0), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    rzcu_module mod;
+    rzcu_function f;
+    OK(cuModuleLoadData(&mod, "emulated module"));
+    OK(cuModuleGetFunction(&f, mod, "add_one"));
+    void *params[] = {&counter};
+    rzcu_capture_status st = 9;
+    OK(cuStreamBeginCapture_v2(s, 0));
+    FAILS(cuStreamBeginCapture_v2(s, 0), RZCUDA_ERROR_ILLEGAL_STATE);
+    OK(cuStreamIsCapturing(s, &st));
+    cr_assert_eq(st, 1);
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    int seen = -1;
+    OK(cuMemcpyDtoH_v2(&seen, counter, sizeof seen));
+    cr_assert_eq(seen, 0, "captured, not run");
+    struct CUgraph_st *graph;
+    OK(cuStreamEndCapture(s, &graph));
+    OK(cuStreamIsCapturing(s, &st));
+    cr_assert_eq(st, 0);
+    struct CUgraphExec_st *exec;
+    OK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+    OK(cuGraphDestroy(graph)); /* the executable does not need it */
+    OK(cuGraphLaunch(exec, s));
+    OK(cuGraphLaunch(exec, s));
+    OK(cuStreamSynchronize(s));
+    OK(cuMemcpyDtoH_v2(&seen, counter, sizeof seen));
+    cr_assert_eq(seen, 4, "two launches of two nodes");
+    OK(cuGraphExecDestroy(exec));
+    FAILS(cuGraphLaunch(exec, s), RZCUDA_ERROR_INVALID_VALUE);
+    /* Illegal during capture: a synchronisation of the captured stream, or of its context. */
+    OK(cuStreamBeginCapture_v2(s, 0));
+    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    FAILS(cuStreamSynchronize(s), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuStreamIsCapturing(s, &st));
+    cr_assert_eq(st, 2, "invalidated");
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    cr_assert_null(graph);
+    OK(cuStreamBeginCapture_v2(s, 0));
+    FAILS(cuCtxSynchronize(), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_ILLEGAL_STATE);
+    OK(cuMemcpyDtoH_v2(&seen, counter, sizeof seen));
+    cr_assert_eq(seen, 4, "nothing of the invalidated captures ran");
+}
