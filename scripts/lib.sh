@@ -29,6 +29,9 @@ rz_ensure_packages() {
        [ "${VERSION_CODENAME:-}" = bookworm ]; then
         printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
             >"$REDZONE_NONFREE_SOURCE"
+        # Only cuda-gdb comes from it: every other non-free package stays uninstallable by accident.
+        printf 'Package: *\nPin: release c=non-free\nPin-Priority: -1\n\nPackage: nvidia-cuda-gdb\nPin: release c=non-free\nPin-Priority: 500\n' \
+            >/etc/apt/preferences.d/redzone-non-free
     fi
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
