@@ -110,14 +110,9 @@ def zone_row(node_bytes, json=False):
 CHUNK_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32)
 
 
-class ListError(Exception):
-    """The zone list could not be walked: torn (changed while read) or a chunk unreadable."""
-
-
-def zone_list(state_bytes, read_chunk, lo=None, hi=None, limit=0, violated=False, json=False, ids=False):
-    """`redzone list` rows in one C call: (rows text, shown, total[, node ids + 1 of the shown rows]).
-    read_chunk(c) -> bytes or None."""
-    l = lib()
+def _chunk_callback(read_chunk):
+    """(C callback, the buffers it hands out): chunk c's bytes from read_chunk(c) (None: unreadable), each
+    kept alive in the returned dict for as long as the caller holds it."""
     kept = {}
 
     def chunk(c):
@@ -128,7 +123,18 @@ def zone_list(state_bytes, read_chunk, lo=None, hi=None, limit=0, violated=False
             kept[c] = ctypes.create_string_buffer(data, len(data))
         return ctypes.addressof(kept[c])
 
-    cb = CHUNK_FN(chunk)
+    return CHUNK_FN(chunk), kept
+
+
+class ListError(Exception):
+    """The zone list could not be walked: torn (changed while read) or a chunk unreadable."""
+
+
+def zone_list(state_bytes, read_chunk, lo=None, hi=None, limit=0, violated=False, json=False, ids=False):
+    """`redzone list` rows in one C call: (rows text, shown, total[, node ids + 1 of the shown rows]).
+    read_chunk(c) -> bytes or None."""
+    l = lib()
+    cb, _kept = _chunk_callback(read_chunk)
     cap = (min(limit, u64(state_bytes, offset("state.zone_count"))) if limit else
            u64(state_bytes, offset("state.zone_count"))) * (200 if json else 100) + 4096
     nids = (min(limit, u64(state_bytes, offset("state.zone_count"))) if limit else
@@ -188,17 +194,7 @@ def bands(state_bytes, read_chunk):
     l = lib()
     if ctypes.sizeof(_Band) != size("band"):
         raise ListError("the view library's band record has another size than this plugin expects")
-    kept = {}
-
-    def chunk(c):
-        if c not in kept:
-            data = read_chunk(c)
-            if data is None:
-                return None
-            kept[c] = ctypes.create_string_buffer(data, len(data))
-        return ctypes.addressof(kept[c])
-
-    cb = CHUNK_FN(chunk)
+    cb, _kept = _chunk_callback(read_chunk)
     cap = u64(state_bytes, offset("state.zone_count")) * 2 + 16
     while True:
         arr = (_Band * cap)()

@@ -188,6 +188,41 @@ VIEW size_t rzv_zone_row(const void *node_bytes, int json, char *out, size_t cap
     return json ? rz__format_zone_json(&z, out, cap) : rz__format_zone_row(&z, out, cap);
 }
 
+/* A walk over the zone list of a state snapshot, in index order, reading node chunks through the caller's
+ * callback (one chunk kept at a time). */
+typedef struct walk {
+    const rz_state_t *st;
+    rzv_chunk_fn chunk;
+    const uint8_t *cached;
+    uint32_t cached_chunk;
+    uint32_t next; /* node id + 1 of the next zone, 0 at the end */
+    uint64_t seen;
+} walk_t;
+
+static void walk_start(walk_t *w, const rz_state_t *st, rzv_chunk_fn chunk, uint32_t first) {
+    *w = (walk_t){.st = st, .chunk = chunk, .cached_chunk = UINT32_MAX, .next = first};
+}
+
+/* The next zone into *z and its node id + 1 into *id1: 1, 0 at the end, -1 torn (longer than its count),
+ * -2 a chunk unreadable. */
+static int walk_next(walk_t *w, rz_zone_node_t *z, uint32_t *id1) {
+    if (!w->next)
+        return 0;
+    if (++w->seen > w->st->zone_count + 1)
+        return -1;
+    uint32_t id = w->next - 1, c = id >> RZ_CHUNK_SHIFT;
+    if (c != w->cached_chunk) {
+        w->cached = c < RZ_MAX_CHUNKS ? w->chunk(c) : NULL;
+        w->cached_chunk = c;
+    }
+    if (w->cached == NULL)
+        return -2;
+    memcpy(z, w->cached + (size_t)(id & (RZ_CHUNK_NODES - 1)) * sizeof *z, sizeof *z);
+    *id1 = w->next;
+    w->next = z->next;
+    return 1;
+}
+
 static int read_node(rzv_chunk_fn chunk, uint32_t id1, rz_zone_node_t *out) {
     uint32_t id = id1 - 1, c = id >> RZ_CHUNK_SHIFT;
     const uint8_t *bytes = c < RZ_MAX_CHUNKS ? chunk(c) : NULL;
@@ -239,10 +274,8 @@ VIEW int rzv_list(const void *state_bytes, rzv_chunk_fn chunk, uint64_t from, ui
     rz_state_t st;
     memcpy(&st, state_bytes, sizeof st);
     int filtered = violated_only || from != 0 || to != UINT64_MAX;
-    uint64_t seen = 0, n_shown = 0, n_total = 0;
+    uint64_t n_shown = 0, n_total = 0;
     size_t pos = 0;
-    const uint8_t *cached = NULL;
-    uint32_t cached_chunk = UINT32_MAX;
     uint32_t start = st.head;
     if (from != 0 && st.tail) {
         /* --from near the end: walk back from the tail to the first zone at or after `from` (the list is in
@@ -251,20 +284,12 @@ VIEW int rzv_list(const void *state_bytes, rzv_chunk_fn chunk, uint64_t from, ui
         if (r != 0)
             return r;
     }
-    for (uint32_t id1 = start; id1;) {
-        if (++seen > st.zone_count + 1)
-            return -1;
-        uint32_t id = id1 - 1, c = id >> RZ_CHUNK_SHIFT;
-        if (c != cached_chunk) {
-            cached = c < RZ_MAX_CHUNKS ? chunk(c) : NULL;
-            cached_chunk = c;
-        }
-        if (cached == NULL)
-            return -2;
-        rz_zone_node_t z;
-        memcpy(&z, cached + (size_t)(id & (RZ_CHUNK_NODES - 1)) * sizeof z, sizeof z);
-        uint32_t this_id1 = id1;
-        id1 = z.next;
+    walk_t w;
+    walk_start(&w, &st, chunk, start);
+    rz_zone_node_t z;
+    uint32_t this_id1;
+    int r;
+    while ((r = walk_next(&w, &z, &this_id1)) == 1) {
         if (z.index > to)
             break; /* index order */
         if (z.index < from || (violated_only && !(z.flags & RZ_ZONE_VIOLATED)))
@@ -291,6 +316,8 @@ VIEW int rzv_list(const void *state_bytes, rzv_chunk_fn chunk, uint64_t from, ui
             ids[n_shown] = this_id1;
         n_shown++;
     }
+    if (r < 0)
+        return r;
     out[pos] = '\0';
     *shown = n_shown;
     *total = filtered ? n_total : st.zone_count;
@@ -341,25 +368,14 @@ VIEW int rzv_bands(const void *state_bytes, rzv_chunk_fn chunk, rzv_band_t *out,
                    uint64_t *checked, uint64_t *pending) {
     rz_state_t st;
     memcpy(&st, state_bytes, sizeof st);
-    uint64_t seen = 0;
     size_t k = 0;
     *checked = *pending = 0;
-    const uint8_t *cached = NULL;
-    uint32_t cached_chunk = UINT32_MAX;
-    for (uint32_t id1 = st.head; id1;) {
-        if (++seen > st.zone_count + 1)
-            return -1;
-        uint32_t id = id1 - 1, c = id >> RZ_CHUNK_SHIFT;
-        if (c != cached_chunk) {
-            cached = c < RZ_MAX_CHUNKS ? chunk(c) : NULL;
-            cached_chunk = c;
-        }
-        if (cached == NULL)
-            return -2;
-        rz_zone_node_t z;
-        memcpy(&z, cached + (size_t)(id & (RZ_CHUNK_NODES - 1)) * sizeof z, sizeof z);
-        uint32_t this_id1 = id1;
-        id1 = z.next;
+    walk_t w;
+    walk_start(&w, &st, chunk, st.head);
+    rz_zone_node_t z;
+    uint32_t this_id1;
+    int r;
+    while ((r = walk_next(&w, &z, &this_id1)) == 1) {
         if (!rz__zone_watched(&z))
             continue;
         (*checked)++;
@@ -381,6 +397,8 @@ VIEW int rzv_bands(const void *state_bytes, rzv_chunk_fn chunk, rzv_band_t *out,
             k++;
         }
     }
+    if (r < 0)
+        return r;
     *n = k;
     return k > cap ? -3 : 0;
 }
