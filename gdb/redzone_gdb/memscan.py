@@ -84,15 +84,20 @@ class MemoryMethod:
 
         return ptrs, read_chunk, node
 
-    # ---- scan --------------------------------------------------------------------------------------------
-    def scan(self):
-        """(result, text): the library's report lines and summary; result as rz_scan's."""
-        state = self._state()
+    def _bands(self, state):
+        """(chunk pointers, node reader, the bands to judge, zones checked) of a state snapshot."""
         ptrs, read_chunk, node = self._registry(state)
         try:
             bands, checked, _pending = view.bands(state, read_chunk)
         except view.ListError as e:
             raise Failed(str(e)) from None
+        return ptrs, node, bands, checked
+
+    # ---- scan --------------------------------------------------------------------------------------------
+    def scan(self):
+        """(result, text): the library's report lines and summary; result as rz_scan's."""
+        state = self._state()
+        ptrs, node, bands, checked = self._bands(state)
         launches = None
         if self.launches_addr:
             launches = self.host_read(self.launches_addr, view.size("launches"))
@@ -205,11 +210,7 @@ class MemoryMethod:
             self._put("state.poison_hi", hi)
         self._put("state.poison_active", active, 1)
         state = self._state()
-        ptrs, read_chunk, node = self._registry(state)
-        try:
-            bands, _checked, _pending = view.bands(state, read_chunk)
-        except view.ListError as e:
-            raise Failed(str(e)) from None
+        ptrs, _node, bands, _checked = self._bands(state)
         failed = 0
         resets = reset_bytes = 0
         done = {}

@@ -6,11 +6,7 @@ from harness import *
 # inside `commands` lets the rest of the list run: the memory method resumes nothing, so gdb's command list
 # is not cut short. With the agent method (plain gdb only) a scan inside `commands` says on the spot that
 # the rest of the list is skipped.
-ex("set pagination off")
-ex("set confirm off")
-ex(f"source {PLUGIN}")
-ex("set redzone emulated-device on")
-ex(f"file {PROG}")
+prepare()
 ex("break stop_here")
 gdb.execute("commands 1\nsilent\necho CMD-RAN\\n\ncontinue\nend")
 for setting in ("on", "1"):

@@ -5,11 +5,7 @@ from harness import *
 # What a user sees along the way: the prefixes list what they hold, `break on` before `run` is armed (no
 # "Function not defined"), status before the first allocation, autoscan at a violation stop, and
 # `violations` after a violation found at a free with no scan yet.
-ex("set pagination off")
-ex("set confirm off")
-ex(f"source {PLUGIN}")
-ex("set redzone emulated-device on")
-ex(f"file {PROG}")
+prepare()
 out = ex("redzone")
 check("poison LO HI" in out and "settings: set/show redzone autoscan|method" in out, out)
 out = ex("show redzone")

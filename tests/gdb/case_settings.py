@@ -4,11 +4,7 @@ from harness import *
 
 # set redzone bytes|fill|min-idx|trace-idx|scan become the program's variables at `run`, unless the user
 # set the variable; hook-stop does not run for the agent's internal stop.
-ex("set pagination off")
-ex("set confirm off")
-ex(f"source {PLUGIN}")
-ex("set redzone emulated-device on")
-ex(f"file {PROG}")
+prepare()
 ex("set redzone bytes 32")
 ex("set redzone fill 7")
 ex("set redzone min-idx 1")

@@ -65,17 +65,6 @@ def use_agent():
     return "agent"
 
 
-def skip(reason):
-    """End a case that tests a feature this debugger lacks, saying so (ctest shows the line)."""
-    print(f"CASE SKIPPED under {DEBUGGER} {gdb.VERSION}: {reason}")
-    try:
-        if gdb.selected_inferior().pid:
-            ex("kill")
-    except gdb.error:
-        pass
-    print("CASE PASSED")
-
-
 def level(frame):
     n = 0
     while not is_none(frame.newer()):
@@ -101,7 +90,8 @@ def expect_error(cmd, *fragments):
     raise AssertionError(f"{cmd!r} did not fail; it printed {out!r}")
 
 
-def start(args="overrun", bp="stop_here", emulated=True, settings=(), prog=None):
+def prepare(emulated=True, settings=(), prog=None):
+    """The plugin loaded, the program chosen, nothing run yet."""
     ex("set pagination off")
     ex("set confirm off")
     ex(f"source {PLUGIN}")
@@ -110,6 +100,10 @@ def start(args="overrun", bp="stop_here", emulated=True, settings=(), prog=None)
     for setting in settings:
         ex(f"set redzone {setting}")
     ex(f"file {prog or PROG}")
+
+
+def start(args="overrun", bp="stop_here", emulated=True, settings=(), prog=None):
+    prepare(emulated, settings, prog)
     if bp:
         ex(f"break {bp}")
     return go(f"run {args}")
@@ -126,7 +120,7 @@ def done():
             ex("kill")
     except gdb.error:
         pass
-    print("CASE PASSED")
+    print("CASE PASSED")  # run_case requires this line, the debugger's exit status 0 and no Python error
 
 
 def count(text, needle):
