@@ -364,14 +364,18 @@ typedef struct rz_band_io {
     uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
 } rz_band_io_t;
 
-/* Whether io[i]'s context already appears in io[0..i): passes over a batch take each context once, at its
- * first entry (few contexts: quadratic in contexts only). */
-static inline int rz__io_ctx_seen(const rz_band_io_t *io, size_t i) {
-    for (size_t j = 0; j < i; j++)
-        if (io[j].ctx == io[i].ctx)
-            return 1;
-    return 0;
-}
+/* A batch grouped by context (linear time): group k is context ctx[k], its entries' indices are
+ * order[start[k] .. start[k+1]), in batch order. Scratch shared by every caller: take rz__io_group_lock()
+ * around rz__io_group() and the use of its answer. 0 when out of memory. */
+typedef struct rz_io_groups {
+    const uint32_t *order;
+    const size_t *start;
+    void *const *ctx;
+    size_t n;
+} rz_io_groups_t;
+int rz__io_group(const rz_band_io_t *io, size_t n, rz_io_groups_t *out);
+void rz__io_group_lock(void);
+void rz__io_group_unlock(void);
 /* Read n bands into their host buffers (batched per context, one sync each). On failure the first error
  * is returned and the entries of every context that failed have `failed` set; the others were read. */
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
@@ -381,6 +385,8 @@ rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
 void rz__dev_set_per_band(int per_band);
 /* The library's stream for ctx (the current context when NULL), created on first use. */
 rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out);
+/* How many contexts have a library stream now (one each, dropped when the context ends). */
+size_t rz__dev_stream_count(void);
 /* Make ctx current for a band operation (pushed only when it is not); undo with rz__dev_leave. */
 rzcu_result rz__dev_enter(void *ctx, int *pushed);
 void rz__dev_leave(int pushed);
