@@ -99,6 +99,47 @@ static void stream_row(int nctx, int scans) {
            "");
 }
 
+static unsigned long long all_calls(void) {
+    static const char *const names[] = {
+#define NAME(name, ret, params) #name,
+        RZCU_ENTRY_POINTS(NAME)
+#undef NAME
+    };
+    unsigned long long n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        n += cuEmuCallCount(names[i]);
+    return n;
+}
+
+/* Driver calls per churn step (free one zone, allocate another; no device work) beyond the step's own
+ * cuMemFree and cuMemAlloc, with `live` zones, oldest first (FIFO), newest first (LIFO) or at random. */
+static void churn_row(const char *order, int live, int steps) {
+    rz_devptr_t *ring = calloc((size_t)live, sizeof *ring);
+    rz_free_req_t fr = {0};
+    for (int i = 0; i < live; i++)
+        rz__alloc_interposed(&ring[i], 64);
+    cuEmuResetCallCounts();
+    unsigned seed = 12345;
+    for (int step = 0; step < steps; step++) {
+        int k = live - 1;
+        if (order[0] == 'F')
+            k = step % live;
+        else if (order[0] == 'r') {
+            seed = seed * 1103515245u + 12345u;
+            k = (int)((seed >> 8) % (unsigned)live);
+        }
+        rz__free(ring[k], &fr);
+        rz__alloc_interposed(&ring[k], 64);
+    }
+    double added = (double)(all_calls() - 2ull * (unsigned long long)steps) / steps;
+    for (int i = 0; i < live; i++)
+        rz__free(ring[i], &fr);
+    free(ring);
+    char label[64];
+    snprintf(label, sizeof label, "driver calls/step, %s churn", order);
+    printf("%-34s %9d %12.2f %12d %9s  0\n", label, live, added, 0, "");
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     setenv("METRALE_REDZONE", "64", 1);
@@ -113,5 +154,8 @@ int main(int argc, char **argv) {
     spread_row(2, 40000, 5);
     spread_row(50, 100000, quick ? 3 : 5);
     stream_row(200, quick ? 20 : 100);
+    churn_row("LIFO", 2000, 4000);
+    churn_row("FIFO", 2000, 4000);
+    churn_row("random", 2000, 4000);
     return 0;
 }

@@ -305,8 +305,6 @@ static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_
         rz__record_map(bytes + pad);
         if (pad) {
             rz__count(RZ_C_live_zones, 1);
-            if (RZ_UNLIKELY(rz__registry_pending() >= RZ_PENDING_BATCH))
-                rz__bands_install();
         }
     }
     *dptr = p;
@@ -473,8 +471,6 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                 rz__record_guard_install(pad + front); /* lazy: counted when the band is written */
             rz__count(RZ_C_live_zones, 1);
         }
-        if (lazy && rz__registry_pending() >= RZ_PENDING_BATCH)
-            rz__bands_install();
     }
     if (wanted && !rz__zone_watched(&zone))
         rz__count(RZ_C_unpadded_allocs, 1);

@@ -38,6 +38,11 @@ static uint32_t g_free_head;    /* unused node id + 1 */
 static uint32_t *g_pending;
 static uint32_t g_pending_cap;
 static _Atomic uint32_t g_npending;
+/* Live zones still pending (the entries above also hold stale ones: zones freed, in any order, while they
+ * waited). Nothing but a device operation forces an install, so program order (LIFO, FIFO, random) makes no
+ * driver call; the list is compacted when it fills and at least half of it is stale, so its size stays
+ * within twice the pending zones and a step costs O(1) amortised. */
+static uint32_t g_live_pending;
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
     return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
@@ -135,7 +140,27 @@ __attribute__((cold, noinline)) static int grow_buckets(void) {
     return RZ_OK;
 }
 
+/* Drop stale entries (freed zones, and second entries of a node reused while its old entry waited),
+ * keeping the order. RZ_ZONE_QUEUED marks a node already kept during the pass. Lock held. */
+__attribute__((cold, noinline)) static uint32_t compact_pending(void) {
+    uint32_t n = atomic_load_explicit(&g_npending, memory_order_relaxed), k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        rz_zone_node_t *z = node_at(g_pending[i]);
+        if (z->state != RZ_ZONE_LIVE || !(z->flags & RZ_ZONE_PENDING) || (z->flags & RZ_ZONE_QUEUED))
+            continue;
+        z->flags |= RZ_ZONE_QUEUED;
+        g_pending[k++] = g_pending[i];
+    }
+    for (uint32_t i = 0; i < k; i++)
+        node_at(g_pending[i])->flags &= (uint8_t)~RZ_ZONE_QUEUED;
+    atomic_store_explicit(&g_npending, k, memory_order_relaxed);
+    return k;
+}
+
 __attribute__((cold, noinline)) static int grow_pending(void) {
+    uint32_t n = atomic_load_explicit(&g_npending, memory_order_relaxed);
+    if (n >= 1024 && g_live_pending <= n / 2 && compact_pending() < g_pending_cap)
+        return RZ_OK;
     uint32_t cap = g_pending_cap ? 2 * g_pending_cap : 1024;
     uint32_t *p = realloc(g_pending, cap * sizeof *p);
     if (p == NULL)
@@ -187,8 +212,11 @@ static inline __attribute__((always_inline)) void unlink_locked(uint32_t *link, 
     else
         RZ_STATE.tail = n->prev;
     uint32_t npending = atomic_load_explicit(&g_npending, memory_order_relaxed);
-    if ((n->flags & RZ_ZONE_PENDING) && npending && g_pending[npending - 1] == id1)
-        atomic_store_explicit(&g_npending, npending - 1, memory_order_relaxed); /* freed before any install */
+    if (n->flags & RZ_ZONE_PENDING) {
+        g_live_pending--;
+        if (npending && g_pending[npending - 1] == id1)
+            atomic_store_explicit(&g_npending, npending - 1, memory_order_relaxed); /* freed before any install */
+    }
     if (out)
         *out = *n;
     n->state = RZ_ZONE_UNUSED; /* the rest is overwritten when the node is reused */
@@ -251,9 +279,12 @@ static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *
         }
     }
     uint32_t npending = atomic_load_explicit(&g_npending, memory_order_relaxed);
-    if (RZ_UNLIKELY((zone->flags & RZ_ZONE_PENDING) && npending == g_pending_cap) && grow_pending() != RZ_OK) {
-        rc = RZ_ENOMEM;
-        goto out;
+    if (RZ_UNLIKELY((zone->flags & RZ_ZONE_PENDING) && npending == g_pending_cap)) {
+        if (grow_pending() != RZ_OK) {
+            rc = RZ_ENOMEM;
+            goto out;
+        }
+        npending = atomic_load_explicit(&g_npending, memory_order_relaxed); /* compacted, perhaps */
     }
     uint32_t id1 = take_node(); /* rz-test: registry locked (the gdb lock test stops here) */
     if (id1 == 0) {
@@ -270,6 +301,7 @@ static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *
         }
     }
     if (zone->flags & RZ_ZONE_PENDING) {
+        g_live_pending++;
         g_pending[npending] = id1;
         atomic_store_explicit(&g_npending, npending + 1, memory_order_relaxed);
     }
@@ -401,6 +433,7 @@ size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap) {
         /* An entry may be stale: its zone was freed (and the node perhaps reused) while it waited. */
         if (z->state == RZ_ZONE_LIVE && (z->flags & RZ_ZONE_PENDING)) {
             z->flags &= (uint8_t)~RZ_ZONE_PENDING;
+            g_live_pending--;
             out[k++] = z;
         }
     }
@@ -435,6 +468,7 @@ void rz__registry_reset(void) {
     g_nodes_used = 0;
     g_free_head = 0;
     atomic_store(&g_npending, 0);
+    g_live_pending = 0;
     atomic_store(&g_installing, 0);
     RZ_STATE.head = RZ_STATE.tail = 0;
     RZ_STATE.zone_count = 0;

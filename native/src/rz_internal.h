@@ -152,6 +152,7 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
 #define RZ_ZONE_PENDING 0x4  /* padded, band not installed yet (lazy install): nothing to check */
 #define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
 #define RZ_ZONE_STREAM_ORDERED 0x10 /* from cuMemAllocAsync/FromPoolAsync: cuMemFree of it does not wait */
+#define RZ_ZONE_QUEUED 0x20 /* transient, registry lock held: kept once while compacting the pending list */
 /* Device bytes a zone holds, as counted in current_mapped_bytes: the user bytes and bands, or for a guard-page
  * zone its whole mapping (its 256-byte rounding up to whole granules). */
 static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {
@@ -163,8 +164,6 @@ static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {
 }
 /* A zone whose band scans and poisons cover. */
 static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED); }
-/* Install the bands of pending zones once this many wait (lazy install). */
-#define RZ_PENDING_BATCH 1024
 
 #define RZ_CHUNK_SHIFT 16
 #define RZ_CHUNK_NODES (1u << RZ_CHUNK_SHIFT)

@@ -252,6 +252,27 @@ static int mode_lazy(void) {
     printf("lazy: batched band writes during 1100 allocations: %llu\n", cuEmuCallCount("cuMemcpyBatchAsync_v2") - before);
     for (int i = 0; i < 1100; i++)
         CHECK(cuMemFree_v2(many[i]));
+    /* Churn with 2000 live zones and no device work, oldest freed first (FIFO), then in random order. */
+    static rzcu_deviceptr ring[2000];
+    for (int i = 0; i < 2000; i++)
+        CHECK(cuMemAlloc_v2(&ring[i], 64));
+    before = band_traffic();
+    for (int step = 0; step < 4000; step++) {
+        CHECK(cuMemFree_v2(ring[step % 2000]));
+        CHECK(cuMemAlloc_v2(&ring[step % 2000], 64));
+    }
+    printf("lazy: band driver calls for 4000 FIFO churn steps, 2000 live: %llu\n", band_traffic() - before);
+    before = band_traffic();
+    unsigned seed = 12345;
+    for (int step = 0; step < 4000; step++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 8) % 2000;
+        CHECK(cuMemFree_v2(ring[k]));
+        CHECK(cuMemAlloc_v2(&ring[k], 64));
+    }
+    printf("lazy: band driver calls for 4000 random churn steps, 2000 live: %llu\n", band_traffic() - before);
+    for (int i = 0; i < 2000; i++)
+        CHECK(cuMemFree_v2(ring[i]));
     CHECK(cuMemFree_v2(p));
     return 0;
 }
