@@ -140,6 +140,35 @@ static void churn_row(const char *order, int live, int steps) {
     printf("%-34s %9d %12.2f %12d %9s  0\n", label, live, added, 0, "");
 }
 
+/* METRALE_REDZONE_SCAN=sync with `zones` zones: what a synchronisation adds when no device work was queued
+ * since the last scan (ideal: nothing), and when some was (one scan). */
+static void sync_rows(long zones) {
+    rzcu_context *c = populate(1, zones);
+    cuCtxPushCurrent_v2(c[0]);
+    rz_scan();
+    enum { IDLE = 1000 };
+    cuEmuResetCallCounts();
+    double t0 = now();
+    for (int i = 0; i < IDLE; i++)
+        rz__scan_after_sync();
+    double idle_us = (now() - t0) * 1e6 / IDLE;
+    double idle_calls = (double)all_calls() / IDLE;
+    double t[5];
+    for (int r = 0; r < 5; r++) {
+        rz__note_device_work(); /* what a hooked launch, copy or memset records */
+        double t1 = now();
+        rz__scan_after_sync();
+        t[r] = (now() - t1) * 1e3;
+    }
+    qsort(t, 5, sizeof t[0], cmp);
+    rzcu_context popped;
+    cuCtxPopCurrent_v2(&popped);
+    teardown(c, 1);
+    printf("%-34s %9ld %12.2f %12d %9s  0\n", "sync scan: driver calls, idle sync", zones, idle_calls, 0, "");
+    printf("%-34s %9ld %12.3f %12s %9s\n", "sync scan: host us, idle sync", zones, idle_us, "-", "");
+    printf("%-34s %9ld %12.2f %12s %9s\n", "sync scan: ms, sync after work", zones, t[2], "-", "");
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     setenv("METRALE_REDZONE", "64", 1);
@@ -157,5 +186,6 @@ int main(int argc, char **argv) {
     churn_row("LIFO", 2000, 4000);
     churn_row("FIFO", 2000, 4000);
     churn_row("random", 2000, 4000);
+    sync_rows(100000);
     return 0;
 }

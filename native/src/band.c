@@ -423,13 +423,44 @@ static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out
     return rc;
 }
 
-RZ_EXPORT int rz_scan(void) {
+/*
+ * Device work since the last scan (METRALE_REDZONE_SCAN=sync): the hooks count every copy, memset and launch
+ * after the driver accepted it; a scan notes the count it started from (under the registry lock, before
+ * reading any band). A synchronisation scans only when the count moved, so an idle one makes no driver call,
+ * and syncs that queue for the lock behind a scan that covered their work do not repeat it. With
+ * METRALE_REDZONE_INSTALL=eager (programs that reach the device by paths redzone does not see) every sync
+ * scans, as before.
+ */
+static _Atomic uint64_t g_work;
+static _Atomic uint64_t g_scanned_work;
+
+void rz__note_device_work(void) { atomic_fetch_add_explicit(&g_work, 1, memory_order_relaxed); }
+
+static int scan_all(int only_after_work);
+
+RZ_EXPORT int rz_scan(void) { return scan_all(0); }
+
+int rz__scan_after_sync(void) {
+    if (!rz__options()->install_eager && atomic_load_explicit(&g_work, memory_order_relaxed) ==
+                                             atomic_load_explicit(&g_scanned_work, memory_order_relaxed))
+        return 0; /* nothing ran since the last scan: nothing to read */
+    return scan_all(1);
+}
+
+static int scan_all(int only_after_work) {
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
     if ((rc = lock_registry()) != RZ_OK) {
         end();
         return rc;
+    }
+    uint64_t work = atomic_load_explicit(&g_work, memory_order_relaxed);
+    if (only_after_work && !rz__options()->install_eager &&
+        work == atomic_load_explicit(&g_scanned_work, memory_order_relaxed)) {
+        rz__registry_unlock(); /* a scan that started after this sync's work ended covered it */
+        end();
+        return 0;
     }
     install_pending_locked();
     rz__launch_scan_begin();
@@ -438,6 +469,8 @@ RZ_EXPORT int rz_scan(void) {
     g_last_read_error = RZCUDA_SUCCESS;
     uint64_t checked = 0, violated = 0;
     rc = scan_locked(NULL, &checked, &violated);
+    if (rc == RZ_OK)
+        atomic_store_explicit(&g_scanned_work, work, memory_order_relaxed); /* a failed one is tried again */
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();

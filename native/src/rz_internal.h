@@ -363,6 +363,11 @@ typedef struct rz_band_io {
     uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
 } rz_band_io_t;
 
+/* The program queued device work (a copy, memset or launch accepted by the driver): counted for sync scans. */
+void rz__note_device_work(void);
+/* METRALE_REDZONE_SCAN=sync: rz_scan() when device work was queued since the last scan began; else 0 and no
+ * driver call. */
+int rz__scan_after_sync(void);
 /* A batch grouped by context (linear time): group k is context ctx[k], its entries' indices are
  * order[start[k] .. start[k+1]), in batch order. Scratch shared by every caller: take rz__io_group_lock()
  * around rz__io_group() and the use of its answer. 0 when out of memory. */
