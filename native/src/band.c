@@ -436,18 +436,22 @@ static _Atomic uint64_t g_scanned_work;
 
 void rz__note_device_work(void) { atomic_fetch_add_explicit(&g_work, 1, memory_order_relaxed); }
 
-static int scan_all(int only_after_work);
+#define SCAN_AFTER_WORK 1 /* only when device work was queued since the last scan */
+#define SCAN_QUIET_EMPTY 2 /* no summary line when nothing was checked or found (the exit scan) */
+static int scan_all(int how);
 
 RZ_EXPORT int rz_scan(void) { return scan_all(0); }
+
+int rz__scan_at_exit(void) { return scan_all(SCAN_QUIET_EMPTY); }
 
 int rz__scan_after_sync(void) {
     if (!rz__options()->install_eager && atomic_load_explicit(&g_work, memory_order_relaxed) ==
                                              atomic_load_explicit(&g_scanned_work, memory_order_relaxed))
         return 0; /* nothing ran since the last scan: nothing to read */
-    return scan_all(1);
+    return scan_all(SCAN_AFTER_WORK);
 }
 
-static int scan_all(int only_after_work) {
+static int scan_all(int how) {
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
@@ -456,7 +460,7 @@ static int scan_all(int only_after_work) {
         return rc;
     }
     uint64_t work = atomic_load_explicit(&g_work, memory_order_relaxed);
-    if (only_after_work && !rz__options()->install_eager &&
+    if ((how & SCAN_AFTER_WORK) && !rz__options()->install_eager &&
         work == atomic_load_explicit(&g_scanned_work, memory_order_relaxed)) {
         rz__registry_unlock(); /* a scan that started after this sync's work ended covered it */
         end();
@@ -475,7 +479,10 @@ static int scan_all(int only_after_work) {
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
     rz__count(RZ_C_scans, 1);
-    if (rc == RZ_OK) {
+    if (rc == RZ_OK && (how & SCAN_QUIET_EMPTY) && checked == 0 && violated == 0) {
+        /* The exit scan of a program whose zones were all freed (and judged then): a "0 zones checked, 0
+         * violated" line right after a free-time report reads as a contradiction; the exit line follows. */
+    } else if (rc == RZ_OK) {
         char line[128];
         rz__format_scan_summary(checked, violated, line, sizeof line);
         rz__log("%s", line);

@@ -52,7 +52,7 @@ static void exit_scan(void) {
     int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
     if (!gone)
         rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */
-    int violated = gone ? RZ_EDRIVER : rz_scan();
+    int violated = gone ? RZ_EDRIVER : rz__scan_at_exit();
     rz_stats_get(&s);
     write_summary(o, &s);
     char now[192];

@@ -368,6 +368,8 @@ void rz__note_device_work(void);
 /* METRALE_REDZONE_SCAN=sync: rz_scan() when device work was queued since the last scan began; else 0 and no
  * driver call. */
 int rz__scan_after_sync(void);
+/* rz_scan() for the exit scan: no summary line when it checked and found nothing (the exit line says it). */
+int rz__scan_at_exit(void);
 /* A batch grouped by context (linear time): group k is context ctx[k], its entries' indices are
  * order[start[k] .. start[k+1]), in batch order. Scratch shared by every caller: take rz__io_group_lock()
  * around rz__io_group() and the use of its answer. 0 when out of memory. */
