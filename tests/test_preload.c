@@ -294,6 +294,20 @@ Test(examples, read_overrun_output_follows_the_fill) {
     cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "a read changes no band: %s", R.out);
 }
 
+/* A violation found at free time prints the allocation stack too (issue 21.5): the zone judged there is a copy
+ * of the removed node, whose stack slot the next allocation may reuse; the frames are copied at the removal. */
+Test(preload, free_time_violation_prints_the_allocation_stack) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_STACKS=8", NULL};
+    const char *argv[] = {RZPROG, "exit", "0", "1", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    const char *v = strstr(R.out, "REDZONE VIOLATION alloc#0 ");
+    const char *at = strstr(R.out, "  alloc#0 was allocated at:\n    #0 0x");
+    const char *freed = strstr(R.out, "redzone: alloc#0 was violated when it was freed\n");
+    cr_assert(v && at && freed && v < at && at < freed, "%s", R.out);
+    cr_assert(strstr(at, " in main+0x"), "the program's own frame is named: %s", R.out);
+}
+
 /* METRALE_REDZONE_SCAN=sync scans only when device work was queued since the last scan (issue 20.4): an idle
  * synchronisation makes no driver call; the overrun is reported once. */
 Test(preload, sync_scan_skips_idle_synchronisations) {

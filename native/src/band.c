@@ -75,16 +75,34 @@ static void record_violation(const rz_violation_t *v) {
     }
 }
 
-/* Report one violated band of zone z (front: the band before its pointer). */
+/* Report one violated band of zone z (front: the band before its pointer); its allocation stack is taken from
+ * the registry, or given (`stack`, for a zone already removed from it). */
+static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
+                      uint32_t ngiven);
+
 static int judge(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    return judge_with(z, band, bytes, front, NULL, 0);
+}
+
+int rz__band_judge_freed(const rz_zone_node_t *z, const uint8_t *band, const uint64_t *frames, uint32_t nframes) {
+    int bad = judge_with(z, band, z->pad_bytes, 0, frames, nframes);
+    if (z->front_units)
+        bad |= judge_with(z, band + z->pad_bytes, rz__zone_front(z), 1, frames, nframes);
+    return bad;
+}
+
+static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
+                      uint32_t ngiven) {
     rz_violation_t v;
     if (!rz__band_violation(z, band, bytes, front, &v))
         return 0;
     char line[512];
     rz__format_violation(&v, line, sizeof line);
     rz__log("%s", line);
-    uint32_t nframes;
-    const uint64_t *stack = rz__registry_stack(z, &nframes);
+    uint32_t nframes = ngiven;
+    const uint64_t *stack = given;
+    if (stack == NULL)
+        stack = rz__registry_stack(z, &nframes);
     if (nframes) {
         void *frames[32];
         for (uint32_t i = 0; i < nframes && i < 32; i++)

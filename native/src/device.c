@@ -378,20 +378,25 @@ static int context_lost(rzcu_result r) {
  * the copies go one by one: a driver may export the batch entry point and not support it, or refuse a batch
  * for a limit it does not document (a batch size), and one refused batch must not fail every scan. A copy
  * that fails that way too fails the batch, with its own error. */
-static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
+static rzcu_result flush_batch_of(rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *sizes, size_t k,
+                                  rzcu_stream s, int to_host) {
     if (k == 1)
-        return to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)g_dsts[0], g_srcs[0], g_sizes[0], s)
-                       : rz__drv.cuMemcpyHtoDAsync_v2(g_dsts[0], (const void *)(uintptr_t)g_srcs[0], g_sizes[0], s);
+        return to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dsts[0], srcs[0], sizes[0], s)
+                       : rz__drv.cuMemcpyHtoDAsync_v2(dsts[0], (const void *)(uintptr_t)srcs[0], sizes[0], s);
     rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
     size_t attr_idx = 0;
-    rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(g_dsts, g_srcs, g_sizes, k, &attr, &attr_idx, 1, s);
+    rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(dsts, srcs, sizes, k, &attr, &attr_idx, 1, s);
     if (r == RZCUDA_SUCCESS || context_lost(r))
         return r;
     r = RZCUDA_SUCCESS;
     for (size_t j = 0; j < k && r == RZCUDA_SUCCESS; j++)
-        r = to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)g_dsts[j], g_srcs[j], g_sizes[j], s)
-                    : rz__drv.cuMemcpyHtoDAsync_v2(g_dsts[j], (const void *)(uintptr_t)g_srcs[j], g_sizes[j], s);
+        r = to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dsts[j], srcs[j], sizes[j], s)
+                    : rz__drv.cuMemcpyHtoDAsync_v2(dsts[j], (const void *)(uintptr_t)srcs[j], sizes[j], s);
     return r;
+}
+
+static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
+    return flush_batch_of(g_dsts, g_srcs, g_sizes, k, s, to_host);
 }
 
 /*
@@ -551,19 +556,25 @@ void rz__io_group_unlock(void) { pthread_mutex_unlock(&g_group_lock); }
 /* Read the m bands listed in order[] (all of context ctx) into their host buffers. */
 static rzcu_result read_ctx(rz_band_io_t *io, const uint32_t *order, size_t m, rzcu_stream s) {
     rzcu_result r = RZCUDA_SUCCESS;
-    if (batching() && ensure_batch_scratch(m)) {
+    /* A small read (the free-time check, without the registry lock) lists its copies on the stack. */
+    rzcu_deviceptr small_dsts[GROUP_SMALL], small_srcs[GROUP_SMALL];
+    size_t small_sizes[GROUP_SMALL];
+    int small = m <= GROUP_SMALL;
+    if (batching() && (small || ensure_batch_scratch(m))) {
+        rzcu_deviceptr *dsts = small ? small_dsts : g_dsts, *srcs = small ? small_srcs : g_srcs;
+        size_t *sizes = small ? small_sizes : g_sizes;
         size_t k = 0;
         for (size_t x = 0; x < m; x++) {
             const rz_band_io_t *e = &io[order[x]];
             if (e->bytes == 0)
                 continue;
-            g_dsts[k] = (rzcu_deviceptr)(uintptr_t)e->host;
-            g_srcs[k] = e->dev;
-            g_sizes[k] = e->bytes;
+            dsts[k] = (rzcu_deviceptr)(uintptr_t)e->host;
+            srcs[k] = e->dev;
+            sizes[k] = e->bytes;
             k++;
         }
         if (k > 0)
-            r = flush_batch(k, s, 1);
+            r = flush_batch_of(dsts, srcs, sizes, k, s, 1);
     } else {
         for (size_t x = 0; x < m && r == RZCUDA_SUCCESS; x++) {
             const rz_band_io_t *e = &io[order[x]];

@@ -389,12 +389,38 @@ size_t rz__registry_drop_ctx(void *ctx) {
     return dropped;
 }
 
+/* The allocation stack of the zone this thread removed last: its slot belongs to the node, which the next
+ * allocation may reuse as soon as the lock is released, so the free-time check takes a copy made here. */
+static RZ_TLS struct {
+    uint64_t index;
+    uint32_t n;
+    uint64_t frames[RZ_STACK_MAX];
+} t_removed_stack;
+
+uint32_t rz__registry_removed_stack(uint64_t index, uint64_t *frames, uint32_t cap) {
+    if (t_removed_stack.index != index + 1)
+        return 0;
+    uint32_t n = t_removed_stack.n < cap ? t_removed_stack.n : cap;
+    memcpy(frames, t_removed_stack.frames, n * sizeof *frames);
+    return n;
+}
+
 int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out) {
     rz__registry_lock();
     uint32_t *link;
-    if (find_locked(ptr, &link) == NULL) {
+    rz_zone_node_t *node = find_locked(ptr, &link);
+    if (node == NULL) {
         rz__registry_unlock();
         return RZ_ENOTFOUND;
+    }
+    if (RZ_UNLIKELY(RZ_STATE.stack_depth != 0)) {
+        uint32_t n;
+        const uint64_t *stack = rz__registry_stack(node, &n);
+        n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
+        if (stack)
+            memcpy(t_removed_stack.frames, stack, n * sizeof *stack);
+        t_removed_stack.n = stack ? n : 0;
+        t_removed_stack.index = node->index + 1;
     }
     seq_begin();
     unlink_locked(link, out);

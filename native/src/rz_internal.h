@@ -177,6 +177,10 @@ void rz__registry_unlock(void);
 int rz__registry_add(const rz_zone_node_t *zone);
 /* Remove the zone whose user pointer is ptr, copying it to *out. RZ_ENOTFOUND if unknown. Takes the lock. */
 int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out);
+/* The allocation stack (at most cap frames) of zone `index`, copied when this thread removed it last; 0 when
+ * none was kept (stacks off, or another zone removed since). */
+#define RZ_STACK_MAX 32
+uint32_t rz__registry_removed_stack(uint64_t index, uint64_t *frames, uint32_t cap);
 /* Under the lock: first zone in index order and the one after `node` (NULL at the end). */
 rz_zone_node_t *rz__registry_first(void);
 rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node);
@@ -552,6 +556,8 @@ void rz__bands_context_ending(void *ctx);
 void rz__bands_context_ended(void *ctx);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
+/* The same for a zone no longer in the registry (a free-time check), with its allocation stack. */
+int rz__band_judge_freed(const rz_zone_node_t *zone, const uint8_t *band, const uint64_t *frames, uint32_t nframes);
 /* The same for the zone's front band (rz__zone_front(zone) bytes before its pointer). */
 int rz__band_judge_front(const rz_zone_node_t *zone, const uint8_t *band);
 
