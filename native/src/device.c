@@ -528,8 +528,8 @@ int rz__io_group(const rz_band_io_t *io, size_t n, rz_io_groups_t *out) {
         return 0;
     size_t ngroups = 0;
     int ok = 1;
-    for (size_t i = 0; i < n && ok; i++)
-        g_group_of[i] = group_lookup(io[i].ctx, &ngroups, &ok);
+    for (size_t i = 0; i < n && ok; i++) /* runs of one context (the common case) skip the table */
+        g_group_of[i] = i > 0 && io[i].ctx == io[i - 1].ctx ? g_group_of[i - 1] : group_lookup(io[i].ctx, &ngroups, &ok);
     if (!ok)
         return 0;
     memset(g_group_start, 0, (ngroups + 1) * sizeof *g_group_start);
