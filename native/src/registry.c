@@ -38,11 +38,10 @@ static uint32_t g_free_head;    /* unused node id + 1 */
 static uint32_t *g_pending;
 static uint32_t g_pending_cap;
 static _Atomic uint32_t g_npending;
-/* Live zones still pending (the entries above also hold stale ones: zones freed, in any order, while they
- * waited). Nothing but a device operation forces an install, so program order (LIFO, FIFO, random) makes no
- * driver call; the list is compacted when it fills and at least half of it is stale, so its size stays
- * within twice the pending zones and a step costs O(1) amortised. */
-static uint32_t g_live_pending;
+/* The entries also hold stale ones (zones freed, in any order, while they waited). Nothing but a device
+ * operation forces an install, so program order (LIFO, FIFO, random) makes no driver call; the list is
+ * compacted when it fills, and grows only when that freed less than half of it: O(1) amortised a step, and
+ * at most about twice the pending zones (no count of live pending zones on the allocation path). */
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
     return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
@@ -158,8 +157,7 @@ __attribute__((cold, noinline)) static uint32_t compact_pending(void) {
 }
 
 __attribute__((cold, noinline)) static int grow_pending(void) {
-    uint32_t n = atomic_load_explicit(&g_npending, memory_order_relaxed);
-    if (n >= 1024 && g_live_pending <= n / 2 && compact_pending() < g_pending_cap)
+    if (g_pending_cap && compact_pending() <= g_pending_cap / 2)
         return RZ_OK;
     uint32_t cap = g_pending_cap ? 2 * g_pending_cap : 1024;
     uint32_t *p = realloc(g_pending, cap * sizeof *p);
@@ -212,11 +210,8 @@ static inline __attribute__((always_inline)) void unlink_locked(uint32_t *link, 
     else
         RZ_STATE.tail = n->prev;
     uint32_t npending = atomic_load_explicit(&g_npending, memory_order_relaxed);
-    if (n->flags & RZ_ZONE_PENDING) {
-        g_live_pending--;
-        if (npending && g_pending[npending - 1] == id1)
-            atomic_store_explicit(&g_npending, npending - 1, memory_order_relaxed); /* freed before any install */
-    }
+    if ((n->flags & RZ_ZONE_PENDING) && npending && g_pending[npending - 1] == id1)
+        atomic_store_explicit(&g_npending, npending - 1, memory_order_relaxed); /* freed before any install */
     if (out)
         *out = *n;
     n->state = RZ_ZONE_UNUSED; /* the rest is overwritten when the node is reused */
@@ -301,7 +296,6 @@ static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *
         }
     }
     if (zone->flags & RZ_ZONE_PENDING) {
-        g_live_pending++;
         g_pending[npending] = id1;
         atomic_store_explicit(&g_npending, npending + 1, memory_order_relaxed);
     }
@@ -459,7 +453,6 @@ size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap) {
         /* An entry may be stale: its zone was freed (and the node perhaps reused) while it waited. */
         if (z->state == RZ_ZONE_LIVE && (z->flags & RZ_ZONE_PENDING)) {
             z->flags &= (uint8_t)~RZ_ZONE_PENDING;
-            g_live_pending--;
             out[k++] = z;
         }
     }
@@ -494,7 +487,6 @@ void rz__registry_reset(void) {
     g_nodes_used = 0;
     g_free_head = 0;
     atomic_store(&g_npending, 0);
-    g_live_pending = 0;
     atomic_store(&g_installing, 0);
     RZ_STATE.head = RZ_STATE.tail = 0;
     RZ_STATE.zone_count = 0;
