@@ -101,3 +101,19 @@ Test(scale, scan_calls_per_context_independent_of_zone_count, .timeout = 120) {
     /* Per context: look up the current one, push, one batch, one sync, pop. */
     cr_assert_leq(calls[1], 5 * C, "%llu calls for %d contexts", calls[1], C);
 }
+
+/* A guard-page allocation that cannot fit under the 1 GiB cap makes no virtual-memory driver call before
+ * the cap says so (issue 20.9): it gets an ordinary band. */
+Test(scale, guard_cap_checked_before_any_driver_call) {
+    setenv("METRALE_REDZONE_GUARD", "idx:0", 1);
+    __atomic_store_n(&RZ_STATE.guard_bytes, RZ_GUARD_CAP - 100, __ATOMIC_RELAXED);
+    cuEmuResetCallCounts();
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 1000), RZCUDA_SUCCESS);
+    cr_assert_eq(cuEmuCallCount("cuCtxGetDevice") + cuEmuCallCount("cuMemGetAllocationGranularity") +
+                     cuEmuCallCount("cuMemAddressReserve") + cuEmuCallCount("cuMemCreate"),
+                 0, "no virtual-memory call for an allocation over the cap");
+    cr_assert_eq(cuEmuCallCount("cuMemAlloc_v2"), 1, "an ordinary allocation instead");
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+    __atomic_store_n(&RZ_STATE.guard_bytes, 0, __ATOMIC_RELAXED);
+}
