@@ -152,6 +152,14 @@ static void guard_layout(const rz_zone_node_t *z, rz_devptr_t *base, size_t *map
     *reserved = *mapped + gran;
 }
 
+static rzcu_result guard_over_cap(void) {
+    static atomic_int warned;
+    if (!atomic_exchange(&warned, 1))
+        rz__warn("guard pages: over the %llu-byte cap; further selected allocations get ordinary bands",
+                 (unsigned long long)RZ_GUARD_CAP);
+    return RZCUDA_ERROR_OUT_OF_MEMORY;
+}
+
 /*
  * Reserve the mapping plus one granule, back the mapping with physical memory, make it readable and
  * writable, and place the buffer so that it ends at the mapping's end but for its rounding up to 256 bytes
@@ -159,6 +167,8 @@ static void guard_layout(const rz_zone_node_t *z, rz_devptr_t *base, size_t *map
  * any access past the end faults. RZCUDA_SUCCESS, or the first failure with everything undone.
  */
 static rzcu_result guard_alloc(size_t bytes, rz_zone_node_t *z) {
+    if (bytes > RZ_GUARD_CAP - __atomic_load_n(&RZ_STATE.guard_bytes, __ATOMIC_RELAXED))
+        return guard_over_cap(); /* cannot fit, whatever the granularity: no driver call */
     rzcu_device dev;
     rzcu_result r = rz__drv.cuCtxGetDevice(&dev);
     if (r != RZCUDA_SUCCESS)
@@ -180,11 +190,7 @@ static rzcu_result guard_alloc(size_t bytes, rz_zone_node_t *z) {
     uint64_t held = __atomic_add_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
     if (held > RZ_GUARD_CAP) {
         __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
-        static atomic_int warned;
-        if (!atomic_exchange(&warned, 1))
-            rz__warn("guard pages: over the %llu-byte cap; further selected allocations get ordinary bands",
-                     (unsigned long long)RZ_GUARD_CAP);
-        return RZCUDA_ERROR_OUT_OF_MEMORY;
+        return guard_over_cap();
     }
     rzcu_mem_generic_alloc_handle h = 0;
     rzcu_mem_access_desc access = {.location = prop.location, .flags = RZCU_MEM_ACCESS_FLAGS_PROT_READWRITE};
@@ -305,8 +311,6 @@ static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_
         rz__record_map(bytes + pad);
         if (pad) {
             rz__count(RZ_C_live_zones, 1);
-            if (RZ_UNLIKELY(rz__registry_pending() >= RZ_PENDING_BATCH))
-                rz__bands_install();
         }
     }
     *dptr = p;
@@ -473,8 +477,6 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                 rz__record_guard_install(pad + front); /* lazy: counted when the band is written */
             rz__count(RZ_C_live_zones, 1);
         }
-        if (lazy && rz__registry_pending() >= RZ_PENDING_BATCH)
-            rz__bands_install();
     }
     if (wanted && !rz__zone_watched(&zone))
         rz__count(RZ_C_unpadded_allocs, 1);

@@ -75,16 +75,34 @@ static void record_violation(const rz_violation_t *v) {
     }
 }
 
-/* Report one violated band of zone z (front: the band before its pointer). */
+/* Report one violated band of zone z (front: the band before its pointer); its allocation stack is taken from
+ * the registry, or given (`stack`, for a zone already removed from it). */
+static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
+                      uint32_t ngiven);
+
 static int judge(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    return judge_with(z, band, bytes, front, NULL, 0);
+}
+
+int rz__band_judge_freed(const rz_zone_node_t *z, const uint8_t *band, const uint64_t *frames, uint32_t nframes) {
+    int bad = judge_with(z, band, z->pad_bytes, 0, frames, nframes);
+    if (z->front_units)
+        bad |= judge_with(z, band + z->pad_bytes, rz__zone_front(z), 1, frames, nframes);
+    return bad;
+}
+
+static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
+                      uint32_t ngiven) {
     rz_violation_t v;
     if (!rz__band_violation(z, band, bytes, front, &v))
         return 0;
     char line[512];
     rz__format_violation(&v, line, sizeof line);
     rz__log("%s", line);
-    uint32_t nframes;
-    const uint64_t *stack = rz__registry_stack(z, &nframes);
+    uint32_t nframes = ngiven;
+    const uint64_t *stack = given;
+    if (stack == NULL)
+        stack = rz__registry_stack(z, &nframes);
     if (nframes) {
         void *frames[32];
         for (uint32_t i = 0; i < nframes && i < 32; i++)
@@ -423,13 +441,48 @@ static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out
     return rc;
 }
 
-RZ_EXPORT int rz_scan(void) {
+/*
+ * Device work since the last scan (METRALE_REDZONE_SCAN=sync): the hooks count every copy, memset and launch
+ * after the driver accepted it; a scan notes the count it started from (under the registry lock, before
+ * reading any band). A synchronisation scans only when the count moved, so an idle one makes no driver call,
+ * and syncs that queue for the lock behind a scan that covered their work do not repeat it. With
+ * METRALE_REDZONE_INSTALL=eager (programs that reach the device by paths redzone does not see) every sync
+ * scans, as before.
+ */
+static _Atomic uint64_t g_work;
+static _Atomic uint64_t g_scanned_work;
+
+void rz__note_device_work(void) { atomic_fetch_add_explicit(&g_work, 1, memory_order_relaxed); }
+
+#define SCAN_AFTER_WORK 1 /* only when device work was queued since the last scan */
+#define SCAN_QUIET_EMPTY 2 /* no summary line when nothing was checked or found (the exit scan) */
+static int scan_all(int how);
+
+RZ_EXPORT int rz_scan(void) { return scan_all(0); }
+
+int rz__scan_at_exit(void) { return scan_all(SCAN_QUIET_EMPTY); }
+
+int rz__scan_after_sync(void) {
+    if (!rz__options()->install_eager && atomic_load_explicit(&g_work, memory_order_relaxed) ==
+                                             atomic_load_explicit(&g_scanned_work, memory_order_relaxed))
+        return 0; /* nothing ran since the last scan: nothing to read */
+    return scan_all(SCAN_AFTER_WORK);
+}
+
+static int scan_all(int how) {
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
     if ((rc = lock_registry()) != RZ_OK) {
         end();
         return rc;
+    }
+    uint64_t work = atomic_load_explicit(&g_work, memory_order_relaxed);
+    if ((how & SCAN_AFTER_WORK) && !rz__options()->install_eager &&
+        work == atomic_load_explicit(&g_scanned_work, memory_order_relaxed)) {
+        rz__registry_unlock(); /* a scan that started after this sync's work ended covered it */
+        end();
+        return 0;
     }
     install_pending_locked();
     rz__launch_scan_begin();
@@ -438,11 +491,16 @@ RZ_EXPORT int rz_scan(void) {
     g_last_read_error = RZCUDA_SUCCESS;
     uint64_t checked = 0, violated = 0;
     rc = scan_locked(NULL, &checked, &violated);
+    if (rc == RZ_OK)
+        atomic_store_explicit(&g_scanned_work, work, memory_order_relaxed); /* a failed one is tried again */
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
     rz__count(RZ_C_scans, 1);
-    if (rc == RZ_OK) {
+    if (rc == RZ_OK && (how & SCAN_QUIET_EMPTY) && checked == 0 && violated == 0) {
+        /* The exit scan of a program whose zones were all freed (and judged then): a "0 zones checked, 0
+         * violated" line right after a free-time report reads as a contradiction; the exit line follows. */
+    } else if (rc == RZ_OK) {
         char line[128];
         rz__format_scan_summary(checked, violated, line, sizeof line);
         rz__log("%s", line);

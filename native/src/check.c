@@ -203,20 +203,20 @@ int rz__dev_check(const rz_band_io_t *io, size_t n, uint8_t *suspect) {
     memset(suspect, 0, n);
     memset(g_upload, 0, HEAD_BYTES);
     rz_check_desc_t *descs = (rz_check_desc_t *)(void *)(g_upload + HEAD_BYTES);
-    /* One pass per distinct context (few: quadratic in contexts only). */
-    for (size_t i = 0; i < n; i++) {
-        if (rz__io_ctx_seen(io, i))
-            continue;
-        void *ctx = io[i].ctx;
+    /* One pass per distinct context, grouped in linear time. */
+    rz__io_group_lock();
+    rz_io_groups_t groups;
+    int rc = rz__io_group(io, n, &groups) ? RZ_OK : RZ_EDRIVER;
+    for (size_t k = 0; rc == RZ_OK && k < groups.n; k++) {
         size_t m = 0;
-        for (size_t j = i; j < n; j++) {
-            if (io[j].ctx != ctx)
-                continue;
+        for (size_t x = groups.start[k]; x < groups.start[k + 1]; x++) {
+            size_t j = groups.order[x];
             descs[m] = (rz_check_desc_t){.band = io[j].dev, .bytes = (uint32_t)io[j].bytes, .expected = io[j].value};
             g_pos[m++] = (uint32_t)j;
         }
-        if (check_ctx(ctx, m, suspect) != RZ_OK)
-            return RZ_EDRIVER;
+        if (check_ctx(groups.ctx[k], m, suspect) != RZ_OK)
+            rc = RZ_EDRIVER;
     }
-    return RZ_OK;
+    rz__io_group_unlock();
+    return rc;
 }

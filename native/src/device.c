@@ -88,42 +88,55 @@ void *rz__dev_current_ctx(void) {
 static rzcu_result stream_for(void *ctx, rzcu_stream *out);
 
 /* ---- library streams, one per context ---------------------------------------------------------------- */
-#define RZ_MAX_STREAMS 64
+/* One stream per context ever used, created on first use and kept until the context ends (the driver
+ * destroys a context's streams with it; rz__dev_forget_ctx drops the entry): the table grows with the
+ * contexts alive, never evicts (an evicted context's next operation created another stream, and the old one
+ * was never destroyed: with more than 64 contexts, one stream per scan leaked). */
 static pthread_mutex_t g_stream_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
+static struct stream_slot {
     void *ctx;
     rzcu_stream stream;
-} g_streams[RZ_MAX_STREAMS];
-static int g_nstreams;
+} *g_streams;
+static size_t g_nstreams, g_streams_cap;
 
 /* The library's stream for the current context `ctx` (created on first use). */
 static rzcu_result stream_for(void *ctx, rzcu_stream *out) {
     rzcu_result r = RZCUDA_SUCCESS;
     pthread_mutex_lock(&g_stream_lock);
-    for (int i = 0; i < g_nstreams; i++) {
+    for (size_t i = 0; i < g_nstreams; i++) {
         if (g_streams[i].ctx == ctx) {
             *out = g_streams[i].stream;
             goto done;
         }
     }
+    if (g_nstreams == g_streams_cap) {
+        size_t cap = g_streams_cap ? 2 * g_streams_cap : 16;
+        struct stream_slot *t = realloc(g_streams, cap * sizeof *t);
+        if (t == NULL) {
+            r = RZCUDA_ERROR_OUT_OF_MEMORY;
+            goto done;
+        }
+        g_streams = t;
+        g_streams_cap = cap;
+    }
     rzcu_stream s = NULL;
     r = rz__drv.cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING);
     if (r != RZCUDA_SUCCESS)
         goto done;
-    if (g_nstreams < RZ_MAX_STREAMS) {
-        g_streams[g_nstreams].ctx = ctx;
-        g_streams[g_nstreams].stream = s;
-        g_nstreams++;
-    } else {
-        /* More contexts than slots: recycle slot 0's entry (its stream stays valid in its own context). */
-        memmove(g_streams, g_streams + 1, sizeof g_streams[0] * (RZ_MAX_STREAMS - 1));
-        g_streams[RZ_MAX_STREAMS - 1].ctx = ctx;
-        g_streams[RZ_MAX_STREAMS - 1].stream = s;
-    }
+    g_streams[g_nstreams].ctx = ctx;
+    g_streams[g_nstreams].stream = s;
+    g_nstreams++;
     *out = s;
 done:
     pthread_mutex_unlock(&g_stream_lock);
     return r;
+}
+
+size_t rz__dev_stream_count(void) {
+    pthread_mutex_lock(&g_stream_lock);
+    size_t n = g_nstreams;
+    pthread_mutex_unlock(&g_stream_lock);
+    return n;
 }
 
 /*
@@ -199,7 +212,7 @@ void rz__dev_reset(void) {
 
 void rz__dev_forget_ctx(void *ctx) {
     pthread_mutex_lock(&g_stream_lock);
-    for (int i = 0; i < g_nstreams; i++) {
+    for (size_t i = 0; i < g_nstreams; i++) {
         if (g_streams[i].ctx != ctx)
             continue;
         g_streams[i] = g_streams[--g_nstreams]; /* the stream went with the context */
@@ -365,72 +378,241 @@ static int context_lost(rzcu_result r) {
  * the copies go one by one: a driver may export the batch entry point and not support it, or refuse a batch
  * for a limit it does not document (a batch size), and one refused batch must not fail every scan. A copy
  * that fails that way too fails the batch, with its own error. */
-static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
+static rzcu_result flush_batch_of(rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *sizes, size_t k,
+                                  rzcu_stream s, int to_host) {
     if (k == 1)
-        return to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)g_dsts[0], g_srcs[0], g_sizes[0], s)
-                       : rz__drv.cuMemcpyHtoDAsync_v2(g_dsts[0], (const void *)(uintptr_t)g_srcs[0], g_sizes[0], s);
+        return to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dsts[0], srcs[0], sizes[0], s)
+                       : rz__drv.cuMemcpyHtoDAsync_v2(dsts[0], (const void *)(uintptr_t)srcs[0], sizes[0], s);
     rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
     size_t attr_idx = 0;
-    rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(g_dsts, g_srcs, g_sizes, k, &attr, &attr_idx, 1, s);
+    rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(dsts, srcs, sizes, k, &attr, &attr_idx, 1, s);
     if (r == RZCUDA_SUCCESS || context_lost(r))
         return r;
     r = RZCUDA_SUCCESS;
     for (size_t j = 0; j < k && r == RZCUDA_SUCCESS; j++)
-        r = to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)g_dsts[j], g_srcs[j], g_sizes[j], s)
-                    : rz__drv.cuMemcpyHtoDAsync_v2(g_dsts[j], (const void *)(uintptr_t)g_srcs[j], g_sizes[j], s);
+        r = to_host ? rz__drv.cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dsts[j], srcs[j], sizes[j], s)
+                    : rz__drv.cuMemcpyHtoDAsync_v2(dsts[j], (const void *)(uintptr_t)srcs[j], sizes[j], s);
     return r;
 }
 
-/* Read the bands of context ctx into their host buffers. */
-static rzcu_result read_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s) {
+static rzcu_result flush_batch(size_t k, rzcu_stream s, int to_host) {
+    return flush_batch_of(g_dsts, g_srcs, g_sizes, k, s, to_host);
+}
+
+/*
+ * Grouping a batch by context, in time linear in the batch: each entry's context gets a group number from
+ * a small open-addressing table, then a counting sort lists every group's entries in batch order. (Passes
+ * that looked up "seen" contexts among all earlier entries cost O(N^2) once zones spread over contexts.)
+ * Small batches (a free-time check, two bands at most) use the caller's stack; large ones (scans, poisons,
+ * installs: always under the registry lock) share this scratch, with its own lock for safety.
+ */
+#define GROUP_SMALL 8
+static pthread_mutex_t g_group_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t *g_group_of, *g_group_order;
+static size_t g_group_cap;
+static void **g_group_ctx;  /* per group: its context */
+static size_t *g_group_start; /* per group: where its entries start in the order (one more: the end) */
+static size_t g_group_ctx_cap;
+static void **g_hash_key;
+static uint32_t *g_hash_val;
+static size_t g_hash_cap;
+
+static size_t hash_ptr(const void *p, size_t cap) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+static int grow_groups(size_t want) {
+    if (want <= g_group_ctx_cap)
+        return 1;
+    size_t cap = g_group_ctx_cap ? 2 * g_group_ctx_cap : 64;
+    while (cap < want)
+        cap *= 2;
+    void **c = realloc(g_group_ctx, cap * sizeof *c);
+    if (c)
+        g_group_ctx = c;
+    size_t *st = realloc(g_group_start, (cap + 1) * sizeof *st);
+    if (st)
+        g_group_start = st;
+    if (!c || !st)
+        return 0;
+    g_group_ctx_cap = cap;
+    return 1;
+}
+
+/* Rebuild the table with room for `groups` contexts at most half full. */
+static int rehash(size_t groups) {
+    size_t cap = 128;
+    while (cap < 2 * groups)
+        cap *= 2;
+    if (cap <= g_hash_cap) {
+        memset(g_hash_key, 0, g_hash_cap * sizeof *g_hash_key);
+        cap = g_hash_cap;
+    } else {
+        void **k = calloc(cap, sizeof *k);
+        uint32_t *v = malloc(cap * sizeof *v);
+        if (!k || !v) {
+            free(k);
+            free(v);
+            return 0;
+        }
+        free(g_hash_key);
+        free(g_hash_val);
+        g_hash_key = k;
+        g_hash_val = v;
+        g_hash_cap = cap;
+    }
+    return 1;
+}
+
+/* NULL is a valid context (the current one): the table stores it as this key. */
+#define NULL_CTX_KEY ((void *)(uintptr_t)1)
+
+static uint32_t group_lookup(void *ctx, size_t *ngroups, int *ok) {
+    void *key = ctx ? ctx : NULL_CTX_KEY;
+    size_t i = hash_ptr(key, g_hash_cap);
+    while (g_hash_key[i] != NULL) {
+        if (g_hash_key[i] == key)
+            return g_hash_val[i];
+        i = (i + 1) & (g_hash_cap - 1);
+    }
+    if (!grow_groups(*ngroups + 1)) {
+        *ok = 0;
+        return 0;
+    }
+    if (2 * (*ngroups + 1) > g_hash_cap) {
+        /* Over half full: rebuild from the groups so far, then insert. */
+        if (!rehash(*ngroups + 1)) {
+            *ok = 0;
+            return 0;
+        }
+        for (size_t g = 0; g < *ngroups; g++) {
+            void *k = g_group_ctx[g] ? g_group_ctx[g] : NULL_CTX_KEY;
+            size_t j = hash_ptr(k, g_hash_cap);
+            while (g_hash_key[j] != NULL)
+                j = (j + 1) & (g_hash_cap - 1);
+            g_hash_key[j] = k;
+            g_hash_val[j] = (uint32_t)g;
+        }
+        i = hash_ptr(key, g_hash_cap);
+        while (g_hash_key[i] != NULL)
+            i = (i + 1) & (g_hash_cap - 1);
+    }
+    g_hash_key[i] = key;
+    g_hash_val[i] = (uint32_t)*ngroups;
+    g_group_ctx[*ngroups] = ctx;
+    return (uint32_t)(*ngroups)++;
+}
+
+int rz__io_group(const rz_band_io_t *io, size_t n, rz_io_groups_t *out) {
+    if (n > UINT32_MAX)
+        return 0;
+    if (n > g_group_cap) {
+        size_t cap = g_group_cap ? g_group_cap : 1024;
+        while (cap < n)
+            cap *= 2;
+        uint32_t *a = realloc(g_group_of, cap * sizeof *a);
+        if (a)
+            g_group_of = a;
+        uint32_t *b = realloc(g_group_order, cap * sizeof *b);
+        if (b)
+            g_group_order = b;
+        if (!a || !b)
+            return 0;
+        g_group_cap = cap;
+    }
+    if (!rehash(1) || !grow_groups(1))
+        return 0;
+    size_t ngroups = 0;
+    int ok = 1;
+    for (size_t i = 0; i < n && ok; i++) /* runs of one context (the common case) skip the table */
+        g_group_of[i] = i > 0 && io[i].ctx == io[i - 1].ctx ? g_group_of[i - 1] : group_lookup(io[i].ctx, &ngroups, &ok);
+    if (!ok)
+        return 0;
+    memset(g_group_start, 0, (ngroups + 1) * sizeof *g_group_start);
+    for (size_t i = 0; i < n; i++)
+        g_group_start[g_group_of[i] + 1]++;
+    for (size_t g = 0; g < ngroups; g++)
+        g_group_start[g + 1] += g_group_start[g];
+    /* Place each entry after the ones before it in its group: start[g] walks forward, then is restored. */
+    for (size_t i = 0; i < n; i++)
+        g_group_order[g_group_start[g_group_of[i]]++] = (uint32_t)i;
+    for (size_t g = ngroups; g > 0; g--)
+        g_group_start[g] = g_group_start[g - 1];
+    g_group_start[0] = 0;
+    out->order = g_group_order;
+    out->start = g_group_start;
+    out->ctx = g_group_ctx;
+    out->n = ngroups;
+    return 1;
+}
+
+void rz__io_group_lock(void) { pthread_mutex_lock(&g_group_lock); }
+void rz__io_group_unlock(void) { pthread_mutex_unlock(&g_group_lock); }
+
+/* Read the m bands listed in order[] (all of context ctx) into their host buffers. */
+static rzcu_result read_ctx(rz_band_io_t *io, const uint32_t *order, size_t m, rzcu_stream s) {
     rzcu_result r = RZCUDA_SUCCESS;
-    if (batching() && ensure_batch_scratch(n)) {
+    /* A small read (the free-time check, without the registry lock) lists its copies on the stack. */
+    rzcu_deviceptr small_dsts[GROUP_SMALL], small_srcs[GROUP_SMALL];
+    size_t small_sizes[GROUP_SMALL];
+    int small = m <= GROUP_SMALL;
+    if (batching() && (small || ensure_batch_scratch(m))) {
+        rzcu_deviceptr *dsts = small ? small_dsts : g_dsts, *srcs = small ? small_srcs : g_srcs;
+        size_t *sizes = small ? small_sizes : g_sizes;
         size_t k = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (io[i].ctx != ctx || io[i].bytes == 0)
+        for (size_t x = 0; x < m; x++) {
+            const rz_band_io_t *e = &io[order[x]];
+            if (e->bytes == 0)
                 continue;
-            g_dsts[k] = (rzcu_deviceptr)(uintptr_t)io[i].host;
-            g_srcs[k] = io[i].dev;
-            g_sizes[k] = io[i].bytes;
+            dsts[k] = (rzcu_deviceptr)(uintptr_t)e->host;
+            srcs[k] = e->dev;
+            sizes[k] = e->bytes;
             k++;
         }
         if (k > 0)
-            r = flush_batch(k, s, 1);
+            r = flush_batch_of(dsts, srcs, sizes, k, s, 1);
     } else {
-        for (size_t i = 0; i < n && r == RZCUDA_SUCCESS; i++)
-            if (io[i].ctx == ctx && io[i].bytes > 0)
-                r = rz__drv.cuMemcpyDtoHAsync_v2(io[i].host, io[i].dev, io[i].bytes, s);
+        for (size_t x = 0; x < m && r == RZCUDA_SUCCESS; x++) {
+            const rz_band_io_t *e = &io[order[x]];
+            if (e->bytes > 0)
+                r = rz__drv.cuMemcpyDtoHAsync_v2(e->host, e->dev, e->bytes, s);
+        }
     }
     rzcu_result rs = rz__drv.cuStreamSynchronize(s);
     return r != RZCUDA_SUCCESS ? r : rs;
 }
 
-/* Fill the bands of context ctx with their values. */
-static rzcu_result write_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream s) {
+/* Fill the m bands listed in order[] (all of one context) with their values. */
+static rzcu_result write_ctx(rz_band_io_t *io, const uint32_t *order, size_t m, rzcu_stream s) {
     rzcu_result r = RZCUDA_SUCCESS;
-    int batched = batching() && rz__drv.cuMemcpyHtoDAsync_v2 != NULL && ensure_batch_scratch(n);
+    int batched = batching() && rz__drv.cuMemcpyHtoDAsync_v2 != NULL && ensure_batch_scratch(m);
     if (batched) {
         /* Size every pattern buffer first: growing one later would move it under copies already queued. */
         size_t widest = 0;
-        for (size_t i = 0; i < n; i++)
-            if (io[i].ctx == ctx && io[i].bytes > widest)
-                widest = io[i].bytes;
-        for (size_t i = 0; i < n && batched; i++)
-            if (io[i].ctx == ctx && pattern(io[i].value, widest) == NULL)
+        for (size_t x = 0; x < m; x++)
+            if (io[order[x]].bytes > widest)
+                widest = io[order[x]].bytes;
+        for (size_t x = 0; x < m && batched; x++)
+            if (pattern(io[order[x]].value, widest) == NULL)
                 batched = 0;
     }
     size_t k = 0;
-    for (size_t i = 0; i < n && r == RZCUDA_SUCCESS; i++) {
-        if (io[i].ctx != ctx || io[i].bytes == 0)
+    for (size_t x = 0; x < m && r == RZCUDA_SUCCESS; x++) {
+        const rz_band_io_t *e = &io[order[x]];
+        if (e->bytes == 0)
             continue;
-        const uint8_t *src = batched ? pattern(io[i].value, io[i].bytes) : NULL;
+        const uint8_t *src = batched ? pattern(e->value, e->bytes) : NULL;
         if (src == NULL) {
-            r = rz__drv.cuMemsetD8Async(io[i].dev, io[i].value, io[i].bytes, s);
+            r = rz__drv.cuMemsetD8Async(e->dev, e->value, e->bytes, s);
             continue;
         }
-        g_dsts[k] = io[i].dev;
+        g_dsts[k] = e->dev;
         g_srcs[k] = (rzcu_deviceptr)(uintptr_t)src;
-        g_sizes[k] = io[i].bytes;
+        g_sizes[k] = e->bytes;
         k++;
     }
     if (r == RZCUDA_SUCCESS && k > 0)
@@ -439,32 +621,60 @@ static rzcu_result write_ctx(rz_band_io_t *io, size_t n, void *ctx, rzcu_stream 
     return r != RZCUDA_SUCCESS ? r : rs;
 }
 
-/* Run op once per distinct context among the entries (few contexts: quadratic in contexts only). */
-static rzcu_result per_ctx(rz_band_io_t *io, size_t n,
-                           rzcu_result (*op)(rz_band_io_t *, size_t, void *, rzcu_stream)) {
+typedef rzcu_result band_op(rz_band_io_t *, const uint32_t *, size_t, rzcu_stream);
+
+/* Run op on one context's entries; on failure mark them, so the other contexts' results are still used. */
+static rzcu_result one_ctx(rz_band_io_t *io, void *ctx, const uint32_t *order, size_t m, band_op *op) {
+    int pushed;
+    rzcu_result r = enter_ctx(ctx, &pushed);
+    if (r == RZCUDA_SUCCESS) {
+        rzcu_stream s;
+        r = stream_for(ctx ? ctx : rz__dev_current_ctx(), &s);
+        if (r == RZCUDA_SUCCESS)
+            r = op(io, order, m, s);
+        leave_ctx(pushed);
+    }
+    if (r != RZCUDA_SUCCESS)
+        for (size_t x = 0; x < m; x++)
+            io[order[x]].failed = 1;
+    return r;
+}
+
+/* Run op once per distinct context among the entries, in order of first appearance. */
+static rzcu_result per_ctx(rz_band_io_t *io, size_t n, band_op *op) {
     rzcu_result first_err = RZCUDA_SUCCESS;
-    for (size_t i = 0; i < n; i++) {
-        if (rz__io_ctx_seen(io, i))
-            continue;
-        void *ctx = io[i].ctx;
-        int pushed;
-        rzcu_result r = enter_ctx(ctx, &pushed);
-        if (r == RZCUDA_SUCCESS) {
-            rzcu_stream s;
-            r = stream_for(ctx ? ctx : rz__dev_current_ctx(), &s);
-            if (r == RZCUDA_SUCCESS)
-                r = op(io, n, ctx, s);
-            leave_ctx(pushed);
-        }
-        if (r != RZCUDA_SUCCESS) {
-            /* Mark this context's entries, so the others' results are still used. */
-            for (size_t j = i; j < n; j++)
-                if (io[j].ctx == ctx)
-                    io[j].failed = 1;
-            if (first_err == RZCUDA_SUCCESS)
+    if (n <= GROUP_SMALL) {
+        uint32_t order[GROUP_SMALL];
+        for (size_t i = 0; i < n; i++) {
+            size_t j = 0;
+            while (j < i && io[j].ctx != io[i].ctx)
+                j++;
+            if (j < i)
+                continue; /* taken with its context's first entry */
+            size_t m = 0;
+            for (size_t x = i; x < n; x++)
+                if (io[x].ctx == io[i].ctx)
+                    order[m++] = (uint32_t)x;
+            rzcu_result r = one_ctx(io, io[i].ctx, order, m, op);
+            if (r != RZCUDA_SUCCESS && first_err == RZCUDA_SUCCESS)
                 first_err = r;
         }
+        return first_err;
     }
+    rz__io_group_lock();
+    rz_io_groups_t g;
+    if (!rz__io_group(io, n, &g)) {
+        rz__io_group_unlock();
+        for (size_t i = 0; i < n; i++)
+            io[i].failed = 1;
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (size_t k = 0; k < g.n; k++) {
+        rzcu_result r = one_ctx(io, g.ctx[k], g.order + g.start[k], g.start[k + 1] - g.start[k], op);
+        if (r != RZCUDA_SUCCESS && first_err == RZCUDA_SUCCESS)
+            first_err = r;
+    }
+    rz__io_group_unlock();
     return first_err;
 }
 

@@ -200,7 +200,9 @@ static inline void install_bands(void) {
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
-        return real args;                                                                                    \
+        rzcu_result r = real args;                                                                           \
+        rz__note_device_work(); /* after the call: a sync scan that began before it sees it next time */   \
+        return r;                                                                                            \
     }
 RZCU_DEVICE_WRITERS(RZ_WRITER_WRAPPER)
 #undef RZ_WRITER_WRAPPER
@@ -213,7 +215,7 @@ static rzcu_result after_sync(rzcu_result r) {
         rz__judge_deferred(); /* stream-ordered checks that completed while the registry was busy */
     if (r == RZCUDA_SUCCESS && !t_in_hook && (rz__options()->scan & RZ_SCAN_SYNC)) {
         ENTER();
-        rz_scan();
+        rz__scan_after_sync(); /* only when device work happened since the last one */
         LEAVE();
     }
     return r;
@@ -333,6 +335,7 @@ rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
             return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                           \
+        rz__note_device_work();                                                                              \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
             rz__launch_record(f);                                                                            \
         return r;                                                                                            \
@@ -348,6 +351,7 @@ LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz)
             return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real(config, f, params, extra);                                                      \
+        rz__note_device_work();                                                                              \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
             rz__launch_record(f);                                                                            \
         return r;                                                                                            \

@@ -52,7 +52,7 @@ static void exit_scan(void) {
     int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
     if (!gone)
         rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */
-    int violated = gone ? RZ_EDRIVER : rz_scan();
+    int violated = gone ? RZ_EDRIVER : rz__scan_at_exit();
     rz_stats_get(&s);
     write_summary(o, &s);
     char now[192];
@@ -151,6 +151,8 @@ void rz__launch_report(const rz_zone_node_t *z) {
 struct async_check {
     struct async_check *next; /* in the deferred list */
     rz_zone_node_t zone;
+    uint32_t nframes; /* its allocation stack (METRALE_REDZONE_STACKS), copied when it left the registry */
+    uint64_t frames[RZ_STACK_MAX];
     uint8_t band[];
 };
 
@@ -160,14 +162,13 @@ static void check_free(struct async_check *c) {
 }
 
 /* Registry lock held (scans report under it too, and share the ring's report_since). */
-static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band) {
+static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band, const uint64_t *frames,
+                               uint32_t nframes) {
     pthread_mutex_lock(&g_ring_lock);
     __redzone_launches.report_since = __redzone_launches.scan_start;
     pthread_mutex_unlock(&g_ring_lock);
     /* band: the band after the end, then the front band (if any) right behind it */
-    int bad = rz__band_judge(zone, band);
-    if (zone->front_units)
-        bad |= rz__band_judge_front(zone, band + zone->pad_bytes);
+    int bad = rz__band_judge_freed(zone, band, frames, nframes);
     if (bad)
         rz__log("redzone: alloc#%llu was violated when it was freed", (unsigned long long)zone->index);
 }
@@ -197,7 +198,7 @@ static void judge_deferred_locked(void) {
     pthread_mutex_unlock(&g_deferred_lock);
     while (c) {
         struct async_check *next = c->next;
-        judge_freed_locked(&c->zone, c->band);
+        judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
         check_free(c);
         c = next;
     }
@@ -211,10 +212,10 @@ void rz__judge_deferred(void) {
     rz__registry_unlock();
 }
 
-static void judge_freed(const rz_zone_node_t *zone, const uint8_t *band) {
+static void judge_freed(const struct async_check *c) {
     rz__registry_lock();
     judge_deferred_locked();
-    judge_freed_locked(zone, band);
+    judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
     rz__registry_unlock();
 }
 
@@ -224,7 +225,7 @@ static void async_check_cb(void *arg) {
     struct async_check *c = arg;
     if (rz__registry_lock_timed(0) == RZ_OK) {
         judge_deferred_locked();
-        judge_freed_locked(&c->zone, c->band);
+        judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
         rz__registry_unlock();
         check_free(c);
         return;
@@ -250,6 +251,7 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
         return;
     }
     c->zone = *zone;
+    c->nframes = rz__registry_removed_stack(zone->index, c->frames, RZ_STACK_MAX);
     if (req->async) {
         rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
         if (rz__stream_capturing(s)) {
@@ -281,11 +283,11 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band},
                           {.ctx = zone->ctx, .dev = front, .bytes = rz__zone_front(zone), .host = c->band + zone->pad_bytes,
                            .front = 1}};
-    rz__registry_lock(); /* the device seam's batch scratch is shared with scans */
+    /* Without the registry lock: a read of one or two bands uses no scratch shared with scans (device.c),
+     * and on a GPU it is a device round trip that allocations and frees on other threads must not wait for. */
     rzcu_result r = rz__dev_read(io, zone->front_units ? 2 : 1);
-    rz__registry_unlock();
     if (r == RZCUDA_SUCCESS)
-        judge_freed(zone, c->band);
+        judge_freed(c);
     else
         rz__warn("alloc#%llu: reading its band before free failed with %s", (unsigned long long)zone->index,
                  rz__cu_name(r));

@@ -38,6 +38,10 @@ static uint32_t g_free_head;    /* unused node id + 1 */
 static uint32_t *g_pending;
 static uint32_t g_pending_cap;
 static _Atomic uint32_t g_npending;
+/* The entries also hold stale ones (zones freed, in any order, while they waited). Nothing but a device
+ * operation forces an install, so program order (LIFO, FIFO, random) makes no driver call; the list is
+ * compacted when it fills, and grows only when that freed less than half of it: O(1) amortised a step, and
+ * at most about twice the pending zones (no count of live pending zones on the allocation path). */
 
 static long futex(_Atomic uint32_t *word, int op, uint32_t val, const struct timespec *timeout) {
     return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
@@ -135,7 +139,26 @@ __attribute__((cold, noinline)) static int grow_buckets(void) {
     return RZ_OK;
 }
 
+/* Drop stale entries (freed zones, and second entries of a node reused while its old entry waited),
+ * keeping the order. RZ_ZONE_QUEUED marks a node already kept during the pass. Lock held. */
+__attribute__((cold, noinline)) static uint32_t compact_pending(void) {
+    uint32_t n = atomic_load_explicit(&g_npending, memory_order_relaxed), k = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        rz_zone_node_t *z = node_at(g_pending[i]);
+        if (z->state != RZ_ZONE_LIVE || !(z->flags & RZ_ZONE_PENDING) || (z->flags & RZ_ZONE_QUEUED))
+            continue;
+        z->flags |= RZ_ZONE_QUEUED;
+        g_pending[k++] = g_pending[i];
+    }
+    for (uint32_t i = 0; i < k; i++)
+        node_at(g_pending[i])->flags &= (uint8_t)~RZ_ZONE_QUEUED;
+    atomic_store_explicit(&g_npending, k, memory_order_relaxed);
+    return k;
+}
+
 __attribute__((cold, noinline)) static int grow_pending(void) {
+    if (g_pending_cap && compact_pending() <= g_pending_cap / 2)
+        return RZ_OK;
     uint32_t cap = g_pending_cap ? 2 * g_pending_cap : 1024;
     uint32_t *p = realloc(g_pending, cap * sizeof *p);
     if (p == NULL)
@@ -251,9 +274,12 @@ static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *
         }
     }
     uint32_t npending = atomic_load_explicit(&g_npending, memory_order_relaxed);
-    if (RZ_UNLIKELY((zone->flags & RZ_ZONE_PENDING) && npending == g_pending_cap) && grow_pending() != RZ_OK) {
-        rc = RZ_ENOMEM;
-        goto out;
+    if (RZ_UNLIKELY((zone->flags & RZ_ZONE_PENDING) && npending == g_pending_cap)) {
+        if (grow_pending() != RZ_OK) {
+            rc = RZ_ENOMEM;
+            goto out;
+        }
+        npending = atomic_load_explicit(&g_npending, memory_order_relaxed); /* compacted, perhaps */
     }
     uint32_t id1 = take_node(); /* rz-test: registry locked (the gdb lock test stops here) */
     if (id1 == 0) {
@@ -357,12 +383,38 @@ size_t rz__registry_drop_ctx(void *ctx) {
     return dropped;
 }
 
+/* The allocation stack of the zone this thread removed last: its slot belongs to the node, which the next
+ * allocation may reuse as soon as the lock is released, so the free-time check takes a copy made here. */
+static RZ_TLS struct {
+    uint64_t index;
+    uint32_t n;
+    uint64_t frames[RZ_STACK_MAX];
+} t_removed_stack;
+
+uint32_t rz__registry_removed_stack(uint64_t index, uint64_t *frames, uint32_t cap) {
+    if (t_removed_stack.index != index + 1)
+        return 0;
+    uint32_t n = t_removed_stack.n < cap ? t_removed_stack.n : cap;
+    memcpy(frames, t_removed_stack.frames, n * sizeof *frames);
+    return n;
+}
+
 int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out) {
     rz__registry_lock();
     uint32_t *link;
-    if (find_locked(ptr, &link) == NULL) {
+    rz_zone_node_t *node = find_locked(ptr, &link);
+    if (node == NULL) {
         rz__registry_unlock();
         return RZ_ENOTFOUND;
+    }
+    if (RZ_UNLIKELY(RZ_STATE.stack_depth != 0)) {
+        uint32_t n;
+        const uint64_t *stack = rz__registry_stack(node, &n);
+        n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
+        if (stack)
+            memcpy(t_removed_stack.frames, stack, n * sizeof *stack);
+        t_removed_stack.n = stack ? n : 0;
+        t_removed_stack.index = node->index + 1;
     }
     seq_begin();
     unlink_locked(link, out);

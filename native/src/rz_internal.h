@@ -152,6 +152,7 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
 #define RZ_ZONE_PENDING 0x4  /* padded, band not installed yet (lazy install): nothing to check */
 #define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
 #define RZ_ZONE_STREAM_ORDERED 0x10 /* from cuMemAllocAsync/FromPoolAsync: cuMemFree of it does not wait */
+#define RZ_ZONE_QUEUED 0x20 /* transient, registry lock held: kept once while compacting the pending list */
 /* Device bytes a zone holds, as counted in current_mapped_bytes: the user bytes and bands, or for a guard-page
  * zone its whole mapping (its 256-byte rounding up to whole granules). */
 static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {
@@ -163,8 +164,6 @@ static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {
 }
 /* A zone whose band scans and poisons cover. */
 static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_bytes && !(z->flags & RZ_ZONE_UNWATCHED); }
-/* Install the bands of pending zones once this many wait (lazy install). */
-#define RZ_PENDING_BATCH 1024
 
 #define RZ_CHUNK_SHIFT 16
 #define RZ_CHUNK_NODES (1u << RZ_CHUNK_SHIFT)
@@ -178,6 +177,10 @@ void rz__registry_unlock(void);
 int rz__registry_add(const rz_zone_node_t *zone);
 /* Remove the zone whose user pointer is ptr, copying it to *out. RZ_ENOTFOUND if unknown. Takes the lock. */
 int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out);
+/* The allocation stack (at most cap frames) of zone `index`, copied when this thread removed it last; 0 when
+ * none was kept (stacks off, or another zone removed since). */
+#define RZ_STACK_MAX 32
+uint32_t rz__registry_removed_stack(uint64_t index, uint64_t *frames, uint32_t cap);
 /* Under the lock: first zone in index order and the one after `node` (NULL at the end). */
 rz_zone_node_t *rz__registry_first(void);
 rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node);
@@ -364,14 +367,25 @@ typedef struct rz_band_io {
     uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
 } rz_band_io_t;
 
-/* Whether io[i]'s context already appears in io[0..i): passes over a batch take each context once, at its
- * first entry (few contexts: quadratic in contexts only). */
-static inline int rz__io_ctx_seen(const rz_band_io_t *io, size_t i) {
-    for (size_t j = 0; j < i; j++)
-        if (io[j].ctx == io[i].ctx)
-            return 1;
-    return 0;
-}
+/* The program queued device work (a copy, memset or launch accepted by the driver): counted for sync scans. */
+void rz__note_device_work(void);
+/* METRALE_REDZONE_SCAN=sync: rz_scan() when device work was queued since the last scan began; else 0 and no
+ * driver call. */
+int rz__scan_after_sync(void);
+/* rz_scan() for the exit scan: no summary line when it checked and found nothing (the exit line says it). */
+int rz__scan_at_exit(void);
+/* A batch grouped by context (linear time): group k is context ctx[k], its entries' indices are
+ * order[start[k] .. start[k+1]), in batch order. Scratch shared by every caller: take rz__io_group_lock()
+ * around rz__io_group() and the use of its answer. 0 when out of memory. */
+typedef struct rz_io_groups {
+    const uint32_t *order;
+    const size_t *start;
+    void *const *ctx;
+    size_t n;
+} rz_io_groups_t;
+int rz__io_group(const rz_band_io_t *io, size_t n, rz_io_groups_t *out);
+void rz__io_group_lock(void);
+void rz__io_group_unlock(void);
 /* Read n bands into their host buffers (batched per context, one sync each). On failure the first error
  * is returned and the entries of every context that failed have `failed` set; the others were read. */
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
@@ -381,6 +395,8 @@ rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
 void rz__dev_set_per_band(int per_band);
 /* The library's stream for ctx (the current context when NULL), created on first use. */
 rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out);
+/* How many contexts have a library stream now (one each, dropped when the context ends). */
+size_t rz__dev_stream_count(void);
 /* Make ctx current for a band operation (pushed only when it is not); undo with rz__dev_leave. */
 rzcu_result rz__dev_enter(void *ctx, int *pushed);
 void rz__dev_leave(int pushed);
@@ -540,6 +556,8 @@ void rz__bands_context_ending(void *ctx);
 void rz__bands_context_ended(void *ctx);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
+/* The same for a zone no longer in the registry (a free-time check), with its allocation stack. */
+int rz__band_judge_freed(const rz_zone_node_t *zone, const uint8_t *band, const uint64_t *frames, uint32_t nframes);
 /* The same for the zone's front band (rz__zone_front(zone) bytes before its pointer). */
 int rz__band_judge_front(const rz_zone_node_t *zone, const uint8_t *band);
 

@@ -19,6 +19,8 @@
  *   rzprog ctxgone                      allocate in a created context, destroy it before any device work
  *   rzprog lazy                         when bands are written: reads a band straight from emulated memory
  *                                       after allocating, after a memset, and counts the driver calls
+ *   rzprog idlesync                     (METRALE_REDZONE_SCAN=sync) band driver calls of synchronisations
+ *                                       with no device work since the last, around one overrun
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -252,7 +254,54 @@ static int mode_lazy(void) {
     printf("lazy: batched band writes during 1100 allocations: %llu\n", cuEmuCallCount("cuMemcpyBatchAsync_v2") - before);
     for (int i = 0; i < 1100; i++)
         CHECK(cuMemFree_v2(many[i]));
+    /* Churn with 1100 live zones (more than the 1024 that used to force an install) and no device work,
+     * oldest freed first (FIFO), then in random order. */
+    enum { LIVE = 1100, STEPS = 600 };
+    static rzcu_deviceptr ring[LIVE];
+    for (int i = 0; i < LIVE; i++)
+        CHECK(cuMemAlloc_v2(&ring[i], 64));
+    before = band_traffic();
+    for (int step = 0; step < STEPS; step++) {
+        CHECK(cuMemFree_v2(ring[step % LIVE]));
+        CHECK(cuMemAlloc_v2(&ring[step % LIVE], 64));
+    }
+    printf("lazy: band driver calls for %d FIFO churn steps, %d live: %llu\n", STEPS, LIVE, band_traffic() - before);
+    before = band_traffic();
+    unsigned seed = 12345;
+    for (int step = 0; step < STEPS; step++) {
+        seed = seed * 1103515245u + 12345u;
+        unsigned k = (seed >> 8) % LIVE;
+        CHECK(cuMemFree_v2(ring[k]));
+        CHECK(cuMemAlloc_v2(&ring[k], 64));
+    }
+    printf("lazy: band driver calls for %d random churn steps, %d live: %llu\n", STEPS, LIVE, band_traffic() - before);
+    for (int i = 0; i < LIVE; i++)
+        CHECK(cuMemFree_v2(ring[i]));
     CHECK(cuMemFree_v2(p));
+    return 0;
+}
+
+static int mode_idlesync(void) {
+    setup(0);
+    rzcu_deviceptr p[100];
+    for (int i = 0; i < 100; i++)
+        CHECK(cuMemAlloc_v2(&p[i], 64));
+    CHECK(cuMemsetD8_v2(p[0], 0, 64));
+    CHECK(cuCtxSynchronize()); /* device work happened: scans */
+    unsigned long long before = band_traffic();
+    for (int i = 0; i < 10; i++)
+        CHECK(cuCtxSynchronize());
+    printf("idlesync: band driver calls for 10 idle syncs: %llu\n", band_traffic() - before);
+    overrun(p[5], 64);
+    before = band_traffic();
+    CHECK(cuCtxSynchronize());
+    printf("idlesync: a sync after device work reads bands: %d\n", band_traffic() > before);
+    before = band_traffic();
+    for (int i = 0; i < 10; i++)
+        CHECK(cuCtxSynchronize());
+    printf("idlesync: band driver calls for 10 more idle syncs: %llu\n", band_traffic() - before);
+    for (int i = 0; i < 100; i++)
+        CHECK(cuMemFree_v2(p[i]));
     return 0;
 }
 
@@ -430,6 +479,8 @@ int main(int argc, char **argv) {
         CHECK(cuMemFree_v2(p));
         return atoi(argv[2]);
     }
+    if (strcmp(mode, "idlesync") == 0)
+        return mode_idlesync();
     if (strcmp(mode, "data") == 0) {
         /* Checksums of the program's own bytes and the driver's answers to bad calls. */
         rzcu_deviceptr bufs[5];

@@ -1,0 +1,191 @@
+/*
+ * Performance at scale (issue 20) on the emulated device: each row compares the library with the ideal in
+ * the same run (the same zones in one context, or the driver calls a bare program makes).
+ *   scale_bench [--quick]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_emu.h"
+#include "rz_internal.h"
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median ms of `reps` full scans. */
+static double scan_ms(int reps) {
+    double t[9];
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        if (rz_scan() < 0) {
+            fprintf(stderr, "scale_bench: scan failed\n");
+            exit(1);
+        }
+        t[r] = (now() - t0) * 1e3;
+    }
+    qsort(t, (size_t)reps, sizeof t[0], cmp);
+    return t[reps / 2];
+}
+
+/* `zones` zones spread over `nctx` new contexts in blocks (context by context); returns the contexts. */
+static rzcu_context *populate(int nctx, long zones) {
+    rzcu_context *c = calloc((size_t)nctx, sizeof *c);
+    for (int i = 0; i < nctx; i++) {
+        if (cuCtxCreate_v4(&c[i], NULL, 0, 0)) {
+            fprintf(stderr, "scale_bench: context %d\n", i);
+            exit(1);
+        }
+        for (long k = 0; k < zones / nctx; k++) {
+            rz_devptr_t p;
+            if (rz_mem_alloc(&p, 64)) {
+                fprintf(stderr, "scale_bench: allocation failed\n");
+                exit(1);
+            }
+        }
+        rzcu_context popped;
+        cuCtxPopCurrent_v2(&popped);
+    }
+    return c;
+}
+
+static void teardown(rzcu_context *c, int nctx) {
+    for (int i = 0; i < nctx; i++) {
+        rz__bands_context_ending(c[i]);
+        cuCtxDestroy_v2(c[i]);
+        rz__bands_context_ended(c[i]);
+    }
+    free(c);
+}
+
+/* Scan time with `zones` zones in `nctx` contexts against the same zones in one. */
+static void spread_row(int nctx, long zones, int reps) {
+    rzcu_context *one = populate(1, zones);
+    rz_scan(); /* installs, sizes the staging */
+    double ideal = scan_ms(reps);
+    teardown(one, 1);
+    rzcu_context *many = populate(nctx, zones);
+    rz_scan();
+    double ours = scan_ms(reps);
+    teardown(many, nctx);
+    char label[64];
+    snprintf(label, sizeof label, "host ms, scan, %d ctx x %ldk", nctx, zones / nctx / 1000);
+    printf("%-34s %9ld %12.2f %12.2f %8.2fx  <= 1.5x\n", label, zones, ours, ideal, ours / ideal);
+}
+
+/* Streams the library creates over `scans` scans of `nctx` live contexts (ideal: one per context), and the
+ * ones it still holds after they end (ideal: 0). */
+static void stream_row(int nctx, int scans) {
+    size_t base = rz__dev_stream_count();
+    cuEmuResetCallCounts();
+    rzcu_context *c = populate(nctx, nctx);
+    for (int s = 0; s < scans; s++)
+        rz_scan();
+    unsigned long long created = cuEmuCallCount("cuStreamCreate");
+    teardown(c, nctx);
+    char label[64];
+    snprintf(label, sizeof label, "streams created, %d ctx, %d scans", nctx, scans);
+    printf("%-34s %9d %12llu %12d %9s  <= contexts\n", label, nctx, created, nctx, "");
+    printf("%-34s %9d %12zu %12d %9s  0\n", "streams held after contexts end", nctx, rz__dev_stream_count() - base, 0,
+           "");
+}
+
+static unsigned long long all_calls(void) {
+    static const char *const names[] = {
+#define NAME(name, ret, params) #name,
+        RZCU_ENTRY_POINTS(NAME)
+#undef NAME
+    };
+    unsigned long long n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        n += cuEmuCallCount(names[i]);
+    return n;
+}
+
+/* Driver calls per churn step (free one zone, allocate another; no device work) beyond the step's own
+ * cuMemFree and cuMemAlloc, with `live` zones, oldest first (FIFO), newest first (LIFO) or at random. */
+static void churn_row(const char *order, int live, int steps) {
+    rz_devptr_t *ring = calloc((size_t)live, sizeof *ring);
+    rz_free_req_t fr = {0};
+    for (int i = 0; i < live; i++)
+        rz__alloc_interposed(&ring[i], 64);
+    cuEmuResetCallCounts();
+    unsigned seed = 12345;
+    for (int step = 0; step < steps; step++) {
+        int k = live - 1;
+        if (order[0] == 'F')
+            k = step % live;
+        else if (order[0] == 'r') {
+            seed = seed * 1103515245u + 12345u;
+            k = (int)((seed >> 8) % (unsigned)live);
+        }
+        rz__free(ring[k], &fr);
+        rz__alloc_interposed(&ring[k], 64);
+    }
+    double added = (double)(all_calls() - 2ull * (unsigned long long)steps) / steps;
+    for (int i = 0; i < live; i++)
+        rz__free(ring[i], &fr);
+    free(ring);
+    char label[64];
+    snprintf(label, sizeof label, "driver calls/step, %s churn", order);
+    printf("%-34s %9d %12.2f %12d %9s  0\n", label, live, added, 0, "");
+}
+
+/* METRALE_REDZONE_SCAN=sync with `zones` zones: what a synchronisation adds when no device work was queued
+ * since the last scan (ideal: nothing), and when some was (one scan). */
+static void sync_rows(long zones) {
+    rzcu_context *c = populate(1, zones);
+    cuCtxPushCurrent_v2(c[0]);
+    rz_scan();
+    enum { IDLE = 1000 };
+    cuEmuResetCallCounts();
+    double t0 = now();
+    for (int i = 0; i < IDLE; i++)
+        rz__scan_after_sync();
+    double idle_us = (now() - t0) * 1e6 / IDLE;
+    double idle_calls = (double)all_calls() / IDLE;
+    double t[5];
+    for (int r = 0; r < 5; r++) {
+        rz__note_device_work(); /* what a hooked launch, copy or memset records */
+        double t1 = now();
+        rz__scan_after_sync();
+        t[r] = (now() - t1) * 1e3;
+    }
+    qsort(t, 5, sizeof t[0], cmp);
+    rzcu_context popped;
+    cuCtxPopCurrent_v2(&popped);
+    teardown(c, 1);
+    printf("%-34s %9ld %12.2f %12d %9s  0\n", "sync scan: driver calls, idle sync", zones, idle_calls, 0, "");
+    printf("%-34s %9ld %12.3f %12s %9s\n", "sync scan: host us, idle sync", zones, idle_us, "-", "");
+    printf("%-34s %9ld %12.2f %12s %9s\n", "sync scan: ms, sync after work", zones, t[2], "-", "");
+}
+
+int main(int argc, char **argv) {
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_LOG", "/dev/null", 1);
+    setenv("METRALE_REDZONE_AGENT", "0", 1);
+    rzcu_context ctx;
+    if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) {
+        fprintf(stderr, "scale_bench: no emulated device\n");
+        return 1;
+    }
+    printf("%-34s %9s %12s %12s %9s  %s\n", "metric (scale)", "zones", "ours", "ideal", "ratio", "target");
+    spread_row(2, 40000, 5);
+    spread_row(50, 100000, quick ? 3 : 5);
+    stream_row(200, quick ? 20 : 100);
+    churn_row("LIFO", 2000, 4000);
+    churn_row("FIFO", 2000, 4000);
+    churn_row("random", 2000, 4000);
+    sync_rows(100000);
+    return 0;
+}

@@ -1,0 +1,119 @@
+/* Performance at scale (issue 20), where a count can be asserted exactly: library streams bounded by the
+ * contexts used and released with them, driver calls per scan independent of how zones spread over
+ * contexts. Timings are bench/run's (bench/scale_bench.c), not asserted here. */
+#include <pthread.h>
+
+#include "rz_test.h"
+
+static const char *g_log;
+
+static void setup(void) {
+    setenv("METRALE_REDZONE", "64", 1);
+    g_log = rzt_log_to_file();
+    rzt_context(0);
+}
+
+TestSuite(scale, .init = setup);
+
+/* 200 live contexts (more than the old 64-slot stream cache): one library stream per context, created at
+ * its first band operation, none at later scans, and every one dropped when its context ends. */
+Test(scale, streams_bounded_by_contexts_and_released_with_them, .timeout = 120) {
+    enum { C = 200 };
+    static rzcu_context ctx[C];
+    rz_devptr_t p[C];
+    rzcu_context home;
+    cr_assert_eq(cuCtxGetCurrent(&home), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 0); /* the home context's stream, if any, exists before counting */
+    size_t base = rz__dev_stream_count();
+    cuEmuResetCallCounts();
+    for (int i = 0; i < C; i++) {
+        cr_assert_eq(cuCtxCreate_v4(&ctx[i], NULL, 0, 0), RZCUDA_SUCCESS);
+        cr_assert_eq(rz_mem_alloc(&p[i], 32), RZCUDA_SUCCESS);
+        rzcu_context popped;
+        cr_assert_eq(cuCtxPopCurrent_v2(&popped), RZCUDA_SUCCESS);
+    }
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(cuEmuCallCount("cuStreamCreate"), C, "one stream per context: %llu",
+                 cuEmuCallCount("cuStreamCreate"));
+    for (int round = 0; round < 3; round++) {
+        cuEmuResetCallCounts();
+        cr_assert_eq(rz_scan(), 0);
+        cr_assert_eq(cuEmuCallCount("cuStreamCreate"), 0, "scan %d created %llu streams", round,
+                     cuEmuCallCount("cuStreamCreate"));
+    }
+    cr_assert_eq(rz__dev_stream_count(), base + C);
+    for (int i = 0; i < C; i++) {
+        rz__bands_context_ending(ctx[i]);
+        cr_assert_eq(cuCtxDestroy_v2(ctx[i]), RZCUDA_SUCCESS);
+        rz__bands_context_ended(ctx[i]);
+    }
+    cr_assert_eq(rz__dev_stream_count(), base, "every context's stream is dropped with it");
+    cr_assert_eq(cuCtxSetCurrent(home), RZCUDA_SUCCESS);
+}
+
+/* Zones spread over contexts in blocks (the case that was quadratic): a scan's driver calls grow with the
+ * contexts, not the zones, and a violation in each context is found once. */
+static unsigned long long scan_calls(void) {
+    static const char *const names[] = {"cuMemcpyBatchAsync_v2", "cuMemcpyDtoHAsync_v2", "cuStreamSynchronize",
+                                        "cuCtxPushCurrent_v2", "cuCtxPopCurrent_v2", "cuCtxGetCurrent"};
+    unsigned long long n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        n += cuEmuCallCount(names[i]);
+    return n;
+}
+
+Test(scale, scan_calls_per_context_independent_of_zone_count, .timeout = 120) {
+    enum { C = 3 };
+    rzcu_context ctx[C];
+    unsigned long long calls[2];
+    int per_ctx[2] = {100, 2000};
+    for (int i = 0; i < C; i++) {
+        cr_assert_eq(cuCtxCreate_v4(&ctx[i], NULL, 0, 0), RZCUDA_SUCCESS);
+        rzcu_context popped;
+        cr_assert_eq(cuCtxPopCurrent_v2(&popped), RZCUDA_SUCCESS);
+    }
+    int have = 0;
+    for (int round = 0; round < 2; round++) {
+        rz_devptr_t last[C];
+        for (int i = 0; i < C; i++) {
+            cr_assert_eq(cuCtxPushCurrent_v2(ctx[i]), RZCUDA_SUCCESS);
+            for (int k = have; k < per_ctx[round]; k++)
+                cr_assert_eq(rz_mem_alloc(&last[i], 32), RZCUDA_SUCCESS);
+            rzcu_context popped;
+            cr_assert_eq(cuCtxPopCurrent_v2(&popped), RZCUDA_SUCCESS);
+        }
+        have = per_ctx[round];
+        cr_assert_eq(rz_scan(), 0); /* bands installed */
+        for (int i = 0; i < C; i++) {
+            cr_assert_eq(cuCtxPushCurrent_v2(ctx[i]), RZCUDA_SUCCESS);
+            uint8_t bad = 0x42;
+            cr_assert_eq(cuMemcpyHtoD_v2(last[i] + 32 + (unsigned)i, &bad, 1), RZCUDA_SUCCESS);
+            rzcu_context popped;
+            cr_assert_eq(cuCtxPopCurrent_v2(&popped), RZCUDA_SUCCESS);
+        }
+        cr_assert_eq(rz_scan(), C, "one violation per context");
+        cuEmuResetCallCounts();
+        cr_assert_eq(rz_scan(), 0, "re-filled");
+        calls[round] = scan_calls();
+    }
+    cr_assert_eq(calls[0], calls[1], "%d zones: %llu calls, %d zones: %llu calls", C * per_ctx[0], calls[0],
+                 C * per_ctx[1], calls[1]);
+    /* Per context: look up the current one, push, one batch, one sync, pop. */
+    cr_assert_leq(calls[1], 5 * C, "%llu calls for %d contexts", calls[1], C);
+}
+
+/* A guard-page allocation that cannot fit under the 1 GiB cap makes no virtual-memory driver call before
+ * the cap says so (issue 20.9): it gets an ordinary band. */
+Test(scale, guard_cap_checked_before_any_driver_call) {
+    setenv("METRALE_REDZONE_GUARD", "idx:0", 1);
+    __atomic_store_n(&RZ_STATE.guard_bytes, RZ_GUARD_CAP - 100, __ATOMIC_RELAXED);
+    cuEmuResetCallCounts();
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 1000), RZCUDA_SUCCESS);
+    cr_assert_eq(cuEmuCallCount("cuCtxGetDevice") + cuEmuCallCount("cuMemGetAllocationGranularity") +
+                     cuEmuCallCount("cuMemAddressReserve") + cuEmuCallCount("cuMemCreate"),
+                 0, "no virtual-memory call for an allocation over the cap");
+    cr_assert_eq(cuEmuCallCount("cuMemAlloc_v2"), 1, "an ordinary allocation instead");
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+    __atomic_store_n(&RZ_STATE.guard_bytes, 0, __ATOMIC_RELAXED);
+}
