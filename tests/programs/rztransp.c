@@ -1,0 +1,79 @@
+/*
+ * A CUDA driver-API program for redzone's transparency (issue 18): what the program sees must be what the
+ * driver alone shows it. Run by tests/test_transparency.c with and without libredzone.so preloaded; it prints
+ * every result code, so the two runs can be compared line by line. It knows nothing of redzone.
+ *   rztransp badfree   cuMemFree of a pointer 256 bytes before a 1000-byte buffer (inside its front band with
+ *                      METRALE_REDZONE_FRONT=256), then of the buffer itself
+ *   rztransp refused   a kernel writes 8 bytes past the end of a 1000-byte buffer; cuMemFree with no current
+ *                      context (refused by the driver), then again with one
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_emu.h"
+
+#define CHECK(call)                                                                                          \
+    do {                                                                                                     \
+        rzcu_result rc_ = (call);                                                                            \
+        if (rc_ != 0) {                                                                                      \
+            fprintf(stderr, "rztransp:%d: %s failed: %u\n", __LINE__, #call, rc_);                           \
+            exit(100);                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+#define SHOW(call) printf("rztransp: %s = %u\n", #call, (unsigned)(call))
+
+static rzcu_context setup(void) {
+    rzcu_context ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+/* Writes n bytes of 0x5a from p + at. */
+CUDA_EMU_KERNEL(past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
+}
+
+static int mode_badfree(void) {
+    setup();
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    SHOW(cuMemFree_v2(p - 256));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
+static int mode_refused(void) {
+    rzcu_context ctx = setup();
+    rzcu_module mod;
+    rzcu_function f;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&f, mod, "past"));
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuCtxSetCurrent(NULL));
+    SHOW(cuMemFree_v2(p));
+    CHECK(cuCtxSetCurrent(ctx));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc == 2 && strcmp(argv[1], "badfree") == 0)
+        return mode_badfree();
+    if (argc == 2 && strcmp(argv[1], "refused") == 0)
+        return mode_refused();
+    fprintf(stderr, "usage: rztransp badfree|refused\n");
+    return 2;
+}
