@@ -74,3 +74,15 @@ Test(transparency, refused_free_reports_the_overrun_once) {
                  "%s", out);
     cr_assert(strstr(out, "; 1 violations in "), "%s", out);
 }
+
+/* Item 4: pointer attributes answer for the program's range; band bytes are no allocation's. */
+Test(transparency, pointer_attributes_answer_for_the_program_range) {
+    same_as_without("attr", NULL);
+    cr_assert(strstr(bare, "rztransp: range start - p = 0\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: range size = 1000\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: owner is the context: 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, p + 1000) = 1\n"),
+              "%s", bare);
+}
+
+Test(transparency, pointer_attributes_with_a_front_band) { same_as_without("attr", "METRALE_REDZONE_FRONT=256"); }

@@ -4,6 +4,8 @@
  * every result code, so the two runs can be compared line by line. It knows nothing of redzone.
  *   rztransp badfree   cuMemFree of a pointer 256 bytes before a 1000-byte buffer (inside its front band with
  *                      METRALE_REDZONE_FRONT=256), then of the buffer itself
+ *   rztransp attr      cuPointerGetAttribute on a 1000-byte buffer: its range (RANGE_START_ADDR as an offset from
+ *                      the pointer, RANGE_SIZE) from inside it, and CONTEXT one and 40 bytes past its end
  *   rztransp refused   a kernel writes 8 bytes past the end of a 1000-byte buffer; cuMemFree with no current
  *                      context (refused by the driver), then again with one
  */
@@ -49,6 +51,25 @@ static int mode_badfree(void) {
     return 0;
 }
 
+static int mode_attr(void) {
+    rzcu_context ctx = setup();
+    rzcu_deviceptr p, start = 0;
+    size_t size = 0;
+    rzcu_context owner = NULL;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    CHECK(cuMemsetD8_v2(p, 0, 1000)); /* device work: the band is in place */
+    SHOW(cuPointerGetAttribute(&start, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p + 10));
+    printf("rztransp: range start - p = %lld\n", (long long)(start - p));
+    SHOW(cuPointerGetAttribute(&size, RZCU_POINTER_ATTRIBUTE_RANGE_SIZE, p + 999));
+    printf("rztransp: range size = %zu\n", size);
+    SHOW(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, p + 500));
+    printf("rztransp: owner is the context: %d\n", owner == ctx);
+    SHOW(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, p + 1000));
+    SHOW(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, p + 1040));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
 static int mode_refused(void) {
     rzcu_context ctx = setup();
     rzcu_module mod;
@@ -72,8 +93,10 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc == 2 && strcmp(argv[1], "badfree") == 0)
         return mode_badfree();
+    if (argc == 2 && strcmp(argv[1], "attr") == 0)
+        return mode_attr();
     if (argc == 2 && strcmp(argv[1], "refused") == 0)
         return mode_refused();
-    fprintf(stderr, "usage: rztransp badfree|refused\n");
+    fprintf(stderr, "usage: rztransp badfree|attr|refused\n");
     return 2;
 }
