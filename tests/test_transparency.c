@@ -86,3 +86,22 @@ Test(transparency, pointer_attributes_answer_for_the_program_range) {
 }
 
 Test(transparency, pointer_attributes_with_a_front_band) { same_as_without("attr", "METRALE_REDZONE_FRONT=256"); }
+
+/* Item 9: the emulated driver's cuMemsetD16/D32/D2D*, so redzone's wrappers for them run: the same results and
+ * bytes with and without redzone. */
+Test(transparency, wide_and_pitched_memsets_as_without) {
+    same_as_without("memset", NULL);
+    cr_assert(strstr(bare, "rztransp: bytes 0,1,20,23,100,116,131,200,300: 34 12 ef de 77 77 00 cd 04\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: checksum 90af66ca\n"), "%s", bare);
+}
+
+/* The driver's rules for them, on the emulated driver alone: alignment, pitch, range. */
+Test(transparency, emulated_memset_rules) {
+    const char *env[] = {EMU, NULL};
+    const char *argv[] = {RZTRANSP, "memsetbad", NULL};
+    cr_assert_eq(run(env, argv, bare), 0, "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemsetD16_v2(p + 1, 1, 4) = 1\nrztransp: cuMemsetD32_v2(p + 2, 1, 4) = 1\n"
+                           "rztransp: cuMemsetD2D8_v2(p, 4, 1, 8, 2) = 1\nrztransp: cuMemsetD32_v2(p + 996, 1, 2) = 1\n"
+                           "rztransp: cuMemsetD2D32_v2(p, 500, 1, 4, 3) = 1\nrztransp: cuMemsetD16_v2(p, 1, 0) = 0\n"),
+              "%s", bare);
+}

@@ -6,6 +6,9 @@
  *                      METRALE_REDZONE_FRONT=256), then of the buffer itself
  *   rztransp attr      cuPointerGetAttribute on a 1000-byte buffer: its range (RANGE_START_ADDR as an offset from
  *                      the pointer, RANGE_SIZE) from inside it, and CONTEXT one and 40 bytes past its end
+ *   rztransp memset    cuMemsetD16/D32 and cuMemsetD2D8/16/32, plain, async and per-thread, inside a 1000-byte
+ *                      buffer; prints a checksum of the buffer and the bytes at a few places
+ *   rztransp memsetbad the same memsets misaligned, with a pitch shorter than a row, or reaching past the end
  *   rztransp refused   a kernel writes 8 bytes past the end of a 1000-byte buffer; cuMemFree with no current
  *                      context (refused by the driver), then again with one
  */
@@ -70,6 +73,52 @@ static int mode_attr(void) {
     return 0;
 }
 
+static unsigned sum_of(rzcu_deviceptr p, size_t n) {
+    static unsigned char h[4096];
+    CHECK(cuMemcpyDtoH_v2(h, p, n));
+    unsigned sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum = sum * 31 + h[i];
+    printf("rztransp: bytes 0,1,20,23,100,116,131,200,300: %02x %02x %02x %02x %02x %02x %02x %02x %02x\n", h[0],
+           h[1], h[20], h[23], h[100], h[116], h[131], h[200], h[300]);
+    return sum;
+}
+
+static int mode_memset(void) {
+    setup();
+    rzcu_deviceptr p;
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    SHOW(cuMemsetD8_v2(p, 0, 1000));
+    SHOW(cuMemsetD16_v2(p, 0x1234, 10));
+    SHOW(cuMemsetD32_v2(p + 20, 0xdeadbeefu, 5));
+    SHOW(cuMemsetD2D8_v2(p + 100, 16, 0x77, 4, 3));
+    SHOW(cuMemsetD2D16_v2(p + 200, 32, 0xabcd, 4, 4));
+    SHOW(cuMemsetD2D32Async(p + 300, 64, 0x01020304u, 8, 5, s));
+    SHOW(cuMemsetD16Async_ptsz(p + 600, 0x5566, 50, NULL));
+    SHOW(cuMemsetD32_v2_ptds(p + 800, 0x0a0b0c0du, 50));
+    SHOW(cuMemsetD2D8Async(p + 900, 10, 0x99, 0, 4, s));
+    SHOW(cuStreamSynchronize(s));
+    printf("rztransp: checksum %08x\n", sum_of(p, 1000));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
+static int mode_memsetbad(void) {
+    setup();
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    SHOW(cuMemsetD16_v2(p + 1, 1, 4));
+    SHOW(cuMemsetD32_v2(p + 2, 1, 4));
+    SHOW(cuMemsetD2D8_v2(p, 4, 1, 8, 2));
+    SHOW(cuMemsetD32_v2(p + 996, 1, 2));
+    SHOW(cuMemsetD2D32_v2(p, 500, 1, 4, 3));
+    SHOW(cuMemsetD16_v2(p, 1, 0));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
 static int mode_refused(void) {
     rzcu_context ctx = setup();
     rzcu_module mod;
@@ -95,8 +144,12 @@ int main(int argc, char **argv) {
         return mode_badfree();
     if (argc == 2 && strcmp(argv[1], "attr") == 0)
         return mode_attr();
+    if (argc == 2 && strcmp(argv[1], "memset") == 0)
+        return mode_memset();
+    if (argc == 2 && strcmp(argv[1], "memsetbad") == 0)
+        return mode_memsetbad();
     if (argc == 2 && strcmp(argv[1], "refused") == 0)
         return mode_refused();
-    fprintf(stderr, "usage: rztransp badfree|attr|refused\n");
+    fprintf(stderr, "usage: rztransp badfree|attr|memset|memsetbad|refused\n");
     return 2;
 }
