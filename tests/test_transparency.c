@@ -105,3 +105,11 @@ Test(transparency, emulated_memset_rules) {
                            "rztransp: cuMemsetD2D32_v2(p, 500, 1, 4, 3) = 1\nrztransp: cuMemsetD16_v2(p, 1, 0) = 0\n"),
               "%s", bare);
 }
+
+/* Item 9: the emulated driver's cuMemcpy/cuMemcpyAsync (unified addressing), through redzone's wrappers. */
+Test(transparency, unified_copies_as_without) {
+    same_as_without("unified", NULL);
+    cr_assert(strstr(bare, "rztransp: round trip equal: 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: host to host equal: 1\n"), "%s", bare);
+    cr_assert(!strstr(bare, ") = 1"), "%s", bare);
+}

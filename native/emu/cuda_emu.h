@@ -185,6 +185,10 @@ void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
 struct CUgraph_st;     /* CUgraph */
 struct CUgraphExec_st; /* CUgraphExec */
 #define CUDA_EMU_EXTRA_ENTRY_POINTS(X)                                                                        \
+    X(cuMemcpy, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)) \
+    X(cuMemcpy_ptds, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)) \
+    X(cuMemcpyAsync, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s)) \
+    X(cuMemcpyAsync_ptsz, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s)) \
     X(cuMemsetD16_v2, rzcu_result, (rzcu_deviceptr dst, unsigned short value, size_t n)) \
     X(cuMemsetD16_v2_ptds, rzcu_result, (rzcu_deviceptr dst, unsigned short value, size_t n)) \
     X(cuMemsetD16Async, rzcu_result, (rzcu_deviceptr dst, unsigned short value, size_t n, rzcu_stream s)) \

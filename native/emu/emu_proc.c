@@ -61,6 +61,8 @@ static const struct proc_row rows[] = {
     {"cuMemsetD2D16Async", 3020, FN(cuMemsetD2D16Async), FN(cuMemsetD2D16Async_ptsz), 7000},
     {"cuMemsetD2D32", 3020, FN(cuMemsetD2D32_v2), FN(cuMemsetD2D32_v2_ptds), 7000},
     {"cuMemsetD2D32Async", 3020, FN(cuMemsetD2D32Async), FN(cuMemsetD2D32Async_ptsz), 7000},
+    {"cuMemcpy", 4000, FN(cuMemcpy), FN(cuMemcpy_ptds), 7000},
+    {"cuMemcpyAsync", 4000, FN(cuMemcpyAsync), FN(cuMemcpyAsync_ptsz), 7000},
     {"cuMemcpyHtoD", 3020, FN(cuMemcpyHtoD_v2), FN(cuMemcpyHtoD_v2_ptds), 7000},
     {"cuMemcpyDtoH", 3020, FN(cuMemcpyDtoH_v2), FN(cuMemcpyDtoH_v2_ptds), 7000},
     {"cuMemcpyDtoD", 3020, FN(cuMemcpyDtoD_v2), FN(cuMemcpyDtoD_v2_ptds), 7000},

@@ -9,6 +9,8 @@
  *   rztransp memset    cuMemsetD16/D32 and cuMemsetD2D8/16/32, plain, async and per-thread, inside a 1000-byte
  *                      buffer; prints a checksum of the buffer and the bytes at a few places
  *   rztransp memsetbad the same memsets misaligned, with a pitch shorter than a row, or reaching past the end
+ *   rztransp unified   cuMemcpy/cuMemcpyAsync (unified addressing) host to device, device to device, device to host
+ *                      and host to host
  *   rztransp refused   a kernel writes 8 bytes past the end of a 1000-byte buffer; cuMemFree with no current
  *                      context (refused by the driver), then again with one
  */
@@ -119,6 +121,31 @@ static int mode_memsetbad(void) {
     return 0;
 }
 
+static int mode_unified(void) {
+    setup();
+    rzcu_deviceptr a, b;
+    rzcu_stream s;
+    static unsigned char h[1000], g[1000];
+    for (int i = 0; i < 1000; i++)
+        h[i] = (unsigned char)(i * 7);
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc_v2(&a, 1000));
+    CHECK(cuMemAlloc_v2(&b, 1000));
+    SHOW(cuMemcpy(a, (rzcu_deviceptr)(uintptr_t)h, 1000));
+    SHOW(cuMemcpyAsync(b, a, 1000, s));
+    SHOW(cuStreamSynchronize(s));
+    SHOW(cuMemcpy_ptds((rzcu_deviceptr)(uintptr_t)g, b, 1000));
+    printf("rztransp: round trip equal: %d\n", memcmp(g, h, 1000) == 0);
+    memset(g, 0, sizeof g);
+    SHOW(cuMemcpyAsync_ptsz((rzcu_deviceptr)(uintptr_t)g, (rzcu_deviceptr)(uintptr_t)h, 1000, NULL));
+    SHOW(cuStreamSynchronize(NULL));
+    printf("rztransp: host to host equal: %d\n", memcmp(g, h, 1000) == 0);
+    SHOW(cuMemcpy(a, b, 0));
+    SHOW(cuMemFree_v2(a));
+    SHOW(cuMemFree_v2(b));
+    return 0;
+}
+
 static int mode_refused(void) {
     rzcu_context ctx = setup();
     rzcu_module mod;
@@ -148,8 +175,10 @@ int main(int argc, char **argv) {
         return mode_memset();
     if (argc == 2 && strcmp(argv[1], "memsetbad") == 0)
         return mode_memsetbad();
+    if (argc == 2 && strcmp(argv[1], "unified") == 0)
+        return mode_unified();
     if (argc == 2 && strcmp(argv[1], "refused") == 0)
         return mode_refused();
-    fprintf(stderr, "usage: rztransp badfree|attr|memset|memsetbad|refused\n");
+    fprintf(stderr, "usage: rztransp badfree|attr|memset|memsetbad|unified|refused\n");
     return 2;
 }
