@@ -185,6 +185,30 @@ void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
 struct CUgraph_st;     /* CUgraph */
 struct CUgraphExec_st; /* CUgraphExec */
 #define CUDA_EMU_EXTRA_ENTRY_POINTS(X)                                                                        \
+    X(cuMemcpy, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)) \
+    X(cuMemcpy_ptds, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)) \
+    X(cuMemcpyAsync, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s)) \
+    X(cuMemcpyAsync_ptsz, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s)) \
+    X(cuMemsetD16_v2, rzcu_result, (rzcu_deviceptr dst, unsigned short value, size_t n)) \
+    X(cuMemsetD16_v2_ptds, rzcu_result, (rzcu_deviceptr dst, unsigned short value, size_t n)) \
+    X(cuMemsetD16Async, rzcu_result, (rzcu_deviceptr dst, unsigned short value, size_t n, rzcu_stream s)) \
+    X(cuMemsetD16Async_ptsz, rzcu_result, (rzcu_deviceptr dst, unsigned short value, size_t n, rzcu_stream s)) \
+    X(cuMemsetD32_v2, rzcu_result, (rzcu_deviceptr dst, unsigned int value, size_t n)) \
+    X(cuMemsetD32_v2_ptds, rzcu_result, (rzcu_deviceptr dst, unsigned int value, size_t n)) \
+    X(cuMemsetD32Async, rzcu_result, (rzcu_deviceptr dst, unsigned int value, size_t n, rzcu_stream s)) \
+    X(cuMemsetD32Async_ptsz, rzcu_result, (rzcu_deviceptr dst, unsigned int value, size_t n, rzcu_stream s)) \
+    X(cuMemsetD2D8_v2, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height)) \
+    X(cuMemsetD2D8_v2_ptds, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height)) \
+    X(cuMemsetD2D8Async, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height, rzcu_stream s)) \
+    X(cuMemsetD2D8Async_ptsz, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned char value, size_t width, size_t height, rzcu_stream s)) \
+    X(cuMemsetD2D16_v2, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height)) \
+    X(cuMemsetD2D16_v2_ptds, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height)) \
+    X(cuMemsetD2D16Async, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height, rzcu_stream s)) \
+    X(cuMemsetD2D16Async_ptsz, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned short value, size_t width, size_t height, rzcu_stream s)) \
+    X(cuMemsetD2D32_v2, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height)) \
+    X(cuMemsetD2D32_v2_ptds, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height)) \
+    X(cuMemsetD2D32Async, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height, rzcu_stream s)) \
+    X(cuMemsetD2D32Async_ptsz, rzcu_result, (rzcu_deviceptr dst, size_t pitch, unsigned int value, size_t width, size_t height, rzcu_stream s)) \
     X(cuMemcpyBatchAsync, rzcu_result,                                                                        \
       (rzcu_deviceptr * dsts, rzcu_deviceptr * srcs, size_t * sizes, size_t count,                            \
        rzcu_memcpy_attributes * attrs, size_t * attrs_idxs, size_t num_attrs, size_t * fail_idx, rzcu_stream s)) \

@@ -203,7 +203,8 @@ EMU_API rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize
     return RZCUDA_SUCCESS;
 }
 
-/* The attributes redzone asks for; others are not emulated. */
+/* The attributes redzone asks for, and the allocation's range (RANGE_START_ADDR, RANGE_SIZE: the whole
+ * allocation containing ptr, as the driver answers); others are not emulated. */
 EMU_API rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr)
 {
     ENTER(cuPointerGetAttribute);
@@ -211,10 +212,22 @@ EMU_API rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute att
         return RZCUDA_ERROR_INVALID_VALUE;
     struct CUctx_st *owner;
     int device;
-    if (attribute != RZCU_POINTER_ATTRIBUTE_CONTEXT && attribute != RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
+    if (attribute != RZCU_POINTER_ATTRIBUTE_CONTEXT && attribute != RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL &&
+        attribute != RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR && attribute != RZCU_POINTER_ATTRIBUTE_RANGE_SIZE)
         return RZCUDA_ERROR_NOT_SUPPORTED;
     if (!emu_mem_owner(ptr, &owner, &device))
         return RZCUDA_ERROR_INVALID_VALUE; /* not device memory the driver knows */
+    if (attribute == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR || attribute == RZCU_POINTER_ATTRIBUTE_RANGE_SIZE) {
+        rzcu_deviceptr base;
+        size_t size;
+        if (!emu_mem_lookup(ptr, &base, &size))
+            return RZCUDA_ERROR_INVALID_VALUE;
+        if (attribute == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+            *(rzcu_deviceptr *)data = base;
+        else
+            *(size_t *)data = size;
+        return RZCUDA_SUCCESS;
+    }
     if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT && !owner)
         return RZCUDA_ERROR_INVALID_VALUE; /* VMM memory: not allocated in a context */
     if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT)
@@ -238,7 +251,7 @@ EMU_API rzcu_result cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 /* ------------------------------------------------------------------------------------------------------ */
 /* memset and copies */
 
-enum dir { HTOD, DTOH, DTOD };
+enum dir { HTOD, DTOH, DTOD, HTOH /* cuMemcpy between two host addresses (unified addressing) */ };
 
 static rzcu_result memop(struct CUstream_st *s, enum op_kind kind, void *dst, const void *src, size_t n,
                          unsigned char value, bool wait)
@@ -264,11 +277,11 @@ static rzcu_result do_copy(enum dir dir, uintptr_t dst, uintptr_t src, size_t n,
     CHECK(emu_resolve_stream(async ? hstream : NULL, per_thread, c, &s));
     if (n == 0)
         return RZCUDA_SUCCESS;
-    bool dst_ok = dir == DTOH ? dst != 0 : emu_mem_range_writable(dst, n);
-    bool src_ok = dir == HTOD ? src != 0 : emu_mem_range_ok(src, n);
+    bool dst_ok = dir == DTOH || dir == HTOH ? dst != 0 : emu_mem_range_writable(dst, n);
+    bool src_ok = dir == HTOD || dir == HTOH ? src != 0 : emu_mem_range_ok(src, n);
     if (!dst_ok || !src_ok)
         return RZCUDA_ERROR_INVALID_VALUE;
-    if (dir != DTOH)
+    if (dir == HTOD || dir == DTOD)
         emu_trace_write((rzcu_deviceptr)dst, n); /* before it runs: a queued copy may run on the worker */
     /* CUDA_EMU_PAGEABLE_SYNC: as the driver documents, an asynchronous copy from device memory to pageable
      * host memory returns only once it has completed (it waits for the stream's earlier work); into pinned
@@ -333,6 +346,29 @@ COPY_ENTRY(cuMemcpyHtoD_v2, HTOD, rzcu_deviceptr, const void *, false, false)
 COPY_ENTRY(cuMemcpyHtoD_v2_ptds, HTOD, rzcu_deviceptr, const void *, false, true)
 COPY_ENTRY(cuMemcpyDtoH_v2, DTOH, void *, rzcu_deviceptr, false, false)
 COPY_ENTRY(cuMemcpyDtoH_v2_ptds, DTOH, void *, rzcu_deviceptr, false, true)
+/* cuMemcpy/cuMemcpyAsync (unified addressing): the direction from where each address lies. */
+static enum dir unified_dir(rzcu_deviceptr dst, rzcu_deviceptr src)
+{
+    bool d = emu_mem_is_device_address((uintptr_t)dst), s = emu_mem_is_device_address((uintptr_t)src);
+    return d ? (s ? DTOD : HTOD) : (s ? DTOH : HTOH);
+}
+
+#define UNIFIED_ENTRY(name, per_thread)                                                                      \
+    EMU_API rzcu_result name(rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)                               \
+    {                                                                                                        \
+        ENTER(name);                                                                                         \
+        return do_copy(unified_dir(dst, src), (uintptr_t)dst, (uintptr_t)src, n, false, NULL, per_thread);   \
+    }
+#define UNIFIED_ASYNC_ENTRY(name, per_thread)                                                                \
+    EMU_API rzcu_result name(rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s)                \
+    {                                                                                                        \
+        ENTER(name);                                                                                         \
+        return do_copy(unified_dir(dst, src), (uintptr_t)dst, (uintptr_t)src, n, true, s, per_thread);       \
+    }
+UNIFIED_ENTRY(cuMemcpy, false)
+UNIFIED_ENTRY(cuMemcpy_ptds, true)
+UNIFIED_ASYNC_ENTRY(cuMemcpyAsync, false)
+UNIFIED_ASYNC_ENTRY(cuMemcpyAsync_ptsz, true)
 COPY_ENTRY(cuMemcpyDtoD_v2, DTOD, rzcu_deviceptr, rzcu_deviceptr, false, false)
 COPY_ENTRY(cuMemcpyDtoD_v2_ptds, DTOD, rzcu_deviceptr, rzcu_deviceptr, false, true)
 COPY_ASYNC_ENTRY(cuMemcpyHtoDAsync_v2, HTOD, rzcu_deviceptr, const void *, false)

@@ -54,6 +54,11 @@ struct op {
     const void *src;
     size_t n;
     unsigned char value;
+    /* OP_SET of wider elements or rows (cuMemsetD16/D32, cuMemsetD2D*): elem bytes of pattern (0 or 1: value,
+     * n bytes); rows > 0: that many rows of row_bytes, pitch apart */
+    unsigned elem;
+    uint32_t pattern;
+    size_t pitch, rows, row_bytes;
     rzcu_host_fn fn;
     void *user_data;
     struct batch_item *items;

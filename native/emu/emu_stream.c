@@ -212,6 +212,25 @@ static void run_kernel(struct CUstream_st *s, struct op *op)
     t_kernel_jmp = NULL;
 }
 
+/* cuMemsetD16/D32 and the pitched memsets: the element's bytes (little-endian), row by row. */
+static void pattern_set(const struct op *op)
+{
+    unsigned elem = op->elem ? op->elem : 1;
+    uint32_t pattern = elem == 1 ? op->value : op->pattern;
+    size_t rows = op->rows ? op->rows : 1, row_bytes = op->rows ? op->row_bytes : op->n;
+#ifdef __SANITIZE_THREAD__
+    AnnotateIgnoreWritesBegin(__FILE__, __LINE__);
+#endif
+    for (size_t r = 0; r < rows; r++) {
+        unsigned char *row = (unsigned char *)op->dst + r * op->pitch;
+        for (size_t i = 0; i + elem <= row_bytes; i += elem)
+            memcpy(row + i, &pattern, elem);
+    }
+#ifdef __SANITIZE_THREAD__
+    AnnotateIgnoreWritesEnd(__FILE__, __LINE__);
+#endif
+}
+
 static void execute(struct op *op)
 {
     switch (op->kind) {
@@ -221,7 +240,10 @@ static void execute(struct op *op)
         dma_copy(op->dst, op->src, op->n);
         break;
     case OP_SET:
-        dma_set(op->dst, op->value, op->n);
+        if (op->elem <= 1 && op->rows == 0)
+            dma_set(op->dst, op->value, op->n);
+        else
+            pattern_set(op);
         break;
     case OP_HOST:
         op->fn(op->user_data);

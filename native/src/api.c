@@ -491,6 +491,50 @@ RZ_EXPORT int rz_mem_alloc(rz_devptr_t *dptr, size_t bytes) {
     return rz__alloc(dptr, bytes, &req);
 }
 
+/*
+ * A free of a pointer inside a zone's front band: to the driver it is the base of the padded block, so it
+ * would free the program's buffer, where without redzone the pointer is no allocation's base and the driver
+ * answers CUDA_ERROR_INVALID_VALUE. Reported as a bad free, answered as the driver would, nothing freed.
+ * Returns 0 when dptr is no such pointer.
+ */
+static int bad_free_in_front(rz_devptr_t dptr) {
+    uint64_t front = rz__options()->front_bytes;
+    rz_devptr_t base = 0;
+    size_t size = 0;
+    if (front == 0 || rz__drv.cuMemGetAddressRange_v2 == NULL ||
+        rz__drv.cuMemGetAddressRange_v2(&base, &size, dptr) != RZCUDA_SUCCESS)
+        return 0;
+    char line[512];
+    int bad = 0;
+    rz__registry_lock();
+    const rz_zone_node_t *z = rz__registry_find(base + front);
+    if (z && rz__zone_front(z) == front && !(z->flags & RZ_ZONE_GUARD) && dptr < z->ptr) {
+        bad = 1;
+        rz__format_bad_free(dptr, z->index, z->user_bytes, z->ptr - dptr, rz__cu_name(RZCUDA_ERROR_INVALID_VALUE),
+                            line, sizeof line);
+    }
+    rz__registry_unlock();
+    if (!bad)
+        return 0;
+    rz__log("%s", line);
+    rz__count(RZ_C_violations, 1);
+    return 1;
+}
+
+/* The driver refused a free it was given after the zone's band was checked (and reported): the zone stays
+ * live, and its band is written back as a scan does after a report, so the same overrun is not reported
+ * again by the retried free or a later scan. One overrun, one report. */
+static void refused_free_rearm(const rz_zone_node_t *zone) {
+    rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = zone->ptr + zone->user_bytes, .bytes = zone->pad_bytes,
+                           .value = zone->expected},
+                          {.ctx = zone->ctx, .dev = zone->ptr - rz__zone_front(zone), .bytes = rz__zone_front(zone),
+                           .value = zone->expected, .front = 1}};
+    rzcu_result r = rz__dev_write(io, zone->front_units ? 2 : 1);
+    if (r != RZCUDA_SUCCESS)
+        rz__warn("alloc#%llu: re-arming its band after a refused free failed with %s", (unsigned long long)zone->index,
+                 rz__cu_name(r));
+}
+
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     const rz_options_t *o = rz__options();
     if (rz__dev_load() != RZ_OK)
@@ -499,9 +543,14 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         return RZCUDA_ERROR_NOT_SUPPORTED; /* an older driver: nothing to free in stream order */
     rz_zone_node_t zone;
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
+    if (!known && RZ_UNLIKELY(o->front_bytes) && bad_free_in_front(dptr))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    int checked = 0;
     /* A zone still waiting for its band has nothing to check: no launch, copy or memset ran since. */
-    if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE))
+    if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE)) {
         rz__scan_before_free(&zone, req); /* reports; never changes the outcome of the free */
+        checked = 1;
+    }
     rzcu_result r;
     rz_devptr_t raw = known ? dptr - rz__zone_front(&zone) : dptr; /* what the driver handed out */
     if (RZ_UNLIKELY(known && (zone.flags & RZ_ZONE_GUARD)))
@@ -514,6 +563,10 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         return (int)r;
     if (r != RZCUDA_SUCCESS) {
         rz__record_unmap_failure();
+        /* In stream order the check is queued behind the program's work: a band written back now could
+         * overtake it, so a refused cuMemFreeAsync leaves the band as it is. */
+        if (checked && !req->async)
+            refused_free_rearm(&zone);
         RZ_CHECK(rz__registry_add(&zone) == RZ_OK || !"re-registering a zone whose free failed");
         return (int)r;
     }

@@ -19,6 +19,8 @@ typedef unsigned int rzcu_pointer_attribute;
 #define RZCU_POINTER_ATTRIBUTE_CONTEXT 1
 #define RZCU_MEMHOSTREGISTER_PORTABLE 0x01
 #define RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+#define RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR 11
+#define RZCU_POINTER_ATTRIBUTE_RANGE_SIZE 12
 typedef unsigned int rzcu_proc_query_result; /* CUdriverProcAddressQueryResult */
 typedef uint64_t rzcu_uint64;              /* cuuint64_t */
 typedef struct CUctx_st *rzcu_context;

@@ -165,3 +165,13 @@ size_t rz__format_counters_json(const uint64_t *counters, char *out, size_t cap)
     used += clamp(snprintf(out + used, cap - used, "}"), cap - used);
     return used;
 }
+
+size_t rz__format_bad_free(uint64_t ptr, uint64_t index, uint64_t user_bytes, uint64_t before, const char *driver_answer,
+                           char *out, size_t cap) {
+    int n = snprintf(out, cap,
+                     "redzone: bad free of 0x%llx: %llu bytes before the start of alloc#%llu (user_bytes=%llu), in its "
+                     "front band; nothing freed, %s returned as without redzone",
+                     (unsigned long long)ptr, (unsigned long long)before, (unsigned long long)index,
+                     (unsigned long long)user_bytes, driver_answer);
+    return clamp(n, cap);
+}

@@ -182,6 +182,33 @@ out:
     return r;
 }
 
+/* Pointer attributes answer for the program's range: band bytes belong to no allocation of the program's
+ * (CUDA_ERROR_INVALID_VALUE, as the driver answers without redzone for an address past the end), and the
+ * range attributes give the program's start and size, as cuMemGetAddressRange does above. */
+RZ_EXPORT rzcu_fn_cuPointerGetAttribute cuPointerGetAttribute;
+rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr) {
+    rzcu_fn_cuPointerGetAttribute *real = REAL(cuPointerGetAttribute);
+    if (real == NULL)
+        return missing();
+    if (t_in_hook || data == NULL || rz__options()->pad_bytes + rz__options()->front_bytes == 0 ||
+        rz__drv.cuMemGetAddressRange_v2 == NULL)
+        return real(data, attribute, ptr);
+    rzcu_deviceptr base = 0, user_base = 0;
+    size_t size = 0, user_size = 0;
+    int in_block = rz__drv.cuMemGetAddressRange_v2(&base, &size, ptr) == RZCUDA_SUCCESS;
+    rzcu_result mine = cuMemGetAddressRange_v2(&user_base, &user_size, ptr); /* the program's view */
+    if (in_block && mine == RZCUDA_ERROR_NOT_FOUND)
+        return RZCUDA_ERROR_INVALID_VALUE; /* a band byte */
+    rzcu_result r = real(data, attribute, ptr);
+    if (r == RZCUDA_SUCCESS && mine == RZCUDA_SUCCESS) {
+        if (attribute == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
+            *(rzcu_deviceptr *)data = user_base;
+        else if (attribute == RZCU_POINTER_ATTRIBUTE_RANGE_SIZE)
+            *(size_t *)data = user_size;
+    }
+    return r;
+}
+
 /* ---- bands waiting to be written (lazy install) ------------------------------------------------------ */
 /* Before anything that lets the program's work touch device memory; one load when nothing waits. */
 static inline void install_bands(void) {
@@ -370,7 +397,8 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuMemFreeAsync_ptsz) X(cuMemGetAddressRange_v2) X(cuCtxSynchronize) X(cuCtxSynchronize_v2)             \
     X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize) X(cuLaunchKernel)               \
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
-    X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2)
+    X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
+    X(cuPointerGetAttribute)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

@@ -515,6 +515,9 @@ size_t rz__format_zone_row(const rz_zone_node_t *z, char *out, size_t cap);
 size_t rz__format_zone_json(const rz_zone_node_t *z, char *out, size_t cap);
 size_t rz__format_counters(const uint64_t *counters, char *out, size_t cap);
 size_t rz__format_counters_json(const uint64_t *counters, char *out, size_t cap);
+/* A free of a pointer `before` bytes inside alloc#index's front band. */
+size_t rz__format_bad_free(uint64_t ptr, uint64_t index, uint64_t user_bytes, uint64_t before, const char *driver_answer,
+                           char *out, size_t cap);
 /* The judge, pure: whether `bytes` band bytes of zone z differ from z->expected; if so fill *v (front: the
  * band before the pointer) and return 1. The library's scans and the debugger's memory scans both use it. */
 int rz__band_violation(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, rz_violation_t *v);

@@ -1,0 +1,184 @@
+/*
+ * A CUDA driver-API program for redzone's transparency (issue 18): what the program sees must be what the
+ * driver alone shows it. Run by tests/test_transparency.c with and without libredzone.so preloaded; it prints
+ * every result code, so the two runs can be compared line by line. It knows nothing of redzone.
+ *   rztransp badfree   cuMemFree of a pointer 256 bytes before a 1000-byte buffer (inside its front band with
+ *                      METRALE_REDZONE_FRONT=256), then of the buffer itself
+ *   rztransp attr      cuPointerGetAttribute on a 1000-byte buffer: its range (RANGE_START_ADDR as an offset from
+ *                      the pointer, RANGE_SIZE) from inside it, and CONTEXT one and 40 bytes past its end
+ *   rztransp memset    cuMemsetD16/D32 and cuMemsetD2D8/16/32, plain, async and per-thread, inside a 1000-byte
+ *                      buffer; prints a checksum of the buffer and the bytes at a few places
+ *   rztransp memsetbad the same memsets misaligned, with a pitch shorter than a row, or reaching past the end
+ *   rztransp unified   cuMemcpy/cuMemcpyAsync (unified addressing) host to device, device to device, device to host
+ *                      and host to host
+ *   rztransp refused   a kernel writes 8 bytes past the end of a 1000-byte buffer; cuMemFree with no current
+ *                      context (refused by the driver), then again with one
+ */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_emu.h"
+
+#define CHECK(call)                                                                                          \
+    do {                                                                                                     \
+        rzcu_result rc_ = (call);                                                                            \
+        if (rc_ != 0) {                                                                                      \
+            fprintf(stderr, "rztransp:%d: %s failed: %u\n", __LINE__, #call, rc_);                           \
+            exit(100);                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+#define SHOW(call) printf("rztransp: %s = %u\n", #call, (unsigned)(call))
+
+static rzcu_context setup(void) {
+    rzcu_context ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+/* Writes n bytes of 0x5a from p + at. */
+CUDA_EMU_KERNEL(past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
+}
+
+static int mode_badfree(void) {
+    setup();
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    SHOW(cuMemFree_v2(p - 256));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
+static int mode_attr(void) {
+    rzcu_context ctx = setup();
+    rzcu_deviceptr p, start = 0;
+    size_t size = 0;
+    rzcu_context owner = NULL;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    CHECK(cuMemsetD8_v2(p, 0, 1000)); /* device work: the band is in place */
+    SHOW(cuPointerGetAttribute(&start, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, p + 10));
+    printf("rztransp: range start - p = %lld\n", (long long)(start - p));
+    SHOW(cuPointerGetAttribute(&size, RZCU_POINTER_ATTRIBUTE_RANGE_SIZE, p + 999));
+    printf("rztransp: range size = %zu\n", size);
+    SHOW(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, p + 500));
+    printf("rztransp: owner is the context: %d\n", owner == ctx);
+    SHOW(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, p + 1000));
+    SHOW(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, p + 1040));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
+static unsigned sum_of(rzcu_deviceptr p, size_t n) {
+    static unsigned char h[4096];
+    CHECK(cuMemcpyDtoH_v2(h, p, n));
+    unsigned sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum = sum * 31 + h[i];
+    printf("rztransp: bytes 0,1,20,23,100,116,131,200,300: %02x %02x %02x %02x %02x %02x %02x %02x %02x\n", h[0],
+           h[1], h[20], h[23], h[100], h[116], h[131], h[200], h[300]);
+    return sum;
+}
+
+static int mode_memset(void) {
+    setup();
+    rzcu_deviceptr p;
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    SHOW(cuMemsetD8_v2(p, 0, 1000));
+    SHOW(cuMemsetD16_v2(p, 0x1234, 10));
+    SHOW(cuMemsetD32_v2(p + 20, 0xdeadbeefu, 5));
+    SHOW(cuMemsetD2D8_v2(p + 100, 16, 0x77, 4, 3));
+    SHOW(cuMemsetD2D16_v2(p + 200, 32, 0xabcd, 4, 4));
+    SHOW(cuMemsetD2D32Async(p + 300, 64, 0x01020304u, 8, 5, s));
+    SHOW(cuMemsetD16Async_ptsz(p + 600, 0x5566, 50, NULL));
+    SHOW(cuMemsetD32_v2_ptds(p + 800, 0x0a0b0c0du, 50));
+    SHOW(cuMemsetD2D8Async(p + 900, 10, 0x99, 0, 4, s));
+    SHOW(cuStreamSynchronize(s));
+    printf("rztransp: checksum %08x\n", sum_of(p, 1000));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
+static int mode_memsetbad(void) {
+    setup();
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    SHOW(cuMemsetD16_v2(p + 1, 1, 4));
+    SHOW(cuMemsetD32_v2(p + 2, 1, 4));
+    SHOW(cuMemsetD2D8_v2(p, 4, 1, 8, 2));
+    SHOW(cuMemsetD32_v2(p + 996, 1, 2));
+    SHOW(cuMemsetD2D32_v2(p, 500, 1, 4, 3));
+    SHOW(cuMemsetD16_v2(p, 1, 0));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
+static int mode_unified(void) {
+    setup();
+    rzcu_deviceptr a, b;
+    rzcu_stream s;
+    static unsigned char h[1000], g[1000];
+    for (int i = 0; i < 1000; i++)
+        h[i] = (unsigned char)(i * 7);
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc_v2(&a, 1000));
+    CHECK(cuMemAlloc_v2(&b, 1000));
+    SHOW(cuMemcpy(a, (rzcu_deviceptr)(uintptr_t)h, 1000));
+    SHOW(cuMemcpyAsync(b, a, 1000, s));
+    SHOW(cuStreamSynchronize(s));
+    SHOW(cuMemcpy_ptds((rzcu_deviceptr)(uintptr_t)g, b, 1000));
+    printf("rztransp: round trip equal: %d\n", memcmp(g, h, 1000) == 0);
+    memset(g, 0, sizeof g);
+    SHOW(cuMemcpyAsync_ptsz((rzcu_deviceptr)(uintptr_t)g, (rzcu_deviceptr)(uintptr_t)h, 1000, NULL));
+    SHOW(cuStreamSynchronize(NULL));
+    printf("rztransp: host to host equal: %d\n", memcmp(g, h, 1000) == 0);
+    SHOW(cuMemcpy(a, b, 0));
+    SHOW(cuMemFree_v2(a));
+    SHOW(cuMemFree_v2(b));
+    return 0;
+}
+
+static int mode_refused(void) {
+    rzcu_context ctx = setup();
+    rzcu_module mod;
+    rzcu_function f;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&f, mod, "past"));
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuCtxSetCurrent(NULL));
+    SHOW(cuMemFree_v2(p));
+    CHECK(cuCtxSetCurrent(ctx));
+    SHOW(cuMemFree_v2(p));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (argc == 2 && strcmp(argv[1], "badfree") == 0)
+        return mode_badfree();
+    if (argc == 2 && strcmp(argv[1], "attr") == 0)
+        return mode_attr();
+    if (argc == 2 && strcmp(argv[1], "memset") == 0)
+        return mode_memset();
+    if (argc == 2 && strcmp(argv[1], "memsetbad") == 0)
+        return mode_memsetbad();
+    if (argc == 2 && strcmp(argv[1], "unified") == 0)
+        return mode_unified();
+    if (argc == 2 && strcmp(argv[1], "refused") == 0)
+        return mode_refused();
+    fprintf(stderr, "usage: rztransp badfree|attr|memset|memsetbad|unified|refused\n");
+    return 2;
+}

@@ -1,0 +1,115 @@
+/*
+ * Transparency of the driver API (issue 18): with libredzone.so preloaded, tests/programs/rztransp.c sees
+ * the same result codes and data as without it; the only additions are redzone's reports.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spawn.h"
+
+#define PRELOAD "LD_PRELOAD=" LIBREDZONE
+#define EMU "LD_LIBRARY_PATH=" EMU_DIR
+
+static char out[1 << 16], bare[1 << 16];
+
+static int run(const char *const *env, const char *const *argv, char *buf) {
+    return spawn_capture(env, argv, buf, sizeof out);
+}
+
+/* The program's own lines (rztransp: ...) of a run, in order. */
+static void program_lines(const char *text, char *dst, size_t cap) {
+    size_t n = 0;
+    dst[0] = '\0';
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l + 1) : strlen(l);
+        if (strncmp(l, "rztransp: ", 10) == 0 && n + len < cap) {
+            memcpy(dst + n, l, len);
+            n += len;
+            dst[n] = '\0';
+        }
+        l += len;
+    }
+}
+
+static size_t count_of(const char *text, const char *what) {
+    size_t n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* Runs mode with and without redzone (extra: one more variable for the redzone run); the program's lines
+ * must be identical. */
+static void same_as_without(const char *mode, const char *extra) {
+    const char *env_bare[] = {EMU, NULL};
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", extra, NULL};
+    const char *argv[] = {RZTRANSP, mode, NULL};
+    cr_assert_eq(run(env_bare, argv, bare), 0, "%s", bare);
+    cr_assert_eq(run(env, argv, out), 0, "%s", out);
+    static char a[1 << 16], b[1 << 16];
+    program_lines(bare, a, sizeof a);
+    program_lines(out, b, sizeof b);
+    cr_assert(a[0], "no program output: %s", bare);
+    cr_assert_str_eq(b, a, "with redzone:\n%s\nwithout:\n%s", out, bare);
+}
+
+/* Item 5: a free of a pointer in a front band frees nothing and gets the driver's answer. */
+Test(transparency, free_inside_front_band_is_a_bad_free) {
+    same_as_without("badfree", "METRALE_REDZONE_FRONT=256");
+    cr_assert(strstr(bare, "rztransp: cuMemFree_v2(p - 256) = 1\nrztransp: cuMemFree_v2(p) = 0\n"), "%s", bare);
+    cr_assert(strstr(out, ": 256 bytes before the start of alloc#0 (user_bytes=1000), in its front band; nothing "
+                          "freed, CUDA_ERROR_INVALID_VALUE returned as without redzone\n"), "%s", out);
+    cr_assert(strstr(out, "redzone: bad free of 0x"), "%s", out);
+    cr_assert(!strstr(out, "no longer known to the driver"), "the buffer was freed behind the program: %s", out);
+}
+
+/* Item 6: a free the driver refuses changes nothing, and one overrun is reported once. */
+Test(transparency, refused_free_reports_the_overrun_once) {
+    same_as_without("refused", NULL);
+    cr_assert(strstr(bare, "rztransp: cuMemFree_v2(p) = 201\nrztransp: cuMemFree_v2(p) = 0\n"), "%s", bare);
+    cr_assert_eq(count_of(out, "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=64 : bytes [0..=7] past the end"), 1,
+                 "%s", out);
+    cr_assert(strstr(out, "; 1 violations in "), "%s", out);
+}
+
+/* Item 4: pointer attributes answer for the program's range; band bytes are no allocation's. */
+Test(transparency, pointer_attributes_answer_for_the_program_range) {
+    same_as_without("attr", NULL);
+    cr_assert(strstr(bare, "rztransp: range start - p = 0\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: range size = 1000\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: owner is the context: 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, p + 1000) = 1\n"),
+              "%s", bare);
+}
+
+Test(transparency, pointer_attributes_with_a_front_band) { same_as_without("attr", "METRALE_REDZONE_FRONT=256"); }
+
+/* Item 9: the emulated driver's cuMemsetD16/D32/D2D*, so redzone's wrappers for them run: the same results and
+ * bytes with and without redzone. */
+Test(transparency, wide_and_pitched_memsets_as_without) {
+    same_as_without("memset", NULL);
+    cr_assert(strstr(bare, "rztransp: bytes 0,1,20,23,100,116,131,200,300: 34 12 ef de 77 77 00 cd 04\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: checksum 90af66ca\n"), "%s", bare);
+}
+
+/* The driver's rules for them, on the emulated driver alone: alignment, pitch, range. */
+Test(transparency, emulated_memset_rules) {
+    const char *env[] = {EMU, NULL};
+    const char *argv[] = {RZTRANSP, "memsetbad", NULL};
+    cr_assert_eq(run(env, argv, bare), 0, "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemsetD16_v2(p + 1, 1, 4) = 1\nrztransp: cuMemsetD32_v2(p + 2, 1, 4) = 1\n"
+                           "rztransp: cuMemsetD2D8_v2(p, 4, 1, 8, 2) = 1\nrztransp: cuMemsetD32_v2(p + 996, 1, 2) = 1\n"
+                           "rztransp: cuMemsetD2D32_v2(p, 500, 1, 4, 3) = 1\nrztransp: cuMemsetD16_v2(p, 1, 0) = 0\n"),
+              "%s", bare);
+}
+
+/* Item 9: the emulated driver's cuMemcpy/cuMemcpyAsync (unified addressing), through redzone's wrappers. */
+Test(transparency, unified_copies_as_without) {
+    same_as_without("unified", NULL);
+    cr_assert(strstr(bare, "rztransp: round trip equal: 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: host to host equal: 1\n"), "%s", bare);
+    cr_assert(!strstr(bare, ") = 1"), "%s", bare);
+}
