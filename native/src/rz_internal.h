@@ -205,6 +205,8 @@ int rz__capture_stack(void **frames, int max);
 uint32_t rz__registry_pending(void);
 /* Tell valgrind's helgrind which registry words are atomics (nothing without REDZONE_VALGRIND; rz_annotate.h). */
 void rz__registry_annotate(void);
+/* The same for the band engine's work counters (band.c). */
+void rz__band_annotate(void);
 /* Under the lock: up to cap pending zones, oldest first, no longer marked pending (the caller installs them
  * or marks them unwatched). Returns how many. Call it until it returns 0, after writing the last batch. */
 size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap);
