@@ -48,17 +48,6 @@ def name():
     return "cuda-gdb" if "CUDA Debugger" in _version_text() or hasattr(gdb, "cuda") else "gdb"
 
 
-def version():
-    """The GDB version the debugger is built on, as a tuple of ints (cuda-gdb 11.8: (10, 2))."""
-    parts = []
-    for p in gdb.VERSION.split()[0].split("."):
-        digits = "".join(c for c in p if c.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts) or (0,)
-
-
 def describe():
     """One line: which debugger this is, for `redzone status` and the launcher."""
     if name() == "cuda-gdb":
@@ -105,12 +94,6 @@ def traced_by(pid=None):
 def init():
     """What needs a debugger command, asked once when the plugin loads (never from a stop handler)."""
     _version_text()
-
-
-def live():
-    """True when a live process is selected (not a core file, not nothing)."""
-    inf = gdb.selected_inferior()
-    return not is_none(inf) and inf.pid != 0 and not is_core()
 
 
 def can_lock_scheduler():
