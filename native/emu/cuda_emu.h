@@ -224,6 +224,8 @@ struct CUgraphExec_st; /* CUgraphExec */
     X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                   \
     X(cuLibraryGetKernel, rzcu_result, (rzcu_kernel * pkernel, rzcu_library library, const char *name))       \
     X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))                                 \
+    X(cuStreamWaitEvent, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags))                      \
+    X(cuStreamWaitEvent_ptsz, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags))                 \
     X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, unsigned int mode))                               \
     X(cuStreamEndCapture, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                            \
     X(cuGraphInstantiateWithFlags, rzcu_result,                                                               \

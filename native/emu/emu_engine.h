@@ -72,6 +72,7 @@ struct op {
     void **kparams; /* pointers to the parameter copies, which follow them in the same block */
     uint64_t hold_epoch; /* OP_KERNEL under CUDA_EMU_KERNEL_HOLD: the wait epoch when it was launched */
     size_t kparams_size, nkparams; /* OP_KERNEL: the parameter block's size and pointer count (graph copies) */
+    struct dep wait_for; /* cuStreamWaitEvent: the event's captured work (s NULL: none), added to deps */
     size_t ndeps;
     struct dep deps[];
 };

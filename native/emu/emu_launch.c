@@ -119,6 +119,47 @@ EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
     return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
 }
 
+/*
+ * Later work on the stream waits for the work the event's last record captured (an event never recorded:
+ * nothing to wait for). The event may belong to another context. Flags: CU_EVENT_WAIT_DEFAULT (0) only; the
+ * emulator does not join captures across streams, so waiting inside a capture is CUDA_ERROR_NOT_SUPPORTED.
+ */
+static rzcu_result do_stream_wait_event(rzcu_stream hstream, rzcu_event hevent, unsigned int flags, bool per_thread)
+{
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    if (flags != 0)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    pthread_mutex_lock(&e->mu);
+    struct CUstream_st *on = e->s;
+    uint64_t seq = e->seq;
+    pthread_mutex_unlock(&e->mu);
+    if (atomic_load(&s->capture) || (on && atomic_load(&on->capture)))
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    if (!on || on == s)
+        return RZCUDA_SUCCESS; /* nothing recorded, or the stream's own earlier work: already in order */
+    struct op *op = emu_op_new(s->ctx, OP_NOP);
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    op->wait_for = (struct dep){on, seq};
+    return emu_submit(s, op, false);
+}
+
+EMU_API rzcu_result cuStreamWaitEvent(rzcu_stream s, rzcu_event e, unsigned int flags)
+{
+    ENTER(cuStreamWaitEvent);
+    return do_stream_wait_event(s, e, flags, false);
+}
+
+EMU_API rzcu_result cuStreamWaitEvent_ptsz(rzcu_stream s, rzcu_event e, unsigned int flags)
+{
+    ENTER(cuStreamWaitEvent_ptsz);
+    return do_stream_wait_event(s, e, flags, true);
+}
+
 /* Returns at once, even while the captured work is pending. */
 EMU_API rzcu_result cuEventDestroy_v2(rzcu_event hevent)
 {

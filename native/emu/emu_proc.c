@@ -90,6 +90,7 @@ static const struct proc_row rows[] = {
     {"cuEventCreate", 2000, FN(cuEventCreate), NULL, 0},
     {"cuEventRecord", 2000, FN(cuEventRecord), FN(cuEventRecord_ptsz), 7000},
     {"cuEventSynchronize", 2000, FN(cuEventSynchronize), NULL, 0},
+    {"cuStreamWaitEvent", 2000, FN(cuStreamWaitEvent), FN(cuStreamWaitEvent_ptsz), 7000},
     {"cuEventDestroy", 4000, FN(cuEventDestroy_v2), NULL, 0},
     {"cuModuleLoadData", 2000, FN(cuModuleLoadData), NULL, 0},
     {"cuModuleUnload", 2000, FN(cuModuleUnload), NULL, 0},

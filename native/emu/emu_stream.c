@@ -388,8 +388,8 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
     pthread_mutex_lock(&ctx->mu);
     if (s->kind == STREAM_LEGACY)
         compact_streams_locked(ctx);
-    if (s->kind == STREAM_LEGACY || !(s->flags & RZCU_STREAM_NON_BLOCKING)) {
-        size_t needed = s->kind == STREAM_LEGACY ? ctx->nstreams : 1;
+    if (s->kind == STREAM_LEGACY || !(s->flags & RZCU_STREAM_NON_BLOCKING) || op->wait_for.s) {
+        size_t needed = (s->kind == STREAM_LEGACY ? ctx->nstreams : 1) + (op->wait_for.s != NULL);
         if (needed > capacity) {
             struct op *bigger = realloc(op, sizeof *op + needed * sizeof(struct dep));
             if (!bigger) {
@@ -406,9 +406,12 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
                 if (t != s && !(t->flags & RZCU_STREAM_NON_BLOCKING) && emu_completed(t) < t->submitted)
                     op->deps[nd++] = (struct dep){t, t->submitted};
             }
-        } else if (ctx->legacy && emu_completed(ctx->legacy) < ctx->legacy->submitted) {
+        } else if (!(s->flags & RZCU_STREAM_NON_BLOCKING) && ctx->legacy &&
+                   emu_completed(ctx->legacy) < ctx->legacy->submitted) {
             op->deps[nd++] = (struct dep){ctx->legacy, ctx->legacy->submitted};
         }
+        if (op->wait_for.s && emu_completed(op->wait_for.s) < op->wait_for.seq)
+            op->deps[nd++] = op->wait_for;
     }
     op->ndeps = nd;
     pthread_mutex_lock(&s->mu);

@@ -111,7 +111,7 @@ static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
         rz__symbolize_frames(frames, (int)(nframes < 32 ? nframes : 32));
     }
-    rz__launch_report(z);
+    rz__launch_report(z, band, bytes, front);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     record_violation(&v);
     __redzone_violation(&v);

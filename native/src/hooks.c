@@ -219,7 +219,79 @@ static inline void install_bands(void) {
     }
 }
 
-/* Copies, memsets, cooperative and graph launches: install, then forward untouched. */
+/* Before the launch: the launch policy's check is set up (and a start marker queued); after it: the launch
+ * ring, and the check queued behind the kernel (launch_check.c). */
+static rzcu_result launched(const rz_launch_call_t *call, rzcu_result (*go)(const void *), const void *args) {
+    if (t_in_hook)
+        return go(args);
+    t_in_hook = 1;
+    struct rz_check *c = rz__launch_pre(call);
+    t_in_hook = 0;
+    rzcu_result r = go(args);
+    rz__note_device_work();
+    t_in_hook = 1;
+    rz__launch_post(c, call, r);
+    t_in_hook = 0;
+    return r;
+}
+
+/* RZ_WRITER_CALL(base, per_thread, real, args): the call of a writer's real entry point. For the launches
+ * among the writers (a probe: RZ_LAUNCH_WRITER_<base> is defined for those), through launched(); for copies
+ * and memsets, the plain call. */
+#define RZ_SECOND_(a, b, ...) b
+#define RZ_PROBE_(...) RZ_SECOND_(__VA_ARGS__, 0, ~)
+#define RZ_CAT_(a, b) a##b
+#define RZ_CAT(a, b) RZ_CAT_(a, b)
+#define RZ_EXPAND_(...) __VA_ARGS__
+#define RZ_LAUNCH_WRITER_cuLaunchCooperativeKernel ~, 1
+#define RZ_LAUNCH_WRITER_cuGraphLaunch ~, 2
+#define RZ_WRITER_CALL(base, per_thread, real, args)                                                         \
+    RZ_CAT(RZ_WRITER_CALL_, RZ_PROBE_(RZ_LAUNCH_WRITER_##base))(per_thread, real, args)
+#define RZ_WRITER_CALL_0(per_thread, real, args) real args
+#define RZ_WRITER_CALL_1(per_thread, real, args) cooperative_launch(per_thread, real, RZ_EXPAND_ args)
+#define RZ_WRITER_CALL_2(per_thread, real, args) graph_launch(per_thread, real, RZ_EXPAND_ args)
+
+struct coop_args {
+    rzcu_wfn_cuLaunchCooperativeKernel *real;
+    rzcu_function f;
+    unsigned gx, gy, gz, bx, by, bz, shared;
+    rzcu_stream s;
+    void **params;
+};
+
+static rzcu_result go_coop(const void *p) {
+    const struct coop_args *a = p;
+    return a->real(a->f, a->gx, a->gy, a->gz, a->bx, a->by, a->bz, a->shared, a->s, a->params);
+}
+
+static rzcu_result cooperative_launch(int per_thread, rzcu_wfn_cuLaunchCooperativeKernel *real, rzcu_function f, unsigned gx, unsigned gy,
+                                      unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                      rzcu_stream s, void **params) {
+    rz_launch_call_t call = {.kind = RZ_LAUNCH_COOPERATIVE, .f = f, .grid = {gx, gy, gz}, .block = {bx, by, bz},
+                             .stream = s, .per_thread = per_thread};
+    struct coop_args a = {real, f, gx, gy, gz, bx, by, bz, shared, s, params};
+    return launched(&call, go_coop, &a);
+}
+
+struct graph_args {
+    rzcu_wfn_cuGraphLaunch *real;
+    void *exec;
+    rzcu_stream s;
+};
+
+static rzcu_result go_graph(const void *p) {
+    const struct graph_args *a = p;
+    return a->real(a->exec, a->s);
+}
+
+static rzcu_result graph_launch(int per_thread, rzcu_wfn_cuGraphLaunch *real, void *exec, rzcu_stream s) {
+    rz_launch_call_t call = {.kind = RZ_LAUNCH_GRAPH, .graph = exec, .stream = s, .per_thread = per_thread};
+    struct graph_args a = {real, exec, s};
+    return launched(&call, go_graph, &a);
+}
+
+/* Copies, memsets, cooperative and graph launches: install, then forward untouched; the launches among them
+ * go through launched() (below: RZ_WRITER_CALL picks the way by base name). */
 #define RZ_WRITER_WRAPPER(exported, base, since, per_thread, params, args)                                   \
     RZ_EXPORT rzcu_wfn_##exported exported;                                                                  \
     rzcu_result exported params {                                                                            \
@@ -227,7 +299,7 @@ static inline void install_bands(void) {
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
-        rzcu_result r = real args;                                                                           \
+        rzcu_result r = RZ_WRITER_CALL(base, per_thread, real, args);                                \
         rz__note_device_work(); /* after the call: a sync scan that began before it sees it next time */   \
         return r;                                                                                            \
     }
@@ -311,7 +383,7 @@ rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
     rz__bands_context_ending(ctx);
     rzcu_result r = real(ctx);
     if (r == RZCUDA_SUCCESS)
-        rz__bands_context_ended(ctx);
+        rz__bands_context_ended(ctx), rz__launch_forget_ctx(ctx);
     LEAVE();
     return r;
 }
@@ -330,7 +402,7 @@ rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
     rz__bands_context_ending(ctx);
     rzcu_result r = real(dev);
     if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0)
-        rz__bands_context_ended(ctx);
+        rz__bands_context_ended(ctx), rz__launch_forget_ctx(ctx);
     LEAVE();
     return r;
 }
@@ -347,13 +419,26 @@ rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
     rz__bands_context_ending(ctx);
     rzcu_result r = real(dev);
     if (r == RZCUDA_SUCCESS && ctx)
-        rz__bands_context_ended(ctx);
+        rz__bands_context_ended(ctx), rz__launch_forget_ctx(ctx);
     LEAVE();
     return r;
 }
 
-/* ---- launches: kernel attribution -------------------------------------------------------------------- */
-#define LAUNCH(name, real_field)                                                                             \
+/* ---- launches: kernel attribution and METRALE_REDZONE_SCAN=launch ------------------------------------ */
+struct launch_args {
+    rzcu_fn_cuLaunchKernel *real;
+    rzcu_function f;
+    unsigned gx, gy, gz, bx, by, bz, shared;
+    rzcu_stream s;
+    void **params, **extra;
+};
+
+static rzcu_result go_launch(const void *p) {
+    const struct launch_args *a = p;
+    return a->real(a->f, a->gx, a->gy, a->gz, a->bx, a->by, a->bz, a->shared, a->s, a->params, a->extra);
+}
+
+#define LAUNCH(name, real_field, per_thread_)                                                                \
     RZ_EXPORT rzcu_fn_cuLaunchKernel name;                                                                   \
     rzcu_result name(rzcu_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,       \
                      unsigned bz, unsigned shared, rzcu_stream s, void **params, void **extra) {             \
@@ -361,30 +446,44 @@ rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
-        rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                           \
-        rz__note_device_work();                                                                              \
-        if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
-            rz__launch_record(f);                                                                            \
-        return r;                                                                                            \
+        rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = f, .grid = {gx, gy, gz}, .block = {bx, by, bz}, \
+                                 .stream = s, .per_thread = per_thread_};                                    \
+        struct launch_args a = {real, f, gx, gy, gz, bx, by, bz, shared, s, params, extra};                  \
+        return launched(&call, go_launch, &a);                                                               \
     }
-LAUNCH(cuLaunchKernel, cuLaunchKernel)
-LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz)
+LAUNCH(cuLaunchKernel, cuLaunchKernel, 0)
+LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz, 1)
 
-#define LAUNCH_EX(name, real_field)                                                                          \
+struct launch_ex_args {
+    rzcu_fn_cuLaunchKernelEx *real;
+    const rzcu_launch_config *config;
+    rzcu_function f;
+    void **params, **extra;
+};
+
+static rzcu_result go_launch_ex(const void *p) {
+    const struct launch_ex_args *a = p;
+    return a->real(a->config, a->f, a->params, a->extra);
+}
+
+#define LAUNCH_EX(name, real_field, per_thread_)                                                             \
     RZ_EXPORT rzcu_fn_cuLaunchKernelEx name;                                                                 \
     rzcu_result name(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra) {       \
         rzcu_fn_cuLaunchKernelEx *real = REAL(real_field);                                                   \
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
-        rzcu_result r = real(config, f, params, extra);                                                      \
-        rz__note_device_work();                                                                              \
-        if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
-            rz__launch_record(f);                                                                            \
-        return r;                                                                                            \
+        rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = f, .per_thread = per_thread_};               \
+        if (config) {                                                                                        \
+            call.grid[0] = config->gridDimX, call.grid[1] = config->gridDimY, call.grid[2] = config->gridDimZ; \
+            call.block[0] = config->blockDimX, call.block[1] = config->blockDimY;                            \
+            call.block[2] = config->blockDimZ, call.stream = config->hStream;                                \
+        }                                                                                                    \
+        struct launch_ex_args a = {real, config, f, params, extra};                                          \
+        return config ? launched(&call, go_launch_ex, &a) : real(config, f, params, extra);                  \
     }
-LAUNCH_EX(cuLaunchKernelEx, cuLaunchKernelEx)
-LAUNCH_EX(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz)
+LAUNCH_EX(cuLaunchKernelEx, cuLaunchKernelEx, 0)
+LAUNCH_EX(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz, 1)
 
 /* ---- lookups: dlsym and cuGetProcAddress ------------------------------------------------------------- */
 RZ_EXPORT rzcu_fn_cuGetProcAddress cuGetProcAddress;

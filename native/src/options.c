@@ -158,6 +158,8 @@ static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value,
             bits |= RZ_SCAN_FREE;
         else if (len == 4 && strncmp(s, "sync", 4) == 0)
             bits |= RZ_SCAN_SYNC;
+        else if (len == 6 && strncmp(s, "launch", 6) == 0)
+            bits |= RZ_SCAN_LAUNCH;
         else if (len == 4 && strncmp(s, "exit", 4) == 0)
             bits |= RZ_SCAN_EXIT;
         else if (len == 5 && strncmp(s, "fatal", 5) == 0)
@@ -165,7 +167,7 @@ static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value,
         else if (len == 4 && strncmp(s, "none", 4) == 0)
             none = 1;
         else {
-            warn_line(o, "redzone: warning: %s=\"%s\" is not a comma list of free, sync, exit, fatal, none; using free,exit,fatal",
+            warn_line(o, "redzone: warning: %s=\"%s\" is not a comma list of free, sync, launch, exit, fatal, none; using free,exit,fatal",
                       name, value);
             return;
         }

@@ -106,7 +106,7 @@ RZ_EXPORT rz_launches_t __redzone_launches = {
 #define L __redzone_launches
 static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void rz__launch_record(rzcu_function f) {
+void rz__launch_name(rzcu_function f, char *out, size_t cap) {
     const char *name = NULL;
     /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
      * cuFuncGetName is not documented: cuKernelGetName names those. */
@@ -116,14 +116,25 @@ void rz__launch_record(rzcu_function f) {
             rz__drv.cuKernelGetName(&name, (rzcu_kernel)(void *)f) != RZCUDA_SUCCESS || name == NULL)
             name = "(unnamed kernel)";
     }
+    snprintf(out, cap, "%s", name);
+}
+
+uint64_t rz__launch_record_name(const char *name) {
     uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
     pthread_mutex_lock(&g_ring_lock);
     struct rz_launch *l = &L.ring[L.seq % RZ_LAUNCH_RING];
     l->seq = L.seq + 1;
     l->next_index = next;
     snprintf(l->name, sizeof l->name, "%s", name);
-    L.seq++;
+    uint64_t seq = ++L.seq;
     pthread_mutex_unlock(&g_ring_lock);
+    return seq;
+}
+
+void rz__launch_record(rzcu_function f) {
+    char name[sizeof L.ring[0].name];
+    rz__launch_name(f, name, sizeof name);
+    rz__launch_record_name(name);
 }
 
 static void judge_deferred_locked(void);
@@ -131,13 +142,16 @@ static void judge_deferred_locked(void);
 /* Under the registry lock, at the start of a full scan. */
 void rz__launch_scan_begin(void) {
     judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (below) */
+    rz__launch_checks_locked(); /* launch checks too, and the bands they reported written back */
     pthread_mutex_lock(&g_ring_lock);
     L.report_since = L.scan_start;
     L.scan_start = L.seq;
     pthread_mutex_unlock(&g_ring_lock);
 }
 
-void rz__launch_report(const rz_zone_node_t *z) {
+void rz__launch_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    if (rz__attrib_report(z, band, bytes, front))
+        return; /* a launch check's report: the launch is named instead */
     char line[1024];
     pthread_mutex_lock(&g_ring_lock);
     size_t n = rz__format_launch_candidates(&L, L.report_since, z->index, line, sizeof line);
@@ -167,6 +181,9 @@ static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band, 
     pthread_mutex_lock(&g_ring_lock);
     __redzone_launches.report_since = __redzone_launches.scan_start;
     pthread_mutex_unlock(&g_ring_lock);
+    rz__launch_checks_locked(); /* launch checks that completed before: they may name the writer */
+    if (rz__attrib_freed_reported(zone, band))
+        return; /* reported by a launch check already, with its launch */
     /* band: the band after the end, then the front band (if any) right behind it */
     int bad = rz__band_judge_freed(zone, band, frames, nframes);
     if (bad)
@@ -205,6 +222,7 @@ static void judge_deferred_locked(void) {
 }
 
 void rz__judge_deferred(void) {
+    rz__launch_checks(); /* launch checks that completed while the registry was busy */
     if (RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
         return;
     rz__registry_lock();
