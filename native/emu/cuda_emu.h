@@ -224,6 +224,12 @@ struct CUgraphExec_st; /* CUgraphExec */
     X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                   \
     X(cuLibraryGetKernel, rzcu_result, (rzcu_kernel * pkernel, rzcu_library library, const char *name))       \
     X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))                                 \
+    X(cuLaunchCooperativeKernel, rzcu_result,                                                                 \
+      (rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \
+       unsigned int bz, unsigned int shared, rzcu_stream s, void **params))                                   \
+    X(cuLaunchCooperativeKernel_ptsz, rzcu_result,                                                            \
+      (rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \
+       unsigned int bz, unsigned int shared, rzcu_stream s, void **params))                                   \
     X(cuStreamWaitEvent, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags))                      \
     X(cuStreamWaitEvent_ptsz, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags))                 \
     X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, unsigned int mode))                               \

@@ -412,6 +412,8 @@ static void done_cb(void *arg) {
     }
 }
 
+void rz__launch_judge_locked(void) { judge_done_locked(); }
+
 void rz__launch_checks_locked(void) {
     judge_done_locked();
     rz__attrib_refill_locked();

@@ -181,7 +181,7 @@ static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band, 
     pthread_mutex_lock(&g_ring_lock);
     __redzone_launches.report_since = __redzone_launches.scan_start;
     pthread_mutex_unlock(&g_ring_lock);
-    rz__launch_checks_locked(); /* launch checks that completed before: they may name the writer */
+    rz__launch_judge_locked(); /* launch checks that completed before: they may name the writer */
     if (rz__attrib_freed_reported(zone, band))
         return; /* reported by a launch check already, with its launch */
     /* band: the band after the end, then the front band (if any) right behind it */

@@ -536,6 +536,8 @@ void rz__launch_post(struct rz_check *c, const rz_launch_call_t *call, rzcu_resu
  * reported. The _locked form with the registry lock held; the other takes it (one load when nothing waits). */
 void rz__launch_checks_locked(void);
 void rz__launch_checks(void);
+/* Only the judging, no driver call (from a stream's host function too). Registry lock held. */
+void rz__launch_judge_locked(void);
 /* From rz__launch_report: 1 when the report is a launch check's, whose attribution lines it printed. */
 int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front);
 /* A free-time check read `band` (back band, then front band): 1 when a launch check reported exactly these
