@@ -446,6 +446,13 @@ static rzcu_result go_launch(const void *p) {
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
+        if (RZ_LIKELY(!(rz__options()->scan & RZ_SCAN_LAUNCH))) { /* as before the launch policy */        \
+            rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                       \
+            rz__note_device_work();                                                                          \
+            if (r == RZCUDA_SUCCESS && !t_in_hook)                                                           \
+                rz__launch_record(f);                                                                        \
+            return r;                                                                                        \
+        }                                                                                                    \
         rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = f, .grid = {gx, gy, gz}, .block = {bx, by, bz}, \
                                  .stream = s, .per_thread = per_thread_};                                    \
         struct launch_args a = {real, f, gx, gy, gz, bx, by, bz, shared, s, params, extra};                  \

@@ -508,11 +508,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
             drop(c);
         return;
     }
-    char name[RZ_KERNEL_NAME];
-    if (call->kind == RZ_LAUNCH_GRAPH)
-        snprintf(name, sizeof name, "(graph)");
-    else
-        rz__launch_name(call->f, name, sizeof name);
+    const char *name = call->kind == RZ_LAUNCH_GRAPH ? "(graph)" : rz__launch_kernel_name(call->f);
     uint64_t launch = rz__launch_record_name(name);
     if (c == NULL)
         return;
@@ -522,7 +518,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
     memcpy(c->block, call->block, sizeof c->block);
     pthread_mutex_lock(&g_flight_lock); /* other checks copy these when they complete */
     c->launch = launch;
-    memcpy(c->name, name, sizeof c->name);
+    snprintf(c->name, sizeof c->name, "%s", name);
     pthread_mutex_unlock(&g_flight_lock);
     c->layout = layout_get(c->ctx);
     if (c->layout == NULL || c->layout->n == 0) {

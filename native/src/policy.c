@@ -106,7 +106,7 @@ RZ_EXPORT rz_launches_t __redzone_launches = {
 #define L __redzone_launches
 static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void rz__launch_name(rzcu_function f, char *out, size_t cap) {
+const char *rz__launch_kernel_name(rzcu_function f) {
     const char *name = NULL;
     /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
      * cuFuncGetName is not documented: cuKernelGetName names those. */
@@ -116,7 +116,7 @@ void rz__launch_name(rzcu_function f, char *out, size_t cap) {
             rz__drv.cuKernelGetName(&name, (rzcu_kernel)(void *)f) != RZCUDA_SUCCESS || name == NULL)
             name = "(unnamed kernel)";
     }
-    snprintf(out, cap, "%s", name);
+    return name;
 }
 
 uint64_t rz__launch_record_name(const char *name) {
@@ -131,11 +131,7 @@ uint64_t rz__launch_record_name(const char *name) {
     return seq;
 }
 
-void rz__launch_record(rzcu_function f) {
-    char name[sizeof L.ring[0].name];
-    rz__launch_name(f, name, sizeof name);
-    rz__launch_record_name(name);
-}
+void rz__launch_record(rzcu_function f) { rz__launch_record_name(rz__launch_kernel_name(f)); }
 
 static void judge_deferred_locked(void);
 

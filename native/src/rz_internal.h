@@ -508,8 +508,8 @@ void rz__judge_deferred(void);
  * violated zone (`band`: what was read, `bytes` long; front: the zone's front band). */
 void rz__launch_record(rzcu_function f);
 uint64_t rz__launch_record_name(const char *name);
-/* The kernel's name as the driver gives it, "(unnamed kernel)" when it gives none. */
-void rz__launch_name(rzcu_function f, char *out, size_t cap);
+/* The kernel's name as the driver gives it (its storage), "(unnamed kernel)" when it gives none. */
+const char *rz__launch_kernel_name(rzcu_function f);
 void rz__launch_report(const rz_zone_node_t *zone, const uint8_t *band, uint64_t bytes, int front);
 /* Launch sequence number at the start of the last full scan. */
 void rz__launch_scan_begin(void);
