@@ -221,7 +221,6 @@ struct CUgraphExec_st; /* CUgraphExec */
       (rzcu_library * library, const void *code, void *jit_options, void **jit_option_values,                  \
        unsigned int num_jit_options, void *library_options, void **library_option_values,                     \
        unsigned int num_library_options))                                                                     \
-    X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                   \
     X(cuLibraryGetKernel, rzcu_result, (rzcu_kernel * pkernel, rzcu_library library, const char *name))       \
     X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))                                 \
     X(cuLaunchCooperativeKernel, rzcu_result,                                                                 \

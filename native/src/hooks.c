@@ -492,6 +492,27 @@ static rzcu_result go_launch_ex(const void *p) {
 LAUNCH_EX(cuLaunchKernelEx, cuLaunchKernelEx, 0)
 LAUNCH_EX(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz, 1)
 
+/* ---- unloads: a kernel handle may name another kernel afterwards (the launch policy caches names) ------ */
+RZ_EXPORT rzcu_fn_cuModuleUnload cuModuleUnload;
+rzcu_result cuModuleUnload(rzcu_module mod) {
+    rzcu_fn_cuModuleUnload *real = REAL(cuModuleUnload);
+    if (real == NULL)
+        return missing();
+    rzcu_result r = real(mod);
+    rz__launch_names_forget();
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuLibraryUnload cuLibraryUnload;
+rzcu_result cuLibraryUnload(rzcu_library library) {
+    rzcu_fn_cuLibraryUnload *real = REAL(cuLibraryUnload);
+    if (real == NULL)
+        return missing();
+    rzcu_result r = real(library);
+    rz__launch_names_forget();
+    return r;
+}
+
 /* ---- lookups: dlsym and cuGetProcAddress ------------------------------------------------------------- */
 RZ_EXPORT rzcu_fn_cuGetProcAddress cuGetProcAddress;
 RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
@@ -504,7 +525,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize) X(cuLaunchKernel)               \
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
-    X(cuPointerGetAttribute)
+    X(cuPointerGetAttribute) X(cuModuleUnload) X(cuLibraryUnload)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

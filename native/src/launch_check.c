@@ -308,6 +308,7 @@ static rzcu_result follower(void *ctx, rzcu_stream *out) {
 }
 
 void rz__launch_forget_ctx(void *ctx) {
+    rz__launch_names_forget(); /* its modules went with it */
     pthread_mutex_lock(&g_stage_lock);
     for (int i = 0; i < g_nfollow; i++)
         if (g_follow[i].ctx == ctx)
@@ -326,6 +327,45 @@ void rz__launch_forget_ctx(void *ctx) {
     rz__registry_lock();
     rz__attrib_forget_ctx(ctx);
     rz__registry_unlock();
+}
+
+/* ---- kernel names, cached: a launch asks the driver once per kernel ------------------------------------- */
+/* Kernel handles stay valid until their module or library is unloaded or their context ends; any of those
+ * forgets every name (a later kernel may get a freed handle). */
+#define NAME_SLOTS 256
+static pthread_mutex_t g_name_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    rzcu_function f;
+    uint64_t gen;
+    char name[RZ_KERNEL_NAME];
+} g_names[NAME_SLOTS];
+static uint64_t g_name_gen = 1; /* entries of older generations are empty */
+
+void rz__launch_names_forget(void) {
+    pthread_mutex_lock(&g_name_lock);
+    g_name_gen++;
+    pthread_mutex_unlock(&g_name_lock);
+}
+
+/* The kernel's name into out (RZ_KERNEL_NAME bytes). */
+static void kernel_name(rzcu_function f, char *out) {
+    size_t slot = (size_t)(((uintptr_t)f >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> 56) % NAME_SLOTS;
+    pthread_mutex_lock(&g_name_lock);
+    if (g_names[slot].f == f && g_names[slot].gen == g_name_gen) {
+        memcpy(out, g_names[slot].name, RZ_KERNEL_NAME);
+        pthread_mutex_unlock(&g_name_lock);
+        return;
+    }
+    uint64_t gen = g_name_gen;
+    pthread_mutex_unlock(&g_name_lock);
+    snprintf(out, RZ_KERNEL_NAME, "%s", rz__launch_kernel_name(f));
+    pthread_mutex_lock(&g_name_lock);
+    if (gen == g_name_gen) { /* no unload meanwhile */
+        g_names[slot].f = f;
+        g_names[slot].gen = gen;
+        memcpy(g_names[slot].name, out, RZ_KERNEL_NAME);
+    }
+    pthread_mutex_unlock(&g_name_lock);
 }
 
 /* ---- checks -------------------------------------------------------------------------------------------- */
@@ -508,7 +548,14 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
             drop(c);
         return;
     }
-    const char *name = call->kind == RZ_LAUNCH_GRAPH ? "(graph)" : rz__launch_kernel_name(call->f);
+    char name[RZ_KERNEL_NAME] = "(graph)";
+    if (call->kind != RZ_LAUNCH_GRAPH) {
+        if (c == NULL) { /* not checked: as under the other policies */
+            rz__launch_record_name(rz__launch_kernel_name(call->f));
+            return;
+        }
+        kernel_name(call->f, name);
+    }
     uint64_t launch = rz__launch_record_name(name);
     if (c == NULL)
         return;
@@ -518,7 +565,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
     memcpy(c->block, call->block, sizeof c->block);
     pthread_mutex_lock(&g_flight_lock); /* other checks copy these when they complete */
     c->launch = launch;
-    snprintf(c->name, sizeof c->name, "%s", name);
+    memcpy(c->name, name, sizeof c->name);
     pthread_mutex_unlock(&g_flight_lock);
     c->layout = layout_get(c->ctx);
     if (c->layout == NULL || c->layout->n == 0) {

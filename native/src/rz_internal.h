@@ -543,6 +543,9 @@ int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
 /* A free-time check read `band` (back band, then front band): 1 when a launch check reported exactly these
  * bytes already (the zone is not reported twice). Registry lock held. */
 int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band);
+/* A module or library was unloaded: kernel handles may be reused for other kernels, so the launch policy's
+ * cache of kernel names is forgotten. */
+void rz__launch_names_forget(void);
 /* Context ctx ended: forget the launch policy's state for it (takes the registry lock). */
 void rz__launch_forget_ctx(void *ctx);
 /* Whether a launch is judged on the launching thread right after it (1), in stream order by the driver's
