@@ -147,6 +147,17 @@ Test(launch, a_capture_is_left_intact) {
     cr_assert(next_line_is(v, "  written by graph launch (launch #2, graph 0x"), "%s", g_out);
 }
 
+Test(launch, the_stack_of_each_launch_call_not_a_cached_one) {
+    const char *argv[] = {RZLAUNCH, "callers", NULL};
+    cr_assert_eq(run_launch("launch", NULL, argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#0 user_bytes=256 pad=64 : bytes [0..=3] past the end");
+    cr_assert(v && next_line_is(v, "  written by kernel fill (launch #3, "), "%s", g_out);
+    const char *f = strstr(v, "    #0 0x"), *end = strstr(v, "rzlaunch: callers done");
+    cr_assert(f && strstr(f, " in fill+0x") && strstr(f, " in fill_from+0x"), "%s", g_out);
+    const char *second = strstr(f, " in second_caller+0x"), *first = strstr(f, " in first_caller+0x");
+    cr_assert(second && second < end && (first == NULL || first > end), "called from second_caller:\n%s", g_out);
+}
+
 Test(launch, example_stream_overrun) {
     const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--scan", "launch,free,exit,fatal", "--",
                           EXAMPLES "/stream_overrun", NULL};

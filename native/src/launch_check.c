@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include "rz_annotate.h"
 #include "rz_launch.h"
@@ -368,6 +369,72 @@ static void kernel_name(rzcu_function f, char *out) {
     pthread_mutex_unlock(&g_name_lock);
 }
 
+/* ---- the host stack of the launch call ------------------------------------------------------------------ */
+/*
+ * Unwinding (DWARF call frame information) costs thousands of instructions a frame, at every launch. A
+ * program launches from few places, so each thread keeps the last stacks it unwound, keyed by where the
+ * launch call returns to and where that return address is stored; a stack is reused when every one of its
+ * return addresses is still in the stack slot it was found in. (x86-64: with the same return address at the
+ * same place, the next frame's position follows from the same code, so the chain checked slot by slot, from
+ * the launch call outwards, is the chain the unwinder would find.) Elsewhere every launch unwinds.
+ */
+#define STACK_CACHE 2
+struct stack_walk {
+    void **frames;
+    uintptr_t *slots;
+    int n, max;
+};
+
+static _Unwind_Reason_Code walk_step(struct _Unwind_Context *uc, void *arg) {
+    struct stack_walk *w = arg;
+    uintptr_t ip = _Unwind_GetIP(uc);
+    if (ip == 0)
+        return _URC_END_OF_STACK;
+    if (w->n == 0 && rz__in_redzone(ip))
+        return _URC_NO_REASON; /* redzone's own frames of the launch call */
+    w->frames[w->n] = (void *)ip;
+    w->slots[w->n] = _Unwind_GetCFA(uc) - sizeof(void *); /* where ip is stored (libgcc's CFA is its callee's) */
+    return ++w->n == w->max ? _URC_END_OF_STACK : _URC_NO_REASON;
+}
+
+static RZ_TLS struct stack_cache {
+    void *ret;
+    void *const *ret_slot;
+    int n;
+    void *frames[RZ_LAUNCH_FRAMES];
+    uintptr_t slots[RZ_LAUNCH_FRAMES];
+} t_stacks[STACK_CACHE];
+static RZ_TLS unsigned t_stack_next;
+
+static uint32_t launch_stack(const rz_launch_call_t *call, void **frames) {
+#if defined(__x86_64__)
+    for (int k = 0; k < STACK_CACHE && call->ret_slot; k++) {
+        const struct stack_cache *e = &t_stacks[k];
+        if (e->n == 0 || e->ret != call->ret || e->ret_slot != call->ret_slot || e->frames[0] != call->ret)
+            continue;
+        int same = 1;
+        for (int i = 1; i < e->n && same; i++)
+            same = *(void *const *)e->slots[i] == e->frames[i];
+        if (same) {
+            memcpy(frames, e->frames, (size_t)e->n * sizeof *frames);
+            return (uint32_t)e->n;
+        }
+    }
+#endif
+    uintptr_t slots[RZ_LAUNCH_FRAMES];
+    struct stack_walk w = {.frames = frames, .slots = slots, .max = RZ_LAUNCH_FRAMES};
+    _Unwind_Backtrace(walk_step, &w);
+    if (w.n > 0 && call->ret_slot && frames[0] == call->ret && slots[0] == (uintptr_t)call->ret_slot) {
+        struct stack_cache *e = &t_stacks[t_stack_next++ % STACK_CACHE];
+        e->ret = call->ret;
+        e->ret_slot = call->ret_slot;
+        e->n = w.n;
+        memcpy(e->frames, frames, (size_t)w.n * sizeof *frames);
+        memcpy(e->slots, slots, (size_t)w.n * sizeof *slots);
+    }
+    return (uint32_t)w.n;
+}
+
 /* ---- checks -------------------------------------------------------------------------------------------- */
 void rz__check_release(rz_check_t *c) {
     if (atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
@@ -559,7 +626,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
     uint64_t launch = rz__launch_record_name(name);
     if (c == NULL)
         return;
-    c->nframes = (uint32_t)rz__capture_stack(c->frames, RZ_LAUNCH_FRAMES);
+    c->nframes = launch_stack(call, c->frames);
     c->graph = call->graph;
     memcpy(c->grid, call->grid, sizeof c->grid);
     memcpy(c->block, call->block, sizeof c->block);

@@ -201,6 +201,8 @@ int rz__registry_add_stack(const rz_zone_node_t *zone, void *const *frames, uint
 const uint64_t *rz__registry_stack(const rz_zone_node_t *node, uint32_t *n);
 /* The program's frames of the current call, without redzone's own leading ones (at most max). */
 int rz__capture_stack(void **frames, int max);
+/* Whether an address lies in redzone's own code (the mapping rz__capture_stack skips). */
+int rz__in_redzone(uintptr_t addr);
 /* Zones waiting for their band (lazy install), plus 1 while a lock holder is installing some; read without
  * the lock, so only a hint, but 0 means no band is waiting or being written. */
 uint32_t rz__registry_pending(void);
@@ -524,6 +526,8 @@ typedef struct rz_launch_call {
     unsigned grid[3], block[3];
     rzcu_stream stream;  /* as the program passed it */
     int per_thread;      /* through a _ptsz entry point */
+    void *ret;           /* the interposed entry point's return address (into the program) */
+    void *const *ret_slot; /* where it is stored (the stack of the launch call: a cache key) */
 } rz_launch_call_t;
 struct rz_check;
 /* Before the driver's launch call (never under the registry lock): under the launch policy, the check this

@@ -11,6 +11,7 @@
  *   rzlaunch free        an overrun, then cuMemFree of the buffer at once
  *   rzlaunch front       an overrun before the start (run with METRALE_REDZONE_FRONT=256)
  *   rzlaunch captured    launches captured into a graph are not checked; the graph's launch is
+ *   rzlaunch callers     the same launch call, from two callers whose frames lie at the same place
  *   rzlaunch many N      N clean launches on one stream over 3 buffers (the cost of a check)
  * Every kernel is `fill(buf, from, to, value)`: buf[from .. to) = value, or `spin(flag)`: waits until
  * *flag != 0, or `sum(buf, n, out)`.
@@ -195,6 +196,26 @@ static void captured(void) {
     printf("rzlaunch: graph ran\n");
 }
 
+/* The same launch call reached from two callers with the same frame layout: the launch call's stack is at
+ * the same place both times, its outer frames differ (the library's stack cache must see that). */
+static __attribute__((noinline)) void fill_from(rzcu_stream s, rzcu_deviceptr b, long long to) { fill(s, b, 0, to, 0x5a); }
+static __attribute__((noinline)) void first_caller(rzcu_stream s, rzcu_deviceptr b, long long to) {
+    fill_from(s, b, to);
+}
+static __attribute__((noinline)) void second_caller(rzcu_stream s, rzcu_deviceptr b, long long to) {
+    fill_from(s, b, to);
+}
+
+static void callers(void) {
+    rzcu_stream s = stream();
+    rzcu_deviceptr b = alloc(256);
+    first_caller(s, b, 256);
+    first_caller(s, b, 256);
+    second_caller(s, b, 260);
+    CHECK(cuStreamSynchronize(s));
+    printf("rzlaunch: callers done\n");
+}
+
 static void many(long n) {
     rzcu_stream s = stream();
     rzcu_deviceptr b[3] = {alloc(256), alloc(256), alloc(256)};
@@ -225,10 +246,12 @@ int main(int argc, char **argv) {
         front();
     else if (strcmp(mode, "captured") == 0)
         captured();
+    else if (strcmp(mode, "callers") == 0)
+        callers();
     else if (strcmp(mode, "many") == 0 && argc > 2)
         many(atol(argv[2]));
     else {
-        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|many N\n");
+        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|many N\n");
         return 2;
     }
     return 0;
