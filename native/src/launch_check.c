@@ -167,10 +167,12 @@ static rz_layout_t *layout_build_locked(void *ctx) {
     return l;
 }
 
-/* The layout of ctx, with a reference for the caller; rebuilt when the registry changed since. */
+/* The layout of ctx, with a reference for the caller; rebuilt when the registry changed since. The registry
+ * lock is taken to compare (the window fields change under it): a short hold, no walk, when nothing changed. */
 static rz_layout_t *layout_get(void *ctx) {
-    pthread_mutex_lock(&g_layout_lock);
+    rz__registry_lock();
     uint64_t seq = atomic_load_explicit(&RZ_STATE.seq, memory_order_acquire);
+    pthread_mutex_lock(&g_layout_lock);
     int slot = -1, free_slot = -1;
     for (int i = 0; i < LAYOUT_SLOTS; i++) {
         if (g_layouts[i] && g_layouts[i]->ctx == ctx)
@@ -178,26 +180,18 @@ static rz_layout_t *layout_get(void *ctx) {
         else if (g_layouts[i] == NULL && free_slot < 0)
             free_slot = i;
     }
-    if (slot >= 0 && !(seq & 1) && layout_current(g_layouts[slot], ctx, seq)) {
-        rz_layout_t *l = g_layouts[slot];
-        atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
-        pthread_mutex_unlock(&g_layout_lock);
-        return l;
+    rz_layout_t *l = slot >= 0 && layout_current(g_layouts[slot], ctx, seq) ? g_layouts[slot] : NULL, *old = NULL;
+    if (l == NULL && (l = layout_build_locked(ctx)) != NULL) {
+        l->id = ++g_layout_ids;
+        if (slot < 0)
+            slot = free_slot >= 0 ? free_slot : (int)(l->id % LAYOUT_SLOTS);
+        old = g_layouts[slot];
+        g_layouts[slot] = l; /* the cache's reference */
     }
+    if (l)
+        atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed); /* the caller's */
     pthread_mutex_unlock(&g_layout_lock);
-    rz__registry_lock();
-    rz_layout_t *l = layout_build_locked(ctx);
     rz__registry_unlock();
-    if (l == NULL)
-        return NULL;
-    pthread_mutex_lock(&g_layout_lock);
-    l->id = ++g_layout_ids;
-    if (slot < 0 || g_layouts[slot] == NULL || g_layouts[slot]->ctx != ctx)
-        slot = free_slot >= 0 ? free_slot : (int)(l->id % LAYOUT_SLOTS);
-    rz_layout_t *old = g_layouts[slot];
-    atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed); /* the cache's */
-    g_layouts[slot] = l;
-    pthread_mutex_unlock(&g_layout_lock);
     layout_unref(old);
     return l;
 }
