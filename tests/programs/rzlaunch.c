@@ -12,10 +12,13 @@
  *   rzlaunch front       an overrun before the start (run with METRALE_REDZONE_FRONT=256)
  *   rzlaunch captured    launches captured into a graph are not checked; the graph's launch is
  *   rzlaunch callers     the same launch call, from two callers whose frames lie at the same place
+ *   rzlaunch threads     four threads, a stream and a buffer each, two overruns each (the tree's TSan run)
  *   rzlaunch many N      N clean launches on one stream over 3 buffers (the cost of a check)
  * Every kernel is `fill(buf, from, to, value)`: buf[from .. to) = value, or `spin(flag)`: waits until
  * *flag != 0, or `sum(buf, n, out)`.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,6 +219,40 @@ static void callers(void) {
     printf("rzlaunch: callers done\n");
 }
 
+/* Four threads, a stream each, launching on their own buffer; each overruns it twice (other bytes each time),
+ * synchronising after each overrun. Every overrun is reported once (by whichever check saw it first). */
+enum { THREADS = 4, ROUNDS = 100 };
+
+static void *thread_main(void *arg) {
+    rzcu_context ctx = arg;
+    CHECK(cuCtxSetCurrent(ctx));
+    rzcu_stream s = stream();
+    rzcu_deviceptr b = alloc(256);
+    static _Atomic unsigned value = 0x40;
+    for (int i = 0; i < ROUNDS; i++) {
+        int bad = i == ROUNDS / 2 || i == ROUNDS - 10;
+        fill(s, b, 0, bad ? 264 : 256, bad ? atomic_fetch_add(&value, 1) : 1);
+        if (bad)
+            CHECK(cuStreamSynchronize(s));
+    }
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemFree_v2(b));
+    return NULL;
+}
+
+static void threads(void) {
+    rzcu_context ctx;
+    CHECK(cuCtxGetCurrent(&ctx));
+    kernel("fill"); /* the module, loaded once */
+    pthread_t t[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        if (pthread_create(&t[i], NULL, thread_main, ctx) != 0)
+            exit(101);
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    printf("rzlaunch: threads done\n");
+}
+
 static void many(long n) {
     rzcu_stream s = stream();
     rzcu_deviceptr b[3] = {alloc(256), alloc(256), alloc(256)};
@@ -248,10 +285,12 @@ int main(int argc, char **argv) {
         captured();
     else if (strcmp(mode, "callers") == 0)
         callers();
+    else if (strcmp(mode, "threads") == 0)
+        threads();
     else if (strcmp(mode, "many") == 0 && argc > 2)
         many(atol(argv[2]));
     else {
-        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|many N\n");
+        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|many N\n");
         return 2;
     }
     return 0;
