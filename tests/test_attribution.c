@@ -158,6 +158,16 @@ Test(launch, the_stack_of_each_launch_call_not_a_cached_one) {
     cr_assert(second && second < end && (first == NULL || first > end), "called from second_caller:\n%s", g_out);
 }
 
+Test(launch, checked_at_exit_when_the_program_never_waited) {
+    const char *argv[] = {RZLAUNCH, "nowait", NULL};
+    /* The emulated driver holds the kernel until some thread waits for device work: only the library's wait
+     * at exit lets it, and its check, run. */
+    cr_assert_eq(run_launch("launch", "CUDA_EMU_KERNEL_HOLD=1", argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#0 user_bytes=256 pad=64 : bytes [0..=3] past the end");
+    cr_assert(v && next_line_is(v, "  written by kernel fill (launch #1, "), "%s", g_out);
+    cr_assert(strstr(g_out, "rzlaunch: exiting\n") < v, "%s", g_out);
+}
+
 Test(launch, example_stream_overrun) {
     const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--scan", "launch,free,exit,fatal", "--",
                           EXAMPLES "/stream_overrun", NULL};

@@ -41,6 +41,11 @@ static void exit_scan(void) {
     rz__judge_deferred();
     const rz_options_t *o = rz__options();
     rz_stats_t s;
+    rzcu_context current = NULL;
+    if ((o->scan & RZ_SCAN_LAUNCH) && rz__drv.cuCtxGetCurrent(&current) != RZCUDA_ERROR_DEINITIALIZED) {
+        rz__bands_settle(); /* launch checks still in flight complete, and are judged */
+        rz__launch_checks();
+    }
     if (!(o->scan & RZ_SCAN_EXIT)) {
         rz_stats_get(&s);
         write_summary(o, &s);
@@ -48,7 +53,6 @@ static void exit_scan(void) {
     }
     /* The driver's own exit handler may have run first (it is registered when cuInit runs, which can come
      * after the first allocation call): then every band read fails, so say that instead of scanning. */
-    rzcu_context current = NULL;
     int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
     if (!gone)
         rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */

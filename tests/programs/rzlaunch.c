@@ -13,6 +13,7 @@
  *   rzlaunch captured    launches captured into a graph are not checked; the graph's launch is
  *   rzlaunch callers     the same launch call, from two callers whose frames lie at the same place
  *   rzlaunch threads     four threads, a stream and a buffer each, two overruns each (the tree's TSan run)
+ *   rzlaunch nowait      an overrun, then exit without synchronising
  *   rzlaunch many N      N clean launches on one stream over 3 buffers (the cost of a check)
  * Every kernel is `fill(buf, from, to, value)`: buf[from .. to) = value, or `spin(flag)`: waits until
  * *flag != 0, or `sum(buf, n, out)`.
@@ -253,6 +254,14 @@ static void threads(void) {
     printf("rzlaunch: threads done\n");
 }
 
+/* An overrun, and the program ends without waiting for it. */
+static void no_wait(void) {
+    rzcu_stream s = stream();
+    rzcu_deviceptr b = alloc(256);
+    fill(s, b, 0, 260, 0x5a);
+    printf("rzlaunch: exiting\n");
+}
+
 static void many(long n) {
     rzcu_stream s = stream();
     rzcu_deviceptr b[3] = {alloc(256), alloc(256), alloc(256)};
@@ -287,10 +296,12 @@ int main(int argc, char **argv) {
         callers();
     else if (strcmp(mode, "threads") == 0)
         threads();
+    else if (strcmp(mode, "nowait") == 0)
+        no_wait();
     else if (strcmp(mode, "many") == 0 && argc > 2)
         many(atol(argv[2]));
     else {
-        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|many N\n");
+        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|nowait|many N\n");
         return 2;
     }
     return 0;
