@@ -1,7 +1,7 @@
 /*
  * Scans without a debugger (METRALE_REDZONE_SCAN): the check of a zone's band just before it is freed,
  * the exit scan and its summary line, and kernel attribution (which kernels ran since a violated zone was
- * last known clean). The sync policy lives in the interposed synchronisation calls (hooks.c).
+ * last known clean). The sync policy (which contexts a synchronisation judges) is syncscan.c.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -128,12 +128,14 @@ void rz__launch_record(rzcu_function f) {
 
 static void judge_deferred_locked(void);
 
-/* Under the registry lock, at the start of a full scan. */
-void rz__launch_scan_begin(void) {
+/* Under the registry lock, at the start of a scan. A sync scan that leaves out a context with work still
+ * running (syncscan.c) keeps the mark: that context's zones were not seen clean now. */
+void rz__launch_scan_begin(int whole) {
     judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (below) */
     pthread_mutex_lock(&g_ring_lock);
     L.report_since = L.scan_start;
-    L.scan_start = L.seq;
+    if (whole)
+        L.scan_start = L.seq;
     pthread_mutex_unlock(&g_ring_lock);
 }
 
