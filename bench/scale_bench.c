@@ -1,10 +1,8 @@
 /*
  * Performance at scale (issue 20) on the emulated device: each row compares the library with the ideal in
- * the same run (the same zones in one context, or the driver calls a bare program makes, or the driver alone:
- * the library's own calls through rz__drv, which no hook sees).
+ * the same run (the same zones in one context, or the driver calls a bare program makes).
  *   scale_bench [--quick]
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,138 +140,36 @@ static void churn_row(const char *order, int live, int steps) {
     printf("%-34s %9d %12.2f %12d %9s  0\n", label, live, added, 0, "");
 }
 
-/* METRALE_REDZONE_SCAN=sync with `zones` zones: what a synchronisation adds when no device work was queued
- * since the last scan (ideal: nothing). */
-static void idle_sync_rows(long zones) {
+/* METRALE_REDZONE_SCAN=sync with `zones` zones: what the library adds to a synchronisation when no device work
+ * was queued since the last scan (ideal: nothing), as the hooks call it after the driver's sync; and a sync
+ * after work in the context (one scan of it). bench/sync_bench measures the hooks themselves. */
+static void sync_rows(long zones) {
     rzcu_context *c = populate(1, zones);
     cuCtxPushCurrent_v2(c[0]);
     rz_scan();
+    const rz_sync_t what = {.kind = RZ_SYNC_CTX};
     enum { IDLE = 1000 };
     cuEmuResetCallCounts();
     double t0 = now();
     for (int i = 0; i < IDLE; i++)
-        cuCtxSynchronize(); /* through the hook */
+        rz__scan_after_sync(&what, rz__sync_ticket());
     double idle_us = (now() - t0) * 1e6 / IDLE;
-    double idle_calls = (double)(all_calls() - IDLE) / IDLE; /* beyond the sync itself */
-    t0 = now();
-    for (int i = 0; i < IDLE; i++)
-        rz__drv.cuCtxSynchronize();
-    double bare_us = (now() - t0) * 1e6 / IDLE;
+    double idle_calls = (double)all_calls() / IDLE;
+    double t[5];
+    for (int r = 0; r < 5; r++) {
+        uint64_t ticket = rz__sync_ticket();
+        rz__note_device_work(NULL, 0); /* what the hooks note for a memset on the legacy stream */
+        double t1 = now();
+        rz__scan_after_sync(&what, ticket + 1);
+        t[r] = (now() - t1) * 1e3;
+    }
+    qsort(t, 5, sizeof t[0], cmp);
     rzcu_context popped;
     cuCtxPopCurrent_v2(&popped);
     teardown(c, 1);
     printf("%-34s %9ld %12.2f %12d %9s  0\n", "sync scan: driver calls, idle sync", zones, idle_calls, 0, "");
-    printf("%-34s %9ld %12.3f %12.3f %8.1fx\n", "sync scan: host us, idle sync", zones, idle_us, bare_us,
-           idle_us / bare_us);
-}
-
-/* A kernel that writes the first byte of its buffer. */
-CUDA_EMU_KERNEL(bench_touch, sizeof(rzcu_deviceptr)) {
-    *(volatile unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0) = 1;
-}
-
-/* Median us of one kernel launch and cuStreamSynchronize of its stream, through the hooks (ours) or straight
- * to the driver (bare). */
-static double launch_sync_us(rzcu_function f, rzcu_stream s, rz_devptr_t p, int ours) {
-    void *params[] = {&p};
-    enum { REPS = 200 };
-    double t[5];
-    for (int r = 0; r < 5; r++) {
-        double t0 = now();
-        for (int i = 0; i < REPS; i++) {
-            if (ours) {
-                cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
-                cuStreamSynchronize(s);
-            } else {
-                rz__drv.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
-                rz__drv.cuStreamSynchronize(s);
-            }
-        }
-        t[r] = (now() - t0) * 1e6 / REPS;
-    }
-    qsort(t, 5, sizeof t[0], cmp);
-    return t[2];
-}
-
-/* Launch+sync with `zones` zones in the launching context (every sync scans them: the kernel may have
- * written any of them) or in another one (not scanned). */
-static void launch_sync_rows(long zones) {
-    rzcu_module mod;
-    rzcu_function f;
-    rzcu_stream s;
-    rz_devptr_t p;
-    for (int where = 0; where < 2; where++) {
-        rzcu_context *c = populate(1, zones), other = NULL;
-        if (where)
-            cuCtxCreate_v4(&other, NULL, 0, 0); /* current now, with no zones */
-        else
-            cuCtxPushCurrent_v2(c[0]);
-        if (cuModuleLoadData(&mod, "emulated module") || cuModuleGetFunction(&f, mod, "bench_touch") ||
-            cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING) || rz__drv.cuMemAlloc_v2(&p, 64)) {
-            fprintf(stderr, "scale_bench: no kernel\n");
-            exit(1);
-        }
-        double ours = launch_sync_us(f, s, p, 1), bare = launch_sync_us(f, s, p, 0);
-        rz__drv.cuMemFree_v2(p);
-        cuStreamDestroy_v2(s);
-        cuModuleUnload(mod);
-        rzcu_context popped;
-        cuCtxPopCurrent_v2(&popped);
-        if (other)
-            cuCtxDestroy_v2(other);
-        teardown(c, 1);
-        printf("%-34s %9ld %12.1f %12.1f %8.1fx\n",
-               where ? "us, launch+sync, zones elsewhere" : "us, launch+sync, zones in its ctx", zones, ours, bare,
-               ours / bare);
-    }
-}
-
-/* Two threads each allocating a 64-byte buffer, writing it (cuMemsetD8) and freeing it: us per pair through
- * the hooks (a band written, checked at the free) against the driver alone. */
-struct churn_arg {
-    rzcu_context ctx;
-    int ours, pairs;
-};
-
-static void *used_churn(void *arg) {
-    struct churn_arg *a = arg;
-    cuCtxSetCurrent(a->ctx);
-    for (int i = 0; i < a->pairs; i++) {
-        rz_devptr_t p;
-        if (a->ours) {
-            cuMemAlloc_v2(&p, 64);
-            cuMemsetD8_v2(p, 0, 64);
-            cuMemFree_v2(p);
-        } else {
-            rz__drv.cuMemAlloc_v2(&p, 64);
-            rz__drv.cuMemsetD8_v2(p, 0, 64);
-            rz__drv.cuMemFree_v2(p);
-        }
-    }
-    return NULL;
-}
-
-static double two_thread_us(rzcu_context ctx, int ours, int pairs) {
-    double t[3];
-    for (int r = 0; r < 3; r++) {
-        pthread_t th[2];
-        struct churn_arg a = {ctx, ours, pairs};
-        double t0 = now();
-        for (int i = 0; i < 2; i++)
-            pthread_create(&th[i], NULL, used_churn, &a);
-        for (int i = 0; i < 2; i++)
-            pthread_join(th[i], NULL);
-        t[r] = (now() - t0) * 1e6 / pairs; /* per pair of each thread: wall time of the two together */
-    }
-    qsort(t, 3, sizeof t[0], cmp);
-    return t[1];
-}
-
-static void free_rows(int pairs) {
-    rzcu_context ctx;
-    cuCtxGetCurrent(&ctx);
-    double ours = two_thread_us(ctx, 1, pairs), bare = two_thread_us(ctx, 0, pairs);
-    printf("%-34s %9d %12.2f %12.2f %8.1fx\n", "us/pair, 2 threads freeing used", 2, ours, bare, ours / bare);
+    printf("%-34s %9ld %12.3f %12s %9s\n", "sync scan: host us, idle sync", zones, idle_us, "-", "");
+    printf("%-34s %9ld %12.2f %12s %9s\n", "sync scan: ms, sync after work", zones, t[2], "-", "");
 }
 
 int main(int argc, char **argv) {
@@ -281,7 +177,7 @@ int main(int argc, char **argv) {
     setenv("METRALE_REDZONE", "64", 1);
     setenv("METRALE_REDZONE_LOG", "/dev/null", 1);
     setenv("METRALE_REDZONE_AGENT", "0", 1);
-    setenv("METRALE_REDZONE_SCAN", "sync,free,exit", 1);
+    setenv("METRALE_REDZONE_SCAN", "sync,free,exit", 1); /* the sync rows (rz_scan ignores the list) */
     rzcu_context ctx;
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) {
         fprintf(stderr, "scale_bench: no emulated device\n");
@@ -294,8 +190,6 @@ int main(int argc, char **argv) {
     churn_row("LIFO", 2000, 4000);
     churn_row("FIFO", 2000, 4000);
     churn_row("random", 2000, 4000);
-    idle_sync_rows(100000);
-    launch_sync_rows(10000);
-    free_rows(quick ? 2000 : 10000);
+    sync_rows(100000);
     return 0;
 }
