@@ -90,6 +90,10 @@ Test(semantics, sync_of_another_stream_waits_for_another_threads_kernel) {
 Test(semantics, event_sync_waits_for_a_running_kernel) {
     expect_one_whole_report("event", "rzreal: the kernel's stream synchronised\n");
 }
+/* The kernel's stream destroyed while it runs: it can no longer be asked; its context's sync judges it. */
+Test(semantics, sync_of_another_stream_waits_for_a_destroyed_streams_kernel) {
+    expect_one_whole_report("destroyed", "rzreal: the kernel's stream synchronised\n");
+}
 
 /* Managed memory is host-accessible: a host store past the end needs no launch, copy or synchronisation to
  * land, so the band must be there from the allocation on (not written lazily over the store). */

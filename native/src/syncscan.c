@@ -54,7 +54,7 @@ static struct work_stream *g_ws;
 static size_t g_nws, g_ws_cap;
 static struct work_ctx *g_wc;
 static size_t g_nwc, g_wc_cap;
-static int g_untracked; /* out of memory once: every sync judges every context, as before this file */
+static _Atomic int g_untracked; /* out of memory once: every sync judges every context, as before this file */
 
 static _Atomic uint64_t g_threads;
 static RZ_TLS uint64_t t_thread; /* 0 until this thread names its per-thread stream */
@@ -79,6 +79,7 @@ void rz__sync_annotate(void) {
     pthread_once(&once, arm_fork);
     RZ_ANNOTATE_ATOMIC(&g_seq, sizeof g_seq); /* helgrind: read without the lock by the idle test */
     RZ_ANNOTATE_ATOMIC(&g_clean, sizeof g_clean);
+    RZ_ANNOTATE_ATOMIC(&g_untracked, sizeof g_untracked);
 }
 
 static int kind_of(rzcu_stream s, int per_thread) {

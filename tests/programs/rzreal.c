@@ -33,13 +33,14 @@
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
- *   rzreal syncother nonblocking|legacy|perthread|thread|event
+ *   rzreal syncother nonblocking|legacy|perthread|thread|event|destroyed
  *                      a kernel writes 8 bytes past the end of a 1000-byte buffer in two halves and, between
  *                      them, waits for the program; meanwhile the program synchronises another stream (or an
  *                      event recorded on it), then lets the kernel finish and synchronises the kernel's stream:
  *                      a non-blocking one, the legacy stream, the per-thread stream, another thread's
- *                      per-thread stream (that thread synchronises it), or with `event` a non-blocking one
- *                      again (run with METRALE_REDZONE_SCAN=sync)
+ *                      per-thread stream (that thread synchronises it), with `event` a non-blocking one again,
+ *                      with `destroyed` a non-blocking one destroyed while the kernel runs (then the context
+ *                      is synchronised) (run with METRALE_REDZONE_SCAN=sync)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -136,7 +137,8 @@ static int mode_syncother(const char *how) {
     pthread_t thread;
     memset(&thread, 0, sizeof thread);
     struct halfpast_launch l = {ctx, f, params};
-    if (strcmp(how, "nonblocking") == 0 || strcmp(how, "event") == 0) {
+    int destroyed = strcmp(how, "destroyed") == 0;
+    if (strcmp(how, "nonblocking") == 0 || strcmp(how, "event") == 0 || destroyed) {
         CHECK(cuStreamCreate(&a, RZCU_STREAM_NON_BLOCKING));
         CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, a, params, NULL));
     } else if (strcmp(how, "legacy") == 0) {
@@ -152,6 +154,8 @@ static int mode_syncother(const char *how) {
     }
     wait_sem(&g_half);
     printf("rzreal: half of the overrun written, the kernel still running\n");
+    if (destroyed)
+        CHECK(cuStreamDestroy_v2(a)); /* its work still completes */
     if (strcmp(how, "event") == 0) {
         rzcu_event e;
         CHECK(cuEventCreate(&e, 0));
@@ -168,6 +172,8 @@ static int mode_syncother(const char *how) {
         pthread_join(thread, NULL);
     } else if (strcmp(how, "perthread") == 0) {
         CHECK(cuStreamSynchronize_ptsz(NULL));
+    } else if (destroyed) {
+        CHECK(cuCtxSynchronize());
     } else {
         CHECK(cuStreamSynchronize(a)); /* NULL: the legacy stream */
     }
