@@ -173,7 +173,7 @@ void rz__registry_lock(void);
 /* The agent's way in: RZ_OK, or RZ_EBUSY after timeout_ms (a stopped thread may hold the lock). */
 int rz__registry_lock_timed(unsigned timeout_ms);
 void rz__registry_unlock(void);
-/* How many times the calling thread has taken the registry lock. */
+/* How many times the registry lock has been taken (exact when read with no other thread using it). */
 uint64_t rz__registry_locks_taken(void);
 /* Record a live allocation. Returns RZ_OK or RZ_ENOMEM (then nothing is recorded). Takes the lock. */
 int rz__registry_add(const rz_zone_node_t *zone);
