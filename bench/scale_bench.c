@@ -140,24 +140,27 @@ static void churn_row(const char *order, int live, int steps) {
     printf("%-34s %9d %12.2f %12d %9s  0\n", label, live, added, 0, "");
 }
 
-/* METRALE_REDZONE_SCAN=sync with `zones` zones: what a synchronisation adds when no device work was queued
- * since the last scan (ideal: nothing), and when some was (one scan). */
+/* METRALE_REDZONE_SCAN=sync with `zones` zones: what the library adds to a synchronisation when no device work
+ * was queued since the last scan (ideal: nothing), as the hooks call it after the driver's sync; and a sync
+ * after work in the context (one scan of it). bench/sync_bench measures the hooks themselves. */
 static void sync_rows(long zones) {
     rzcu_context *c = populate(1, zones);
     cuCtxPushCurrent_v2(c[0]);
     rz_scan();
+    const rz_sync_t what = {.kind = RZ_SYNC_CTX};
     enum { IDLE = 1000 };
     cuEmuResetCallCounts();
     double t0 = now();
     for (int i = 0; i < IDLE; i++)
-        rz__scan_after_sync();
+        rz__scan_after_sync(&what, rz__sync_ticket());
     double idle_us = (now() - t0) * 1e6 / IDLE;
     double idle_calls = (double)all_calls() / IDLE;
     double t[5];
     for (int r = 0; r < 5; r++) {
-        rz__note_device_work(); /* what a hooked launch, copy or memset records */
+        uint64_t ticket = rz__sync_ticket();
+        rz__note_device_work(NULL, 0); /* what the hooks note for a memset on the legacy stream */
         double t1 = now();
-        rz__scan_after_sync();
+        rz__scan_after_sync(&what, ticket + 1);
         t[r] = (now() - t1) * 1e3;
     }
     qsort(t, 5, sizeof t[0], cmp);
@@ -174,6 +177,7 @@ int main(int argc, char **argv) {
     setenv("METRALE_REDZONE", "64", 1);
     setenv("METRALE_REDZONE_LOG", "/dev/null", 1);
     setenv("METRALE_REDZONE_AGENT", "0", 1);
+    setenv("METRALE_REDZONE_SCAN", "sync,free,exit", 1); /* the sync rows (rz_scan ignores the list) */
     rzcu_context ctx;
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) {
         fprintf(stderr, "scale_bench: no emulated device\n");

@@ -398,3 +398,32 @@ Test(api, guard_page_allocation_counts_one_guard_install) {
     cr_assert_eq(s.current_mapped_bytes, (uint64_t)2 << 20, "the mapping");
     cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
 }
+
+/* The free-time check takes the registry lock once per free (issue 20 item 7; it took it three times, and
+ * holding it across the band read): to remove the zone. The band is read and judged without it; only a
+ * violated band takes it again, to report. An unused buffer (its band never written) is not read at all. */
+Test(api, a_free_takes_the_registry_lock_once) {
+    setenv("METRALE_REDZONE", "64", 1);
+    rzt_log_to_file();
+    rzt_context(0);
+    rz_devptr_t used, unused, overrun;
+    cr_assert_eq(rz_mem_alloc(&used, 1000), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_mem_alloc(&overrun, 1000), RZCUDA_SUCCESS);
+    rz__bands_install(); /* what the hooks do before the program's first copy, memset or launch */
+    cr_assert_eq(rz_mem_alloc(&unused, 1000), RZCUDA_SUCCESS); /* allocated after it: band still waiting */
+    cr_assert_eq(cuMemsetD8_v2(used, 1, 1000), RZCUDA_SUCCESS);
+    cr_assert_eq(cuMemsetD8_v2(overrun, 1, 1001), RZCUDA_SUCCESS);
+    uint64_t before = rz__registry_locks_taken();
+    cr_assert_eq(rz_mem_free(used), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__registry_locks_taken() - before, 1, "a clean used buffer: %llu",
+                 (unsigned long long)(rz__registry_locks_taken() - before));
+    before = rz__registry_locks_taken();
+    cr_assert_eq(rz_mem_free(unused), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__registry_locks_taken() - before, 1, "an unused buffer");
+    before = rz__registry_locks_taken();
+    cr_assert_eq(rz_mem_free(overrun), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__registry_locks_taken() - before, 2, "a violated one: removed, then reported");
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.violations, 1);
+}

@@ -662,6 +662,40 @@ Test(emu, stream_runs_asynchronously_in_order)
     OK(cuStreamDestroy_v2(s));
 }
 
+/* cuStreamQuery answers without waiting: NOT_READY while work is queued or running, SUCCESS once it is all
+ * complete; the per-thread and legacy streams by their handles; on a stream being captured it is illegal (as
+ * synchronising it is) and invalidates the capture. */
+Test(emu, stream_query_answers_without_waiting)
+{
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    OK(cuStreamQuery(s));
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    FAILS(cuStreamQuery(s), RZCUDA_ERROR_NOT_READY);
+    gate_await_entered(&g);
+    FAILS(cuStreamQuery(s), RZCUDA_ERROR_NOT_READY);
+    OK(cuStreamQuery(NULL)); /* the legacy stream is idle: a non-blocking stream's work is not its own */
+    OK(cuStreamQuery(RZCU_STREAM_PER_THREAD));
+    gate_open(&g);
+    OK(cuStreamSynchronize(s));
+    OK(cuStreamQuery(s));
+    struct gate p = GATE_INIT;
+    OK(cuLaunchHostFunc_ptsz(NULL, gate_wait_fn, &p));
+    FAILS(cuStreamQuery_ptsz(NULL), RZCUDA_ERROR_NOT_READY);
+    FAILS(cuStreamQuery(RZCU_STREAM_PER_THREAD), RZCUDA_ERROR_NOT_READY);
+    gate_open(&p);
+    OK(cuStreamSynchronize_ptsz(NULL));
+    OK(cuStreamQuery_ptsz(NULL));
+    OK(cuStreamBeginCapture_v2(s, 0));
+    FAILS(cuStreamQuery(s), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    struct CUgraph_st *graph;
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamDestroy_v2(s));
+    FAILS(cuStreamQuery(s), RZCUDA_ERROR_INVALID_HANDLE);
+}
+
 Test(emu, legacy_stream_waits_for_blocking_streams)
 {
     primary_current();

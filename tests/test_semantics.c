@@ -18,6 +18,13 @@ static char out[1 << 16];
 
 static int run(const char *const *env, const char *const *argv) { return spawn_capture(env, argv, out, sizeof out); }
 
+static int count_of(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
 #define VIOLATION_1000 "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=64 : bytes [0..=7] past the end were written (8 of 64 pad bytes changed), first bad value 0x5a\n"
 
 /* The driver's cuMemFree waits for the device; redzone's check before it must wait too, on every kind of
@@ -51,6 +58,41 @@ Test(semantics, kernel_hold_needs_a_wait_to_start_kernels) {
     cr_assert_eq(run(env, argv), 0, "%s", out);
     cr_assert(strstr(out, "rzreal: freed with the kernel in flight\n"), "%s", out);
     cr_assert(!strstr(out, "REDZONE"), "%s", out);
+}
+
+/* METRALE_REDZONE_SCAN=sync (issue 18 item 8): a kernel has written half of an 8-byte overrun and still runs
+ * while the program synchronises another stream (or an event on it); that sync must not judge the zone (it
+ * reported [0..=3], then the kernel's own sync [4..=7]). The overrun is reported once, whole, when the
+ * kernel's stream is synchronised. The kernel waits for the program between its halves (no sleeps). */
+static void expect_one_whole_report(const char *how, const char *synced) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_SCAN=sync", NULL};
+    const char *argv[] = {RZREAL, "syncother", how, NULL};
+    cr_assert_eq(run(env, argv), 0, "%s: %s", how, out);
+    cr_assert_eq(count_of(out, "REDZONE VIOLATION"), 1, "%s: %s", how, out);
+    const char *other = strstr(out, "rzreal: another stream synchronised\n");
+    const char *v = strstr(out, VIOLATION_1000);
+    const char *done = strstr(out, synced);
+    cr_assert(other && v && done && other < v && v < done, "%s: judged at the kernel's own sync:\n%s", how, out);
+}
+
+Test(semantics, sync_of_another_stream_waits_for_a_running_kernel_nonblocking) {
+    expect_one_whole_report("nonblocking", "rzreal: the kernel's stream synchronised\n");
+}
+Test(semantics, sync_of_another_stream_waits_for_a_running_kernel_legacy) {
+    expect_one_whole_report("legacy", "rzreal: the kernel's stream synchronised\n");
+}
+Test(semantics, sync_of_another_stream_waits_for_a_running_kernel_per_thread) {
+    expect_one_whole_report("perthread", "rzreal: the kernel's stream synchronised\n");
+}
+Test(semantics, sync_of_another_stream_waits_for_another_threads_kernel) {
+    expect_one_whole_report("thread", "rzreal: the other thread synchronised its stream\n");
+}
+Test(semantics, event_sync_waits_for_a_running_kernel) {
+    expect_one_whole_report("event", "rzreal: the kernel's stream synchronised\n");
+}
+/* The kernel's stream destroyed while it runs: it can no longer be asked; its context's sync judges it. */
+Test(semantics, sync_of_another_stream_waits_for_a_destroyed_streams_kernel) {
+    expect_one_whole_report("destroyed", "rzreal: the kernel's stream synchronised\n");
 }
 
 /* Managed memory is host-accessible: a host store past the end needs no launch, copy or synchronisation to

@@ -74,6 +74,7 @@ static const struct proc_row rows[] = {
     {"cuStreamCreate", 2000, FN(cuStreamCreate), NULL, 0},
     {"cuStreamDestroy", 4000, FN(cuStreamDestroy_v2), NULL, 0},
     {"cuStreamSynchronize", 2000, FN(cuStreamSynchronize), FN(cuStreamSynchronize_ptsz), 7000},
+    {"cuStreamQuery", 2000, FN(cuStreamQuery), FN(cuStreamQuery_ptsz), 7000},
     {"cuLaunchHostFunc", 10000, FN(cuLaunchHostFunc), FN(cuLaunchHostFunc_ptsz), 10000},
     {"cuMemAllocAsync", 11020, FN(cuMemAllocAsync), FN(cuMemAllocAsync_ptsz), 11020},
     {"cuMemAllocFromPoolAsync", 11020, FN(cuMemAllocFromPoolAsync), FN(cuMemAllocFromPoolAsync_ptsz), 11020},

@@ -657,6 +657,33 @@ EMU_API rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s)
     return do_stream_sync(s, true);
 }
 
+/* Whether the stream's work so far is complete, without waiting (and so without starting kernels held by
+ * CUDA_EMU_KERNEL_HOLD, which only a wait releases). On a stream being captured it is illegal, as
+ * synchronising it is: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the capture is invalidated. */
+static rzcu_result do_stream_query(rzcu_stream hstream, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    CHECK(emu_capture_refuse_sync(NULL, s));
+    CHECK(emu_ctx_error(s->ctx));
+    pthread_mutex_lock(&s->mu);
+    uint64_t target = s->submitted;
+    pthread_mutex_unlock(&s->mu);
+    return emu_completed(s) >= target ? RZCUDA_SUCCESS : RZCUDA_ERROR_NOT_READY;
+}
+
+EMU_API rzcu_result cuStreamQuery(rzcu_stream s)
+{
+    ENTER(cuStreamQuery);
+    return do_stream_query(s, false);
+}
+
+EMU_API rzcu_result cuStreamQuery_ptsz(rzcu_stream s)
+{
+    ENTER(cuStreamQuery_ptsz);
+    return do_stream_query(s, true);
+}
+
 static rzcu_result do_launch_host_func(rzcu_stream hstream, rzcu_host_fn fn, void *user_data, bool per_thread)
 {
     struct CUctx_st *c;

@@ -522,6 +522,8 @@ static void end_report(void)
     X(cuStreamDestroy_v2, rzcu_fn_cuStreamDestroy_v2, (rzcu_stream s), (s))                                 \
     X(cuStreamSynchronize, rzcu_fn_cuStreamSynchronize, (rzcu_stream s), (s))                               \
     X(cuStreamSynchronize_ptsz, rzcu_fn_cuStreamSynchronize, (rzcu_stream s), (s))                          \
+    X(cuStreamQuery, rzcu_fn_cuStreamQuery, (rzcu_stream s), (s))                                           \
+    X(cuStreamQuery_ptsz, rzcu_fn_cuStreamQuery, (rzcu_stream s), (s))                                      \
     X(cuLaunchHostFunc, rzcu_fn_cuLaunchHostFunc, (rzcu_stream s, rzcu_host_fn fn, void *user_data),        \
       (s, fn, user_data))                                                                                   \
     X(cuLaunchHostFunc_ptsz, rzcu_fn_cuLaunchHostFunc, (rzcu_stream s, rzcu_host_fn fn, void *user_data),   \

@@ -104,7 +104,7 @@ static int start_locked(void) {
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.counters, sizeof RZ_STATE.counters); /* helgrind: relaxed atomics */
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.next_index, sizeof RZ_STATE.next_index);
     rz__registry_annotate();
-    rz__band_annotate();
+    rz__sync_annotate();
     rz__options();
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;

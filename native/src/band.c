@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rz_annotate.h"
 #include "rz_internal.h"
 
 /* One batch (one driver call per context) covers up to BATCH_ZONES bands and RZ_STAGING_MAX bytes: 1M bands of
@@ -245,7 +244,7 @@ void rz__bands_install(void) {
     t_busy = 0;
 }
 
-static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out);
+static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out);
 
 void rz__bands_context_ending(void *ctx) {
     if (ctx == NULL || begin() != RZ_OK)
@@ -256,7 +255,7 @@ void rz__bands_context_ending(void *ctx) {
     rz__dev_settle(ctx); /* the driver waits for the context's work before ending it: so do we */
     rz__registry_lock();
     uint64_t checked = 0, violated = 0;
-    int rc = scan_locked(ctx, &checked, &violated);
+    int rc = scan_locked(&ctx, 1, &checked, &violated);
     rz__registry_unlock();
     if (violated || rc != RZ_OK)
         rz__log("redzone: context ending: %llu zones checked, %llu violated%s%s", (unsigned long long)checked,
@@ -396,9 +395,24 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
     return rc;
 }
 
-/* Read and judge the bands of every watched zone (of context `only` when not NULL). Registry lock held,
- * waiting bands installed. */
-static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out) {
+/* Whether ctx is one of the n contexts in `only` (sorted by handle). */
+static int among(void *ctx, void *const *only, size_t n) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)only[mid] == (uintptr_t)ctx)
+            return 1;
+        if ((uintptr_t)only[mid] < (uintptr_t)ctx)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* Read and judge the bands of every watched zone (of the nonly contexts in `only`, sorted by handle, when
+ * nonly > 0). Registry lock held, waiting bands installed. */
+static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out) {
     uint64_t checked = 0, violated = 0, unread = 0;
     int rc = RZ_OK, rc_driver = RZ_OK;
     /* Staging holds one batch: sized for the registry up to RZ_STAGING_MAX (pages are touched only as used),
@@ -408,7 +422,7 @@ static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
-        if (!rz__zone_watched(z) || (only && z->ctx != only))
+        if (!rz__zone_watched(z) || (nonly == 1 && z->ctx != only[0]) || (nonly > 1 && !among(z->ctx, only, nonly)))
             continue;
         size_t zone_bytes = z->pad_bytes + rz__zone_front(z), bands = z->front_units ? 2 : 1;
         if (n > 0 && (n + bands > g_io_cap || used + zone_bytes > g_staging.size)) {
@@ -442,41 +456,17 @@ static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out
     return rc;
 }
 
-/*
- * Device work since the last scan (METRALE_REDZONE_SCAN=sync): the hooks count every copy, memset and launch
- * after the driver accepted it; a scan notes the count it started from (under the registry lock, before
- * reading any band). A synchronisation scans only when the count moved, so an idle one makes no driver call,
- * and syncs that queue for the lock behind a scan that covered their work do not repeat it. With
- * METRALE_REDZONE_INSTALL=eager (programs that reach the device by paths redzone does not see) every sync
- * scans, as before.
- */
-static _Atomic uint64_t g_work;
-static _Atomic uint64_t g_scanned_work;
-
-void rz__note_device_work(void) { atomic_fetch_add_explicit(&g_work, 1, memory_order_relaxed); }
-
-/* helgrind: the work counters are C11 atomics read without the registry lock (a hint for sync scans). */
-void rz__band_annotate(void) {
-    RZ_ANNOTATE_ATOMIC(&g_work, sizeof g_work);
-    RZ_ANNOTATE_ATOMIC(&g_scanned_work, sizeof g_scanned_work);
-}
-
-#define SCAN_AFTER_WORK 1 /* only when device work was queued since the last scan */
 #define SCAN_QUIET_EMPTY 2 /* no summary line when nothing was checked or found (the exit scan) */
-static int scan_all(int how);
+static int scan_all(int how, rz_scan_some_t *some);
 
-RZ_EXPORT int rz_scan(void) { return scan_all(0); }
+RZ_EXPORT int rz_scan(void) { return scan_all(0, NULL); }
 
-int rz__scan_at_exit(void) { return scan_all(SCAN_QUIET_EMPTY); }
+int rz__scan_at_exit(void) { return scan_all(SCAN_QUIET_EMPTY, NULL); }
 
-int rz__scan_after_sync(void) {
-    if (!rz__options()->install_eager && atomic_load_explicit(&g_work, memory_order_relaxed) ==
-                                             atomic_load_explicit(&g_scanned_work, memory_order_relaxed))
-        return 0; /* nothing ran since the last scan: nothing to read */
-    return scan_all(SCAN_AFTER_WORK);
-}
+int rz__scan_some(rz_scan_some_t *req) { return scan_all(0, req); }
 
-static int scan_all(int how) {
+/* A full scan, or (some) a scan of some contexts: see rz__scan_some. */
+static int scan_all(int how, rz_scan_some_t *some) {
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
@@ -484,22 +474,26 @@ static int scan_all(int how) {
         end();
         return rc;
     }
-    uint64_t work = atomic_load_explicit(&g_work, memory_order_relaxed);
-    if ((how & SCAN_AFTER_WORK) && !rz__options()->install_eager &&
-        work == atomic_load_explicit(&g_scanned_work, memory_order_relaxed)) {
-        rz__registry_unlock(); /* a scan that started after this sync's work ended covered it */
-        end();
-        return 0;
+    size_t nonly = 0;
+    if (some) {
+        nonly = some->pick(some->arg, some->ctxs, some->n);
+        if (nonly == 0) {
+            rz__registry_unlock(); /* a scan that began after this sync's work had completed judged it */
+            end();
+            return 0;
+        }
+        if (nonly == 1 && some->ctxs[0] == NULL)
+            nonly = 0; /* every context */
     }
     install_pending_locked();
-    rz__launch_scan_begin();
+    rz__launch_scan_begin(some ? some->whole : 1);
     RZ_STATE.last_violation_count = 0;
     g_last_unread = 0;
     g_last_read_error = RZCUDA_SUCCESS;
     uint64_t checked = 0, violated = 0;
-    rc = scan_locked(NULL, &checked, &violated);
-    if (rc == RZ_OK)
-        atomic_store_explicit(&g_scanned_work, work, memory_order_relaxed); /* a failed one is tried again */
+    rc = scan_locked(some ? some->ctxs : NULL, nonly, &checked, &violated);
+    if (some)
+        some->done(some->arg, rc); /* a failed one is tried again */
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();

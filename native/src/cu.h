@@ -225,6 +225,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuStreamCreate, rzcu_result, (rzcu_stream * ps, unsigned int flags))                                  \
     X(cuStreamDestroy_v2, rzcu_result, (rzcu_stream s))                                                     \
     X(cuStreamSynchronize, rzcu_result, (rzcu_stream s))                                                    \
+    X(cuStreamQuery, rzcu_result, (rzcu_stream s))                                                          \
     X(cuLaunchHostFunc, rzcu_result, (rzcu_stream s, rzcu_host_fn fn, void *user_data))                     \
     X(cuEventCreate, rzcu_result, (rzcu_event * pe, unsigned int flags))                                    \
     X(cuEventRecord, rzcu_result, (rzcu_event e, rzcu_stream s))                                            \
@@ -277,6 +278,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     Y(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync_v2)   \
     Y(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync_v2) \
     Y(cuStreamSynchronize_ptsz, cuStreamSynchronize)     \
+    Y(cuStreamQuery_ptsz, cuStreamQuery)                 \
     Y(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)           \
     Y(cuMemAllocAsync_ptsz, cuMemAllocAsync)             \
     Y(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync) \

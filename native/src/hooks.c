@@ -219,7 +219,25 @@ static inline void install_bands(void) {
     }
 }
 
-/* Copies, memsets, cooperative and graph launches: install, then forward untouched. */
+/* The stream among a writer's arguments: its one rzcu_stream argument, or NULL (a synchronous copy or memset,
+ * which runs on the default stream), whatever its position. */
+#define RZ_STREAM_ARG(a) _Generic((a), rzcu_stream: (a), default: (rzcu_stream)NULL)
+#define RZ_SA1(a) RZ_STREAM_ARG(a)
+#define RZ_SA2(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA1(__VA_ARGS__))
+#define RZ_SA3(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA2(__VA_ARGS__))
+#define RZ_SA4(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA3(__VA_ARGS__))
+#define RZ_SA5(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA4(__VA_ARGS__))
+#define RZ_SA6(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA5(__VA_ARGS__))
+#define RZ_SA7(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA6(__VA_ARGS__))
+#define RZ_SA8(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA7(__VA_ARGS__))
+#define RZ_SA9(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA8(__VA_ARGS__))
+#define RZ_SA10(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA9(__VA_ARGS__))
+#define RZ_SA_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, name, ...) name
+#define RZ_STREAM_IN(...)                                                                                    \
+    RZ_SA_PICK(__VA_ARGS__, RZ_SA10, RZ_SA9, RZ_SA8, RZ_SA7, RZ_SA6, RZ_SA5, RZ_SA4, RZ_SA3, RZ_SA2, RZ_SA1)(__VA_ARGS__)
+
+/* Copies, memsets, cooperative and graph launches: install, then forward untouched; the work is noted after
+ * the driver accepted it, with its stream (sync scans judge a context once its work is complete). */
 #define RZ_WRITER_WRAPPER(exported, base, since, per_thread, params, args)                                   \
     RZ_EXPORT rzcu_wfn_##exported exported;                                                                  \
     rzcu_result exported params {                                                                            \
@@ -228,7 +246,8 @@ static inline void install_bands(void) {
             return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real args;                                                                           \
-        rz__note_device_work(); /* after the call: a sync scan that began before it sees it next time */   \
+        if (r == RZCUDA_SUCCESS)                                                                             \
+            rz__note_device_work(RZ_STREAM_IN args, per_thread);                                             \
         return r;                                                                                            \
     }
 RZCU_DEVICE_WRITERS(RZ_WRITER_WRAPPER)
@@ -236,61 +255,50 @@ RZCU_DEVICE_WRITERS(RZ_WRITER_WRAPPER)
 
 /* ---- synchronisation: METRALE_REDZONE_SCAN=sync ------------------------------------------------------ */
 /* Waiting bands are installed before a synchronisation too, so a program that only synchronises (work
- * reached the device some way redzone does not see) still gets its bands within one sync. */
-static rzcu_result after_sync(rzcu_result r) {
+ * reached the device some way redzone does not see) still gets its bands within one sync. The ticket is
+ * taken before the driver's call: the work noted up to it is what the call waits for. */
+static rzcu_result after_sync(rzcu_result r, const rz_sync_t *what, uint64_t ticket) {
     if (r == RZCUDA_SUCCESS && !t_in_hook)
         rz__judge_deferred(); /* stream-ordered checks that completed while the registry was busy */
     if (r == RZCUDA_SUCCESS && !t_in_hook && (rz__options()->scan & RZ_SCAN_SYNC)) {
         ENTER();
-        rz__scan_after_sync(); /* only when device work happened since the last one */
+        rz__scan_after_sync(what, ticket); /* the contexts with complete work since their last scan */
         LEAVE();
     }
     return r;
 }
 
-RZ_EXPORT rzcu_fn_cuCtxSynchronize cuCtxSynchronize;
-rzcu_result cuCtxSynchronize(void) {
-    rzcu_fn_cuCtxSynchronize *real = REAL(cuCtxSynchronize);
-    if (real == NULL)
-        return missing();
-    install_bands();
-    return after_sync(real());
-}
+#define SYNC_WRAPPER(name, type, params, args, ...)                                                          \
+    RZ_EXPORT rzcu_fn_##type name;                                                                           \
+    rzcu_result name params {                                                                                \
+        rzcu_fn_##type *real = REAL(name);                                                                   \
+        if (real == NULL)                                                                                    \
+            return missing();                                                                                \
+        install_bands();                                                                                     \
+        const rz_sync_t what = __VA_ARGS__;                                                                  \
+        uint64_t ticket = rz__sync_ticket();                                                                 \
+        return after_sync(real args, &what, ticket);                                                         \
+    }
+SYNC_WRAPPER(cuCtxSynchronize, cuCtxSynchronize, (void), (), {.kind = RZ_SYNC_CTX})
+SYNC_WRAPPER(cuCtxSynchronize_v2, cuCtxSynchronize_v2, (rzcu_context ctx), (ctx), {.kind = RZ_SYNC_CTX, .ctx = ctx})
+SYNC_WRAPPER(cuStreamSynchronize, cuStreamSynchronize, (rzcu_stream s), (s), {.kind = RZ_SYNC_STREAM, .stream = s})
+SYNC_WRAPPER(cuStreamSynchronize_ptsz, cuStreamSynchronize, (rzcu_stream s), (s),
+             {.kind = RZ_SYNC_STREAM, .stream = s, .per_thread = 1})
+SYNC_WRAPPER(cuEventSynchronize, cuEventSynchronize, (rzcu_event e), (e), {.kind = RZ_SYNC_EVENT})
+#undef SYNC_WRAPPER
 
-RZ_EXPORT rzcu_fn_cuCtxSynchronize_v2 cuCtxSynchronize_v2;
-rzcu_result cuCtxSynchronize_v2(rzcu_context ctx) {
-    rzcu_fn_cuCtxSynchronize_v2 *real = REAL(cuCtxSynchronize_v2);
+/* A destroyed stream's handle may name another stream later: sync scans forget it first. */
+RZ_EXPORT rzcu_fn_cuStreamDestroy_v2 cuStreamDestroy_v2;
+rzcu_result cuStreamDestroy_v2(rzcu_stream s) {
+    rzcu_fn_cuStreamDestroy_v2 *real = REAL(cuStreamDestroy_v2);
     if (real == NULL)
         return missing();
-    install_bands();
-    return after_sync(real(ctx));
-}
-
-RZ_EXPORT rzcu_fn_cuStreamSynchronize cuStreamSynchronize;
-rzcu_result cuStreamSynchronize(rzcu_stream s) {
-    rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize);
-    if (real == NULL)
-        return missing();
-    install_bands();
-    return after_sync(real(s));
-}
-
-RZ_EXPORT rzcu_fn_cuStreamSynchronize_ptsz cuStreamSynchronize_ptsz;
-rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s) {
-    rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize_ptsz);
-    if (real == NULL)
-        return missing();
-    install_bands();
-    return after_sync(real(s));
-}
-
-RZ_EXPORT rzcu_fn_cuEventSynchronize cuEventSynchronize;
-rzcu_result cuEventSynchronize(rzcu_event e) {
-    rzcu_fn_cuEventSynchronize *real = REAL(cuEventSynchronize);
-    if (real == NULL)
-        return missing();
-    install_bands();
-    return after_sync(real(e));
+    if (!t_in_hook && (rz__options()->scan & RZ_SCAN_SYNC)) {
+        ENTER();
+        rz__sync_stream_destroying(s);
+        LEAVE();
+    }
+    return real(s);
 }
 
 /* ---- the end of a context ---------------------------------------------------------------------------- */
@@ -310,8 +318,10 @@ rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
     ENTER();
     rz__bands_context_ending(ctx);
     rzcu_result r = real(ctx);
-    if (r == RZCUDA_SUCCESS)
+    if (r == RZCUDA_SUCCESS) {
         rz__bands_context_ended(ctx);
+        rz__sync_context_ended(ctx);
+    }
     LEAVE();
     return r;
 }
@@ -329,8 +339,10 @@ rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
      * case it is (a release that is not costs the check, as a synchronisation with METRALE_REDZONE_SCAN=sync). */
     rz__bands_context_ending(ctx);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0)
+    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0) {
         rz__bands_context_ended(ctx);
+        rz__sync_context_ended(ctx);
+    }
     LEAVE();
     return r;
 }
@@ -346,14 +358,16 @@ rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
     void *ctx = rz__dev_primary_ctx(dev);
     rz__bands_context_ending(ctx);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx)
+    if (r == RZCUDA_SUCCESS && ctx) {
         rz__bands_context_ended(ctx);
+        rz__sync_context_ended(ctx);
+    }
     LEAVE();
     return r;
 }
 
 /* ---- launches: kernel attribution -------------------------------------------------------------------- */
-#define LAUNCH(name, real_field)                                                                             \
+#define LAUNCH(name, real_field, per_thread)                                                                 \
     RZ_EXPORT rzcu_fn_cuLaunchKernel name;                                                                   \
     rzcu_result name(rzcu_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,       \
                      unsigned bz, unsigned shared, rzcu_stream s, void **params, void **extra) {             \
@@ -362,15 +376,16 @@ rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
             return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                           \
-        rz__note_device_work();                                                                              \
+        if (r == RZCUDA_SUCCESS)                                                                             \
+            rz__note_device_work(s, per_thread);                                                             \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
             rz__launch_record(f);                                                                            \
         return r;                                                                                            \
     }
-LAUNCH(cuLaunchKernel, cuLaunchKernel)
-LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz)
+LAUNCH(cuLaunchKernel, cuLaunchKernel, 0)
+LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz, 1)
 
-#define LAUNCH_EX(name, real_field)                                                                          \
+#define LAUNCH_EX(name, real_field, per_thread)                                                              \
     RZ_EXPORT rzcu_fn_cuLaunchKernelEx name;                                                                 \
     rzcu_result name(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra) {       \
         rzcu_fn_cuLaunchKernelEx *real = REAL(real_field);                                                   \
@@ -378,13 +393,14 @@ LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz)
             return missing();                                                                                \
         install_bands();                                                                                     \
         rzcu_result r = real(config, f, params, extra);                                                      \
-        rz__note_device_work();                                                                              \
+        if (r == RZCUDA_SUCCESS)                                                                             \
+            rz__note_device_work(config ? config->hStream : NULL, per_thread);                               \
         if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
             rz__launch_record(f);                                                                            \
         return r;                                                                                            \
     }
-LAUNCH_EX(cuLaunchKernelEx, cuLaunchKernelEx)
-LAUNCH_EX(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz)
+LAUNCH_EX(cuLaunchKernelEx, cuLaunchKernelEx, 0)
+LAUNCH_EX(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz, 1)
 
 /* ---- lookups: dlsym and cuGetProcAddress ------------------------------------------------------------- */
 RZ_EXPORT rzcu_fn_cuGetProcAddress cuGetProcAddress;
@@ -398,7 +414,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize) X(cuLaunchKernel)               \
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
-    X(cuPointerGetAttribute)
+    X(cuPointerGetAttribute) X(cuStreamDestroy_v2)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

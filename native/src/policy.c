@@ -1,7 +1,7 @@
 /*
  * Scans without a debugger (METRALE_REDZONE_SCAN): the check of a zone's band just before it is freed,
  * the exit scan and its summary line, and kernel attribution (which kernels ran since a violated zone was
- * last known clean). The sync policy lives in the interposed synchronisation calls (hooks.c).
+ * last known clean). The sync policy (which contexts a synchronisation judges) is syncscan.c.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -128,12 +128,14 @@ void rz__launch_record(rzcu_function f) {
 
 static void judge_deferred_locked(void);
 
-/* Under the registry lock, at the start of a full scan. */
-void rz__launch_scan_begin(void) {
+/* Under the registry lock, at the start of a scan. A sync scan that leaves out a context with work still
+ * running (syncscan.c) keeps the mark: that context's zones were not seen clean now. */
+void rz__launch_scan_begin(int whole) {
     judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (below) */
     pthread_mutex_lock(&g_ring_lock);
     L.report_since = L.scan_start;
-    L.scan_start = L.seq;
+    if (whole)
+        L.scan_start = L.seq;
     pthread_mutex_unlock(&g_ring_lock);
 }
 
@@ -212,7 +214,18 @@ void rz__judge_deferred(void) {
     rz__registry_unlock();
 }
 
+/* Whether the band read into c differs from what the zone's band holds: the judge is pure, so a clean band
+ * (nearly every free) needs no lock; a violated one is reported under it. */
+static int freed_band_violated(const struct async_check *c) {
+    rz_violation_t v;
+    return rz__band_violation(&c->zone, c->band, c->zone.pad_bytes, 0, &v) ||
+           (c->zone.front_units &&
+            rz__band_violation(&c->zone, c->band + c->zone.pad_bytes, rz__zone_front(&c->zone), 1, &v));
+}
+
 static void judge_freed(const struct async_check *c) {
+    if (!freed_band_violated(c) && RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
+        return;
     rz__registry_lock();
     judge_deferred_locked();
     judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
@@ -223,6 +236,10 @@ static void judge_freed(const struct async_check *c) {
  * no waiting for the registry lock (see above): a timeout of 0 only tries it. */
 static void async_check_cb(void *arg) {
     struct async_check *c = arg;
+    if (!freed_band_violated(c) && RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire))) {
+        check_free(c);
+        return;
+    }
     if (rz__registry_lock_timed(0) == RZ_OK) {
         judge_deferred_locked();
         judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);

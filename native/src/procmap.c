@@ -35,6 +35,7 @@ static const struct versioned {
     {"cuStreamSynchronize", 2000, 0, "cuStreamSynchronize"},
     {"cuStreamSynchronize", 7000, 1, "cuStreamSynchronize_ptsz"},
     {"cuEventSynchronize", 2000, 0, "cuEventSynchronize"},
+    {"cuStreamDestroy", 4000, 0, "cuStreamDestroy_v2"},
     {"cuLaunchKernel", 4000, 0, "cuLaunchKernel"},
     {"cuLaunchKernel", 7000, 1, "cuLaunchKernel_ptsz"},
     {"cuLaunchKernelEx", 11060, 0, "cuLaunchKernelEx"},

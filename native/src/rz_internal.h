@@ -173,6 +173,8 @@ void rz__registry_lock(void);
 /* The agent's way in: RZ_OK, or RZ_EBUSY after timeout_ms (a stopped thread may hold the lock). */
 int rz__registry_lock_timed(unsigned timeout_ms);
 void rz__registry_unlock(void);
+/* How many times the registry lock has been taken (exact when read with no other thread using it). */
+uint64_t rz__registry_locks_taken(void);
 /* Record a live allocation. Returns RZ_OK or RZ_ENOMEM (then nothing is recorded). Takes the lock. */
 int rz__registry_add(const rz_zone_node_t *zone);
 /* Remove the zone whose user pointer is ptr, copying it to *out. RZ_ENOTFOUND if unknown. Takes the lock. */
@@ -205,8 +207,6 @@ int rz__capture_stack(void **frames, int max);
 uint32_t rz__registry_pending(void);
 /* Tell valgrind's helgrind which registry words are atomics (nothing without REDZONE_VALGRIND; rz_annotate.h). */
 void rz__registry_annotate(void);
-/* The same for the band engine's work counters (band.c). */
-void rz__band_annotate(void);
 /* Under the lock: up to cap pending zones, oldest first, no longer marked pending (the caller installs them
  * or marks them unwatched). Returns how many. Call it until it returns 0, after writing the last batch. */
 size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap);
@@ -369,11 +369,6 @@ typedef struct rz_band_io {
     uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
 } rz_band_io_t;
 
-/* The program queued device work (a copy, memset or launch accepted by the driver): counted for sync scans. */
-void rz__note_device_work(void);
-/* METRALE_REDZONE_SCAN=sync: rz_scan() when device work was queued since the last scan began; else 0 and no
- * driver call. */
-int rz__scan_after_sync(void);
 /* rz_scan() for the exit scan: no summary line when it checked and found nothing (the exit line says it). */
 int rz__scan_at_exit(void);
 /* A batch grouped by context (linear time): group k is context ctx[k], its entries' indices are
@@ -494,6 +489,30 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
  * `flags`, or NULL when redzone does not wrap that symbol at that version (procmap.c). */
 const char *rz__proc_exported_name(const char *symbol, int version, rzcu_uint64 flags);
 
+/* ---- sync scans (syncscan.c) ------------------------------------------------------------------------ */
+/* The program queued device work (a copy, memset or launch the driver accepted) on stream s (as the call
+ * named it; per_thread: through a _ptsz/_ptds entry point). */
+void rz__note_device_work(rzcu_stream s, int per_thread);
+/* What a successful synchronisation waited for: a stream, a context (NULL: the current one), or an event. */
+enum { RZ_SYNC_STREAM, RZ_SYNC_CTX, RZ_SYNC_EVENT };
+typedef struct rz_sync {
+    int kind;
+    rzcu_stream stream; /* RZ_SYNC_STREAM */
+    int per_thread;     /* RZ_SYNC_STREAM through a _ptsz entry point */
+    void *ctx;          /* RZ_SYNC_CTX */
+} rz_sync_t;
+/* Taken just before the synchronisation is called: the work noted up to it is what it waits for. */
+uint64_t rz__sync_ticket(void);
+/* METRALE_REDZONE_SCAN=sync, after a successful synchronisation: judge the contexts that received device work
+ * since their last scan and whose work is all complete. 0 and no driver call when no work was noted since
+ * every context was judged; else what rz_scan() returns (0 when nothing was scanned). */
+int rz__scan_after_sync(const rz_sync_t *what, uint64_t ticket);
+/* The program destroys stream s (called before the driver does) / context ctx has ended. */
+void rz__sync_stream_destroying(rzcu_stream s);
+void rz__sync_context_ended(void *ctx);
+/* helgrind annotations and the fork handler (once, at start-up). */
+void rz__sync_annotate(void);
+
 /* ---- scans without a debugger (policy.c) ------------------------------------------------------------ */
 /* Install the fatal-signal scan's handlers where the program has none (fatal.c). */
 void rz__fatal_arm(void);
@@ -506,8 +525,9 @@ void rz__judge_deferred(void);
 /* Kernel attribution: record a launch; print the kernels that may have touched a violated zone. */
 void rz__launch_record(rzcu_function f);
 void rz__launch_report(const rz_zone_node_t *zone);
-/* Launch sequence number at the start of the last full scan. */
-void rz__launch_scan_begin(void);
+/* Under the registry lock, at the start of a scan: judge queued free-time checks; with `whole` (every zone
+ * that may have been touched since the last such scan is covered), move the "last seen clean" mark. */
+void rz__launch_scan_begin(int whole);
 
 /* ---- formatting (format.c): shared with the gdb plugin through the view library ---------------------- */
 size_t rz__format_violation(const rz_violation_t *v, char *out, size_t cap);
@@ -552,6 +572,19 @@ void rz__bands_install(void);
 /* Wait for the program's work in every context that holds a watched zone (before the exit scan: work still
  * queued or running at exit may write past an end). Never under the registry lock. */
 void rz__bands_settle(void);
+/* A scan of some contexts (sync scans): ctxs[0..n) sorted by handle, or one NULL for every context. Under the
+ * registry lock, before any band is read, pick(arg, ctxs, n) keeps in ctxs the contexts still to judge and
+ * returns how many (0: no scan); after the scan, under the same hold, done(arg, rc). `whole`: as for
+ * rz__launch_scan_begin. Returns what rz_scan() returns (0 when nothing was scanned). */
+typedef struct rz_scan_some {
+    void **ctxs;
+    size_t n;
+    size_t (*pick)(void *arg, void **ctxs, size_t n);
+    void (*done)(void *arg, int rc);
+    void *arg;
+    int whole;
+} rz_scan_some_t;
+int rz__scan_some(rz_scan_some_t *req);
 /* Zones the last full scan could not read, and the driver's error (call after rz_scan, on its thread). */
 uint64_t rz__scan_unread(rzcu_result *error);
 /* A context is about to end (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset):

@@ -21,6 +21,9 @@
  *                                       after allocating, after a memset, and counts the driver calls
  *   rzprog idlesync                     (METRALE_REDZONE_SCAN=sync) band driver calls of synchronisations
  *                                       with no device work since the last, around one overrun
+ *   rzprog ctxsync                      (METRALE_REDZONE_SCAN=sync) 100 zones in each of two contexts, device
+ *                                       work in both, a sync; then an idle sync, and work in one context
+ *                                       followed by a sync: every driver call of each counted
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -305,6 +308,54 @@ static int mode_idlesync(void) {
     return 0;
 }
 
+/* Every driver call made so far, the program's and the preloaded library's (the emulated driver counts both). */
+static unsigned long long all_calls(void) {
+    static const char *const names[] = {
+#define NAME(name, ret, params) #name,
+        RZCU_ENTRY_POINTS(NAME)
+#undef NAME
+#define VARIANT(variant, base) #variant,
+        RZCU_PER_THREAD_VARIANTS(VARIANT)
+#undef VARIANT
+    };
+    unsigned long long n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        n += cuEmuCallCount(names[i]);
+    return n;
+}
+
+static int mode_ctxsync(void) {
+    enum { N = 100 };
+    rzcu_deviceptr a[N], b[N];
+    rzcu_context other, popped;
+    setup(0);
+    CHECK(cuCtxCreate_v4(&other, NULL, 0, 0)); /* current now */
+    for (int i = 0; i < N; i++)
+        CHECK(cuMemAlloc_v2(&b[i], 64));
+    CHECK(cuMemsetD8_v2(b[0], 0, 64));
+    CHECK(cuCtxPopCurrent_v2(&popped));
+    for (int i = 0; i < N; i++)
+        CHECK(cuMemAlloc_v2(&a[i], 64));
+    CHECK(cuMemsetD8_v2(a[0], 0, 64));
+    CHECK(cuCtxSynchronize());
+    printf("ctxsync: work in both contexts synchronised\n");
+    cuEmuResetCallCounts();
+    CHECK(cuCtxSynchronize());
+    printf("ctxsync: driver calls of an idle sync: %llu\n", all_calls());
+    cuEmuResetCallCounts();
+    CHECK(cuMemsetD8_v2(a[1], 0, 64)); /* work in this context only */
+    unsigned long long memset_calls = all_calls();
+    CHECK(cuCtxSynchronize());
+    printf("ctxsync: driver calls of a memset: %llu; of the sync after it: %llu, %llu batch copies, %llu context "
+           "pushes, %llu stream queries\n",
+           memset_calls, all_calls() - memset_calls, cuEmuCallCount("cuMemcpyBatchAsync_v2"),
+           cuEmuCallCount("cuCtxPushCurrent_v2"), cuEmuCallCount("cuStreamQuery"));
+    for (int i = 0; i < N; i++)
+        CHECK(cuMemFree_v2(a[i]));
+    CHECK(cuCtxDestroy_v2(other));
+    return 0;
+}
+
 /* Zones whose bands were never written outlive their context (destroyed, freeing their memory): one whose
  * address the driver hands out again, and one whose address it does not. */
 static int mode_ctxgone(void) {
@@ -481,6 +532,8 @@ int main(int argc, char **argv) {
     }
     if (strcmp(mode, "idlesync") == 0)
         return mode_idlesync();
+    if (strcmp(mode, "ctxsync") == 0)
+        return mode_ctxsync();
     if (strcmp(mode, "data") == 0) {
         /* Checksums of the program's own bytes and the driver's answers to bad calls. */
         rzcu_deviceptr bufs[5];

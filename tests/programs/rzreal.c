@@ -33,9 +33,19 @@
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
+ *   rzreal syncother nonblocking|legacy|perthread|thread|event|destroyed
+ *                      a kernel writes 8 bytes past the end of a 1000-byte buffer in two halves and, between
+ *                      them, waits for the program; meanwhile the program synchronises another stream (or an
+ *                      event recorded on it), then lets the kernel finish and synchronises the kernel's stream:
+ *                      a non-blocking one, the legacy stream, the per-thread stream, another thread's
+ *                      per-thread stream (that thread synchronises it), with `event` a non-blocking one again,
+ *                      with `destroyed` a non-blocking one destroyed while the kernel runs (then the context
+ *                      is synchronised) (run with METRALE_REDZONE_SCAN=sync)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,12 +76,110 @@ CUDA_EMU_KERNEL(past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
     memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
 }
 
-static rzcu_function past_fn(void) {
+static rzcu_function kernel_fn(const char *name) {
     rzcu_module mod;
     rzcu_function f;
     CHECK(cuModuleLoadData(&mod, "emulated module"));
-    CHECK(cuModuleGetFunction(&f, mod, "past"));
+    CHECK(cuModuleGetFunction(&f, mod, name));
     return f;
+}
+
+static rzcu_function past_fn(void) { return kernel_fn("past"); }
+
+/* syncother: the kernel says when half of its overrun is written (g_half) and waits for the program (g_go);
+ * g_thread_sync lets the other thread synchronise its per-thread stream. */
+static sem_t g_half, g_go, g_thread_sync;
+
+static void wait_sem(sem_t *s) {
+    while (sem_wait(s) != 0)
+        ;
+}
+
+/* Writes n bytes of 0x5a from p + at, in two halves, waiting for the program between them. */
+CUDA_EMU_KERNEL(halfpast, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    size_t at = CUDA_EMU_PARAM(size_t, 1), n = CUDA_EMU_PARAM(size_t, 2);
+    memset(p + at, 0x5a, n / 2);
+    sem_post(&g_half);
+    wait_sem(&g_go);
+    memset(p + at + n / 2, 0x5a, n - n / 2);
+}
+
+struct halfpast_launch {
+    rzcu_context ctx;
+    rzcu_function f;
+    void **params;
+};
+
+/* The other thread: launches on its per-thread stream, synchronises it when told. */
+static void *halfpast_thread(void *arg) {
+    struct halfpast_launch *l = arg;
+    CHECK(cuCtxSetCurrent(l->ctx));
+    CHECK(cuLaunchKernel_ptsz(l->f, 1, 1, 1, 1, 1, 1, 0, NULL, l->params, NULL));
+    wait_sem(&g_thread_sync);
+    CHECK(cuStreamSynchronize_ptsz(NULL));
+    printf("rzreal: the other thread synchronised its stream\n");
+    return NULL;
+}
+
+static int mode_syncother(const char *how) {
+    rzcu_context ctx = setup();
+    sem_init(&g_half, 0, 0);
+    sem_init(&g_go, 0, 0);
+    sem_init(&g_thread_sync, 0, 0);
+    rzcu_function f = kernel_fn("halfpast");
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    rzcu_stream a = NULL, b;
+    CHECK(cuStreamCreate(&b, RZCU_STREAM_NON_BLOCKING));
+    pthread_t thread;
+    memset(&thread, 0, sizeof thread);
+    struct halfpast_launch l = {ctx, f, params};
+    int destroyed = strcmp(how, "destroyed") == 0;
+    if (strcmp(how, "nonblocking") == 0 || strcmp(how, "event") == 0 || destroyed) {
+        CHECK(cuStreamCreate(&a, RZCU_STREAM_NON_BLOCKING));
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, a, params, NULL));
+    } else if (strcmp(how, "legacy") == 0) {
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    } else if (strcmp(how, "perthread") == 0) {
+        CHECK(cuLaunchKernel_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    } else if (strcmp(how, "thread") == 0) {
+        if (pthread_create(&thread, NULL, halfpast_thread, &l) != 0)
+            return 100;
+    } else {
+        fprintf(stderr, "rzreal: syncother %s?\n", how);
+        return 2;
+    }
+    wait_sem(&g_half);
+    printf("rzreal: half of the overrun written, the kernel still running\n");
+    if (destroyed)
+        CHECK(cuStreamDestroy_v2(a)); /* its work still completes */
+    if (strcmp(how, "event") == 0) {
+        rzcu_event e;
+        CHECK(cuEventCreate(&e, 0));
+        CHECK(cuEventRecord(e, b));
+        CHECK(cuEventSynchronize(e));
+        CHECK(cuEventDestroy_v2(e));
+    } else {
+        CHECK(cuStreamSynchronize(b));
+    }
+    printf("rzreal: another stream synchronised\n");
+    sem_post(&g_go);
+    if (strcmp(how, "thread") == 0) {
+        sem_post(&g_thread_sync);
+        pthread_join(thread, NULL);
+    } else if (strcmp(how, "perthread") == 0) {
+        CHECK(cuStreamSynchronize_ptsz(NULL));
+    } else if (destroyed) {
+        CHECK(cuCtxSynchronize());
+    } else {
+        CHECK(cuStreamSynchronize(a)); /* NULL: the legacy stream */
+    }
+    printf("rzreal: the kernel's stream synchronised\n");
+    CHECK(cuMemFree_v2(p));
+    return 0;
 }
 
 static int mode_inflight(const char *how) {
@@ -329,6 +437,8 @@ int main(int argc, char **argv) {
         return mode_ctxend(argv[2]);
     if (strcmp(mode, "managed") == 0 && argc > 2)
         return mode_managed(argv[2]);
+    if (strcmp(mode, "syncother") == 0 && argc > 2)
+        return mode_syncother(argv[2]);
     fprintf(stderr, "usage: rzreal MODE ...\n");
     return 2;
 }
