@@ -360,6 +360,19 @@ Test(api, proc_address_version_table) {
     cr_assert_null(rz__proc_exported_name("cuMemGetInfo", 13000, 0), "not interposed");
 }
 
+/* The entry points that end a context (a runtime's cudaDeviceReset fetches them with cuGetProcAddress) and
+ * the pointer attribute query are found by name too, the older ABIs at older versions (issue 18 item 1). */
+Test(api, proc_address_version_table_context_end) {
+    cr_assert_str_eq(rz__proc_exported_name("cuDevicePrimaryCtxRelease", 12000, 0), "cuDevicePrimaryCtxRelease_v2");
+    cr_assert_str_eq(rz__proc_exported_name("cuDevicePrimaryCtxRelease", 10000, 0), "cuDevicePrimaryCtxRelease");
+    cr_assert_null(rz__proc_exported_name("cuDevicePrimaryCtxRelease", 6050, 0));
+    cr_assert_str_eq(rz__proc_exported_name("cuDevicePrimaryCtxReset", 11000, 0), "cuDevicePrimaryCtxReset_v2");
+    cr_assert_str_eq(rz__proc_exported_name("cuDevicePrimaryCtxReset", 7000, 0), "cuDevicePrimaryCtxReset");
+    cr_assert_str_eq(rz__proc_exported_name("cuCtxDestroy", 13000, 0), "cuCtxDestroy_v2");
+    cr_assert_str_eq(rz__proc_exported_name("cuCtxDestroy", 3020, 0), "cuCtxDestroy");
+    cr_assert_str_eq(rz__proc_exported_name("cuPointerGetAttribute", 12000, 0), "cuPointerGetAttribute");
+}
+
 /* A failed band read must not make a guard-page zone look stale (the driver names no context for virtual
  * memory): it stays registered, its free succeeds and releases everything, and the counters balance. */
 Test(api, failed_band_read_keeps_a_guard_page_zone) {

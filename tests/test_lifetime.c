@@ -56,12 +56,14 @@ static void same_as_without(const char *mode, const char *end, const char *state
 
 /* How x's context ends: cuCtxDestroy of the current or of a non-current created context, the last release
  * of the primary context (called directly, or fetched with cuGetProcAddress as a runtime's cudaDeviceReset
- * does), a primary context reset. */
+ * does), a primary context reset; and each through the older ABI a driver still exports (cuCtxDestroy,
+ * cuDevicePrimaryCtxRelease/Reset), which redzone did not wrap. */
 struct end {
     char name[16];
 };
 static struct end *ends(size_t *n) {
-    static struct end all[] = {{"destroy"}, {"noncurrent"}, {"release"}, {"reset"}, {"runtime"}};
+    static struct end all[] = {{"destroy"}, {"noncurrent"}, {"release"}, {"reset"},     {"runtime"},
+                               {"destroy-v1"}, {"release-v1"}, {"reset-v1"}};
     *n = sizeof all / sizeof all[0];
     return all;
 }

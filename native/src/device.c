@@ -50,6 +50,7 @@ static void load(void) {
 #undef RZ_RESOLVE
 #define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)rz__real_dlsym(h, #variant);
     RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
+    RZCU_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
     rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)rz__real_dlsym(h, "cuGetProcAddress");
 #define RZ_RESOLVE_WRITER(exported, base, since, per_thread, params, args)                                   \

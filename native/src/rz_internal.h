@@ -331,6 +331,7 @@ typedef struct rz_driver {
 #undef RZ_DRIVER_FIELD
 #define RZ_DRIVER_VARIANT(variant, base) rzcu_fn_##base *variant;
     RZCU_PER_THREAD_VARIANTS(RZ_DRIVER_VARIANT)
+    RZCU_LEGACY_ENTRY_POINTS(RZ_DRIVER_VARIANT)
 #undef RZ_DRIVER_VARIANT
     rzcu_fn_cuGetProcAddress *cuGetProcAddress;
     struct { /* the entry points hooks.c wraps to install bands first, by exported name */

@@ -11,6 +11,10 @@
  *                             reset          cuDevicePrimaryCtxReset of x's primary context
  *                             runtime        the primary context released to 0 as a runtime's cudaDeviceReset
  *                                            does: through entry points from cuGetProcAddress
+ *                             destroy-v1     cuCtxDestroy, the CUDA 2.0 ABI (a program built against old headers)
+ *                             release-v1     cuDevicePrimaryCtxRelease, the CUDA 7.0 ABI
+ *                             reset-v1       cuDevicePrimaryCtxReset, the CUDA 7.0 ABI, fetched with
+ *                                            cuGetProcAddress for CUDA 10.0 (as an older runtime does)
  *                           STATE: what was done with x before: `pending` (nothing: x was never touched) or
  *                           `used` (a memset of x, so its band is in place)
  *                           then y (8 MiB) is allocated in another context, filled with 0x33, the context
@@ -44,17 +48,19 @@
 typedef rzcu_result proc_retain_fn(rzcu_context *, rzcu_device);
 typedef rzcu_result proc_release_fn(rzcu_device);
 
-static void *proc(const char *name) {
+static void *proc_at(const char *name, int version) {
     void *pfn = NULL;
     rzcu_proc_query_result status;
-    CHECK(cuGetProcAddress_v2(name, &pfn, 12000, 0, &status));
+    CHECK(cuGetProcAddress_v2(name, &pfn, version, 0, &status));
     return pfn;
 }
+
+static void *proc(const char *name) { return proc_at(name, 12000); }
 
 /* Where x lives: a created context (destroy, noncurrent) or the primary one (release, reset, runtime).
  * Returns the context y goes into, current on return. */
 static rzcu_context end_x(const char *end, const char *state, rzcu_deviceptr *x) {
-    int created = strcmp(end, "destroy") == 0 || strcmp(end, "noncurrent") == 0;
+    int created = strcmp(end, "destroy") == 0 || strcmp(end, "noncurrent") == 0 || strcmp(end, "destroy-v1") == 0;
     rzcu_context primary, xctx, other = NULL;
     if (strcmp(end, "runtime") == 0)
         CHECK(((proc_retain_fn *)proc("cuDevicePrimaryCtxRetain"))(&primary, 0));
@@ -74,8 +80,8 @@ static rzcu_context end_x(const char *end, const char *state, rzcu_deviceptr *x)
         CHECK(cuMemsetD8_v2(*x, 0, X_BYTES));
         CHECK(cuCtxSynchronize());
     }
-    if (strcmp(end, "destroy") == 0) {
-        CHECK(cuCtxDestroy_v2(xctx));
+    if (strcmp(end, "destroy") == 0 || strcmp(end, "destroy-v1") == 0) {
+        CHECK(strcmp(end, "destroy") == 0 ? cuCtxDestroy_v2(xctx) : cuCtxDestroy(xctx));
         CHECK(cuCtxSetCurrent(primary));
         return primary;
     }
@@ -91,6 +97,10 @@ static rzcu_context end_x(const char *end, const char *state, rzcu_deviceptr *x)
         CHECK(cuDevicePrimaryCtxRelease_v2(0));
     else if (strcmp(end, "reset") == 0)
         CHECK(cuDevicePrimaryCtxReset_v2(0));
+    else if (strcmp(end, "release-v1") == 0)
+        CHECK(cuDevicePrimaryCtxRelease(0));
+    else if (strcmp(end, "reset-v1") == 0)
+        CHECK(((proc_release_fn *)proc_at("cuDevicePrimaryCtxReset", 10000))(0));
     else
         CHECK(((proc_release_fn *)proc("cuDevicePrimaryCtxRelease"))(0));
     return other;
