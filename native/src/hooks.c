@@ -163,6 +163,8 @@ rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_d
     }
     if (z == NULL && __atomic_load_n(&RZ_STATE.guard_live, __ATOMIC_RELAXED))
         z = rz__guard_zone_containing(dptr); /* the driver answered with the whole guard mapping */
+    if (z && size < rz__zone_mapped_bytes(z))
+        z = NULL; /* a smaller block than the zone's (its context ended unseen): the driver's own answer */
     if (z && (z->pad_bytes || (z->flags & RZ_ZONE_GUARD))) {
         if (dptr < z->ptr || dptr >= z->ptr + z->user_bytes) {
             r = RZCUDA_ERROR_NOT_FOUND; /* inside a band: no allocation of the program's */
