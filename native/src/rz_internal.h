@@ -442,6 +442,8 @@ void rz__dev_release_retired(void);
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
+/* The stream part of it (device_ctx.c). */
+void rz__dev_streams_reset(void);
 /* A page-locked buffer of `bytes` (at most 4 KiB) for a copy queued in a program's stream, or NULL (use
  * pageable memory); give it back with rz__dev_pinned_free, which returns 0 for memory that is not one.
  * Both take only a mutex: callable from a stream's host function. */
