@@ -403,11 +403,12 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
      * bytes of another allocation where a dead zone's band was are that allocation's own. */
     size_t gone_now = 0;
     for (size_t i = 0; i < n; i++) {
+        if (g_io[i].failed)
+            continue;
         rz_zone_node_t *z = g_nodes[i];
         rz_violation_t v;
         uint64_t bytes = g_io[i].front ? rz__zone_front(z) : z->pad_bytes;
-        if (g_io[i].failed || !rz__band_violation(z, g_io[i].host, bytes, g_io[i].front, &v) ||
-            zone_state(z) != ZONE_GONE)
+        if (!rz__band_violation(z, g_io[i].host, bytes, g_io[i].front, &v) || zone_state(z) != ZONE_GONE)
             continue;
         size_t first = i > 0 && g_nodes[i - 1] == z ? i - 1 : i; /* a zone's entries are adjacent */
         for (size_t j = first; j < n && g_nodes[j] == z; j++)
