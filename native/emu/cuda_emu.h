@@ -230,7 +230,10 @@ struct CUgraphExec_st; /* CUgraphExec */
       (struct CUgraphExec_st **exec, struct CUgraph_st *graph, unsigned long long flags))                     \
     X(cuGraphLaunch, rzcu_result, (void *graph_exec, rzcu_stream s))                                          \
     X(cuGraphDestroy, rzcu_result, (struct CUgraph_st *graph))                                                \
-    X(cuGraphExecDestroy, rzcu_result, (struct CUgraphExec_st *exec))
+    X(cuGraphExecDestroy, rzcu_result, (struct CUgraphExec_st *exec))                                        \
+    X(cuCtxDestroy, rzcu_result, (rzcu_context ctx))                                                          \
+    X(cuDevicePrimaryCtxRelease, rzcu_result, (rzcu_device dev))                                              \
+    X(cuDevicePrimaryCtxReset, rzcu_result, (rzcu_device dev))
 
 /* Declarations of every exported driver entry point (define CUDA_EMU_NO_DRIVER_DECLS to leave them out). */
 #ifndef CUDA_EMU_NO_DRIVER_DECLS

@@ -476,12 +476,15 @@ static void end_report(void)
       (pctx, dev))                                                                                          \
     X(cuDevicePrimaryCtxRelease_v2, rzcu_fn_cuDevicePrimaryCtxRelease_v2, (rzcu_device dev), (dev))         \
     X(cuDevicePrimaryCtxReset_v2, rzcu_fn_cuDevicePrimaryCtxReset_v2, (rzcu_device dev), (dev))             \
+    X(cuDevicePrimaryCtxRelease, rzcu_fn_cuDevicePrimaryCtxRelease_v2, (rzcu_device dev), (dev))            \
+    X(cuDevicePrimaryCtxReset, rzcu_fn_cuDevicePrimaryCtxReset_v2, (rzcu_device dev), (dev))                \
     X(cuDevicePrimaryCtxGetState, rzcu_fn_cuDevicePrimaryCtxGetState, (rzcu_device dev, unsigned int *flags, int *active), \
       (dev, flags, active))                                                                                 \
     X(cuCtxCreate_v4, rzcu_fn_cuCtxCreate_v4,                                                               \
       (rzcu_context * pctx, struct CUctxCreateParams_st * params, unsigned int flags, rzcu_device dev),      \
       (pctx, params, flags, dev))                                                                           \
     X(cuCtxDestroy_v2, rzcu_fn_cuCtxDestroy_v2, (rzcu_context ctx), (ctx))                                  \
+    X(cuCtxDestroy, rzcu_fn_cuCtxDestroy_v2, (rzcu_context ctx), (ctx))                                     \
     X(cuCtxGetCurrent, rzcu_fn_cuCtxGetCurrent, (rzcu_context * pctx), (pctx))                              \
     X(cuCtxSetCurrent, rzcu_fn_cuCtxSetCurrent, (rzcu_context ctx), (ctx))                                  \
     X(cuCtxPushCurrent_v2, rzcu_fn_cuCtxPushCurrent_v2, (rzcu_context ctx), (ctx))                          \

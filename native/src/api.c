@@ -273,12 +273,23 @@ static rzcu_result guard_free(const rz_zone_node_t *z) {
     return r;
 }
 
+/* A zone whose free the driver refused goes back into the registry as it was, allocation stack included (the
+ * copy taken when it was removed: its old node, and slot, may be another zone's by now). */
+static void readd_refused(const rz_zone_node_t *zone) {
+    uint64_t kept[RZ_STACK_MAX];
+    void *frames[RZ_STACK_MAX];
+    uint32_t n = rz__registry_removed_stack(zone->index, kept, RZ_STACK_MAX);
+    for (uint32_t i = 0; i < n; i++)
+        frames[i] = (void *)(uintptr_t)kept[i];
+    RZ_CHECK(rz__registry_add_stack(zone, frames, n) == RZ_OK || !"re-registering a zone whose free failed");
+}
+
 /* The free of a guard-page zone (already out of the registry): unmap, release, count. */
 __attribute__((cold, noinline)) static int free_guarded(const rz_zone_node_t *zone) {
     rzcu_result r = guard_free(zone);
     if (r != RZCUDA_SUCCESS) {
         rz__record_unmap_failure();
-        RZ_CHECK(rz__registry_add(zone) == RZ_OK || !"re-registering a zone whose free failed");
+        readd_refused(zone);
         return (int)r;
     }
     rz_devptr_t base;
@@ -568,7 +579,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
          * overtake it, so a refused cuMemFreeAsync leaves the band as it is. */
         if (checked && !req->async)
             refused_free_rearm(&zone);
-        RZ_CHECK(rz__registry_add(&zone) == RZ_OK || !"re-registering a zone whose free failed");
+        readd_refused(&zone);
         return (int)r;
     }
     rz__record_unmap(zone.user_bytes + zone.pad_bytes + rz__zone_front(&zone));

@@ -133,6 +133,41 @@ static size_t zone_bands(const rz_zone_node_t *z, rz_band_io_t *io, uint8_t valu
     return 2;
 }
 
+/*
+ * Whether the driver still shows zone z's allocation at its address. A zone dies with its context, which
+ * redzone sees end through the wrapped calls; a context that ends some other way leaves zones whose memory
+ * the driver may since have handed out again, to a larger buffer that has the old range in its middle. So
+ * before a band is written for a zone whose context it learns from the driver (lazy install), and before a
+ * band that differs or could not be read is judged, the zone must be the block the driver shows there: an
+ * allocation that starts at the zone's base. (A later one with the same base, made through redzone, already
+ * replaced the zone in the registry; one made past redzone with the same base is not told apart.) ZONE_GONE
+ * when the driver says otherwise; ZONE_UNKNOWN when it cannot say: the zone keeps its standing. Pointer
+ * attributes need no current context (the agent thread has none). Not asked on the way of a clean scan or a
+ * poison, which stay a constant number of driver calls.
+ */
+enum { ZONE_ALIVE, ZONE_GONE, ZONE_UNKNOWN };
+
+/* 1 when the driver's allocation holding zone z's first byte starts elsewhere: a larger one has its range. */
+static int other_block_at(const rz_zone_node_t *z) {
+    rz_devptr_t raw = z->ptr - rz__zone_front(z), start = 0;
+    return rz__drv.cuPointerGetAttribute(&start, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, raw) == RZCUDA_SUCCESS &&
+           start != raw;
+}
+
+static int zone_state(const rz_zone_node_t *z) {
+    if (z->flags & RZ_ZONE_GUARD)
+        return ZONE_ALIVE; /* virtual memory redzone maps itself: freed only by redzone */
+    if (rz__drv.cuPointerGetAttribute == NULL)
+        return ZONE_UNKNOWN;
+    rzcu_context owner = NULL;
+    rzcu_result r = rz__drv.cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr - rz__zone_front(z));
+    if (r == RZCUDA_ERROR_INVALID_VALUE)
+        return ZONE_GONE; /* no allocation there (or virtual memory, which no zone of this kind is) */
+    if (r != RZCUDA_SUCCESS)
+        return ZONE_UNKNOWN;
+    return other_block_at(z) ? ZONE_GONE : ZONE_ALIVE;
+}
+
 /* The agent waits at most this long for the registry (a thread stopped by the debugger may hold it). */
 #define AGENT_LOCK_TIMEOUT_MS 1500
 
@@ -187,8 +222,9 @@ static int install_pending_locked(void) {
             rz_zone_node_t *z = g_pending_nodes[i];
             rzcu_result q = z->ctx ? RZCUDA_SUCCESS
                                    : rz__drv.cuPointerGetAttribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
-            if (q == RZCUDA_ERROR_INVALID_VALUE) {
-                /* The driver no longer knows the memory (its context was destroyed): forget the zone. */
+            if (q == RZCUDA_ERROR_INVALID_VALUE || (q == RZCUDA_SUCCESS && other_block_at(z))) {
+                /* The driver no longer knows the memory, or shows another allocation there (its context ended
+                 * unseen): forget the zone, whose context the answer was not. */
                 rz__registry_drop_stale(z->ptr);
                 gone++;
                 continue;
@@ -336,12 +372,9 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
         for (size_t i = 0; i < n; i++) {
             if (!g_io[i].failed || g_io[i].front)
                 continue;
-            rzcu_context owner;
             /* A guard-page zone's memory belongs to no context (the driver names none for it) and is freed only
-             * by redzone: it is never stale. */
-            if (!(g_nodes[i]->flags & RZ_ZONE_GUARD) && rz__drv.cuPointerGetAttribute &&
-                rz__drv.cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, g_nodes[i]->ptr) ==
-                    RZCUDA_ERROR_INVALID_VALUE) {
+             * by redzone: it is never stale (zone_state). */
+            if (zone_state(g_nodes[i]) == ZONE_GONE) {
                 g_io[i].failed = 2; /* stale: forgotten below, not counted as unread */
                 gone++;
             } else {
@@ -366,6 +399,25 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
         if (failed)
             rc = RZ_EDRIVER; /* the other contexts' bands were read: judge those */
     }
+    /* A band that differs is judged (and re-filled) only while the driver still shows its zone there: the
+     * bytes of another allocation where a dead zone's band was are that allocation's own. */
+    size_t gone_now = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (g_io[i].failed)
+            continue;
+        rz_zone_node_t *z = g_nodes[i];
+        rz_violation_t v;
+        uint64_t bytes = g_io[i].front ? rz__zone_front(z) : z->pad_bytes;
+        if (!rz__band_violation(z, g_io[i].host, bytes, g_io[i].front, &v) || zone_state(z) != ZONE_GONE)
+            continue;
+        size_t first = i > 0 && g_nodes[i - 1] == z ? i - 1 : i; /* a zone's entries are adjacent */
+        for (size_t j = first; j < n && g_nodes[j] == z; j++)
+            g_io[j].failed = 2; /* stale, as above */
+        rz__registry_drop_stale(z->ptr); /* the node is not reused under the lock: its entries stay readable */
+        gone_now++;
+    }
+    if (gone_now)
+        rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone_now);
     size_t nrefill = 0;
     for (size_t i = 0; i < n; i++) {
         rz_zone_node_t *z = g_nodes[i];

@@ -295,6 +295,17 @@ RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF)
 #undef RZCU_VARIANT_TYPEDEF
 
 /*
+ * Y(exported name, newer name): older ABIs of the entry points that end a context (CUDA 2.0 cuCtxDestroy,
+ * CUDA 7.0 cuDevicePrimaryCtxRelease/Reset), with the newer one's parameters. Drivers still export them for
+ * programs built against old headers, and cuGetProcAddress hands them out for old versions; cuda.h 13 no
+ * longer declares them, so they cannot be checked against it.
+ */
+#define RZCU_LEGACY_ENTRY_POINTS(Y)                                                                          \
+    Y(cuCtxDestroy, cuCtxDestroy_v2)                                                                         \
+    Y(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                                               \
+    Y(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2)
+
+/*
  * The CUDA 11.3 entry point cuGetProcAddress (no status out-parameter). Still exported by CUDA 13 drivers
  * and used by older runtimes; cuda.h 13 no longer declares it, so it cannot be checked against it.
  */

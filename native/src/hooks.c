@@ -163,6 +163,8 @@ rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_d
     }
     if (z == NULL && __atomic_load_n(&RZ_STATE.guard_live, __ATOMIC_RELAXED))
         z = rz__guard_zone_containing(dptr); /* the driver answered with the whole guard mapping */
+    if (z && size < rz__zone_mapped_bytes(z))
+        z = NULL; /* a smaller block than the zone's (its context ended unseen): the driver's own answer */
     if (z && (z->pad_bytes || (z->flags & RZ_ZONE_GUARD))) {
         if (dptr < z->ptr || dptr >= z->ptr + z->user_bytes) {
             r = RZCUDA_ERROR_NOT_FOUND; /* inside a band: no allocation of the program's */
@@ -308,9 +310,7 @@ rzcu_result cuStreamDestroy_v2(rzcu_stream s) {
  * been); after, they and the library's stream and kernel state for the handle are forgotten. A primary
  * context ends on its last release (the driver says whether it is still active) or on a reset.
  */
-RZ_EXPORT rzcu_fn_cuCtxDestroy_v2 cuCtxDestroy_v2;
-rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
-    rzcu_fn_cuCtxDestroy_v2 *real = REAL(cuCtxDestroy_v2);
+static rzcu_result ctx_destroy(rzcu_fn_cuCtxDestroy_v2 *real, rzcu_context ctx) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
@@ -326,9 +326,7 @@ rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
     return r;
 }
 
-RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease_v2;
-rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
-    rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real = REAL(cuDevicePrimaryCtxRelease_v2);
+static rzcu_result primary_release(rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real, rzcu_device dev) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
@@ -347,9 +345,7 @@ rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
     return r;
 }
 
-RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2;
-rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
-    rzcu_fn_cuDevicePrimaryCtxReset_v2 *real = REAL(cuDevicePrimaryCtxReset_v2);
+static rzcu_result primary_reset(rzcu_fn_cuDevicePrimaryCtxReset_v2 *real, rzcu_device dev) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
@@ -365,6 +361,23 @@ rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
     LEAVE();
     return r;
 }
+
+/* Each under its current name and under the older ABI's (cu.h: RZCU_LEGACY_ENTRY_POINTS), which a program
+ * built against old headers calls, and cuGetProcAddress hands out for an old version: a context ended that
+ * way ends for redzone too. */
+RZ_EXPORT rzcu_fn_cuCtxDestroy_v2 cuCtxDestroy_v2, cuCtxDestroy;
+rzcu_result cuCtxDestroy_v2(rzcu_context ctx) { return ctx_destroy(REAL(cuCtxDestroy_v2), ctx); }
+rzcu_result cuCtxDestroy(rzcu_context ctx) { return ctx_destroy(REAL(cuCtxDestroy), ctx); }
+
+RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease;
+rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
+    return primary_release(REAL(cuDevicePrimaryCtxRelease_v2), dev);
+}
+rzcu_result cuDevicePrimaryCtxRelease(rzcu_device dev) { return primary_release(REAL(cuDevicePrimaryCtxRelease), dev); }
+
+RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset;
+rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) { return primary_reset(REAL(cuDevicePrimaryCtxReset_v2), dev); }
+rzcu_result cuDevicePrimaryCtxReset(rzcu_device dev) { return primary_reset(REAL(cuDevicePrimaryCtxReset), dev); }
 
 /* ---- launches: kernel attribution -------------------------------------------------------------------- */
 #define LAUNCH(name, real_field, per_thread)                                                                 \
@@ -414,7 +427,8 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize) X(cuLaunchKernel)               \
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
-    X(cuPointerGetAttribute) X(cuStreamDestroy_v2)
+    X(cuPointerGetAttribute) X(cuStreamDestroy_v2) X(cuCtxDestroy) X(cuDevicePrimaryCtxRelease)                \
+    X(cuDevicePrimaryCtxReset)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

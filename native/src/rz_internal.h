@@ -95,8 +95,19 @@ void rz__options_markdown(int fd);
 
 /* ---- output (report.c) ------------------------------------------------------------------------------ */
 /* Every line goes through here: fixed buffer, no allocation, recursion guard. */
-void rz__log_open(const char *path);
-int rz__log_fd(void);
+/* path: METRALE_REDZONE_LOG with %p expanded; template: as given (a %p in it: one file per process, forked
+ * children included, lines without the pid; else every line starts with `redzone[<pid>]: `). */
+void rz__log_open(const char *path, const char *template);
+/* Lines already formatted ('\n'-terminated) to the log, each with the pid where log lines carry it. */
+void rz__log_text(const char *text, size_t len);
+/* A path option's value with each %p replaced by the process id: 0, or -1 when it does not fit. */
+int rz__expand_path(const char *value, char *out, size_t cap);
+/* The process id in decimal into out (at least 21 bytes), NUL-terminated; async-signal-safe. */
+void rz__format_pid(char *out);
+/* For writers that cannot use rz__log (the fatal-signal handler), async-signal-safe: a forked child's own
+ * per-process log opened if it is still to be, then the `redzone[<pid>]: ` a line gets (empty where lines
+ * carry no pid) in out (at least 64 bytes); returns its length. */
+size_t rz__log_line_start(char *out);
 void rz__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rz__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rz__write_all(int fd, const char *buf, size_t len);
@@ -331,6 +342,7 @@ typedef struct rz_driver {
 #undef RZ_DRIVER_FIELD
 #define RZ_DRIVER_VARIANT(variant, base) rzcu_fn_##base *variant;
     RZCU_PER_THREAD_VARIANTS(RZ_DRIVER_VARIANT)
+    RZCU_LEGACY_ENTRY_POINTS(RZ_DRIVER_VARIANT)
 #undef RZ_DRIVER_VARIANT
     rzcu_fn_cuGetProcAddress *cuGetProcAddress;
     struct { /* the entry points hooks.c wraps to install bands first, by exported name */
@@ -441,6 +453,8 @@ void rz__dev_release_retired(void);
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
+/* The stream part of it (device_ctx.c). */
+void rz__dev_streams_reset(void);
 /* A page-locked buffer of `bytes` (at most 4 KiB) for a copy queued in a program's stream, or NULL (use
  * pageable memory); give it back with rz__dev_pinned_free, which returns 0 for memory that is not one.
  * Both take only a mutex: callable from a stream's host function. */
