@@ -532,6 +532,7 @@ static void end_report(void)
     X(cuEventRecord, rzcu_fn_cuEventRecord, (rzcu_event e, rzcu_stream s), (e, s))                          \
     X(cuEventRecord_ptsz, rzcu_fn_cuEventRecord, (rzcu_event e, rzcu_stream s), (e, s))                     \
     X(cuEventSynchronize, rzcu_fn_cuEventSynchronize, (rzcu_event e), (e))                                  \
+    X(cuEventQuery, rzcu_fn_cuEventQuery, (rzcu_event e), (e))                                              \
     X(cuEventDestroy_v2, rzcu_fn_cuEventDestroy_v2, (rzcu_event e), (e))                                    \
     X(cuModuleLoadData, rzcu_fn_cuModuleLoadData, (rzcu_module * pmod, const void *image), (pmod, image))   \
     X(cuModuleUnload, rzcu_fn_cuModuleUnload, (rzcu_module mod), (mod))                                     \

@@ -65,6 +65,7 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_NOT_SUPPORTED, 801)                     \
     X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)        \
     X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)        \
+    X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, 906)           \
     X(CUDA_ERROR_UNKNOWN, 999)
 
 enum {
@@ -230,6 +231,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuEventCreate, rzcu_result, (rzcu_event * pe, unsigned int flags))                                    \
     X(cuEventRecord, rzcu_result, (rzcu_event e, rzcu_stream s))                                            \
     X(cuEventSynchronize, rzcu_result, (rzcu_event e))                                                      \
+    X(cuEventQuery, rzcu_result, (rzcu_event e))                                                            \
     X(cuEventDestroy_v2, rzcu_result, (rzcu_event e))                                                       \
     X(cuModuleLoadData, rzcu_result, (rzcu_module * pmod, const void *image))                               \
     X(cuModuleUnload, rzcu_result, (rzcu_module mod))                                                       \
