@@ -24,7 +24,8 @@
  * in API order (as cuMemAllocAsync outside capture allocates at the call), so the memory is valid earlier
  * and longer than the driver promises; the address is the same.
  *
- * Capture modes are accepted and not enforced beyond the captured stream and its context; the legacy stream
+ * Capture modes (cuStreamBeginCapture's, cuThreadExchangeStreamCaptureMode's) are accepted and not enforced
+ * beyond the captured stream and its context; the legacy stream
  * cannot be captured, and while a blocking stream of its context is, asking whether the legacy stream is
  * capturing is CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. The emulator has no graph node handles: capture info
  * reports no dependencies.
@@ -331,6 +332,20 @@ EMU_API rzcu_result cuStreamBeginCapture_v2_ptsz(rzcu_stream hstream, unsigned i
 {
     ENTER(cuStreamBeginCapture_v2_ptsz);
     return begin_capture(hstream, mode, true);
+}
+
+/* The thread's capture mode: kept and handed back, not enforced (see above). */
+static _Thread_local rzcu_capture_mode t_capture_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+
+EMU_API rzcu_result cuThreadExchangeStreamCaptureMode(rzcu_capture_mode *mode)
+{
+    ENTER(cuThreadExchangeStreamCaptureMode);
+    if (!mode || *mode > RZCU_STREAM_CAPTURE_MODE_RELAXED)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    rzcu_capture_mode old = t_capture_mode;
+    t_capture_mode = *mode;
+    *mode = old;
+    return RZCUDA_SUCCESS;
 }
 
 /* The legacy stream while a blocking stream of its context is captured: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */

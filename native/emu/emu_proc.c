@@ -100,6 +100,7 @@ static const struct proc_row rows[] = {
     {"cuKernelGetName", 12030, FN(cuKernelGetName), NULL, 0},
     {"cuStreamBeginCapture", 10010, FN(cuStreamBeginCapture_v2), FN(cuStreamBeginCapture_v2_ptsz), 10010},
     {"cuStreamEndCapture", 10000, FN(cuStreamEndCapture), FN(cuStreamEndCapture_ptsz), 10000},
+    {"cuThreadExchangeStreamCaptureMode", 10010, FN(cuThreadExchangeStreamCaptureMode), NULL, 0},
     {"cuStreamIsCapturing", 10000, FN(cuStreamIsCapturing), FN(cuStreamIsCapturing_ptsz), 10000},
     {"cuStreamGetCaptureInfo", 11030, FN(cuStreamGetCaptureInfo_v2), FN(cuStreamGetCaptureInfo_v2_ptsz), 11030},
     {"cuStreamGetCaptureInfo", 12030, FN(cuStreamGetCaptureInfo_v3), FN(cuStreamGetCaptureInfo_v3_ptsz), 12030},

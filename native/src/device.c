@@ -208,6 +208,7 @@ void rz__dev_reset(void) {
     g_pinned_state = 0;
     g_npinned_free = 0;
     rz__dev_check_reset();
+    rz__streamorder_reset();
 }
 
 void rz__dev_forget_ctx(void *ctx) {
@@ -220,6 +221,7 @@ void rz__dev_forget_ctx(void *ctx) {
     }
     pthread_mutex_unlock(&g_stream_lock);
     rz__dev_check_forget(ctx);
+    rz__fill_forget_ctx(ctx);
 }
 
 int rz__dev_primary_active(int dev) {
