@@ -490,6 +490,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                 rz__record_guard_install(pad + front); /* lazy: counted when the band is written */
             rz__count(RZ_C_live_zones, 1);
         }
+        if (zone.flags & RZ_ZONE_FILLING)
+            rz__fill_note(zone.ptr, zone.fill);
     }
     if (wanted && !rz__zone_watched(&zone))
         rz__count(RZ_C_unpadded_allocs, 1);
