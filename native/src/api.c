@@ -465,7 +465,7 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                          (unsigned long long)index, rz__cu_name(f));
                 zone.flags |= RZ_ZONE_UNWATCHED;
             } else if (is_async(req)) {
-                f = rz__fill_event(rz__stream_of(req->stream, req->per_thread), &zone.fill);
+                f = rz__fill_event(zone.ctx, rz__stream_of(req->stream, req->per_thread), &zone.fill);
                 if (f == RZCUDA_SUCCESS) {
                     zone.flags |= RZ_ZONE_FILLING;
                 } else {

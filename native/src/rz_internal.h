@@ -402,10 +402,10 @@ rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out);
 /* How many contexts have a library stream now (one each, dropped when the context ends). */
 size_t rz__dev_stream_count(void);
 /* ---- what the library leaves in a program's stream (streamorder.c) ------------------------------------- */
-/* Record an event after a stream-ordered band fill queued on s (current context): *fill, for the zone's
- * `fill`, names it. Never waits. RZCUDA_ERROR_OUT_OF_MEMORY when no event can be had (every slot waits on
+/* Record an event after a stream-ordered band fill queued on s (of ctx, the current context): *fill, for the
+ * zone's `fill`, names it. Never waits. RZCUDA_ERROR_OUT_OF_MEMORY when no event can be had (every slot waits on
  * other streams): the zone is then not watched. */
-rzcu_result rz__fill_event(rzcu_stream s, uint16_t *fill);
+rzcu_result rz__fill_event(void *ctx, rzcu_stream s, uint16_t *fill);
 /* Whether zone z's band is written (no RZ_ZONE_FILLING, or its event done: then the mark is cleared). Never
  * waits. Registry lock held, or z is a copy out of the registry. */
 int rz__zone_filled(rz_zone_node_t *z);

@@ -92,11 +92,10 @@ static unsigned fill_take_locked(void *ctx) {
     return i;
 }
 
-rzcu_result rz__fill_event(rzcu_stream s, uint16_t *fill) {
+rzcu_result rz__fill_event(void *ctx, rzcu_stream s, uint16_t *fill) {
     if (rz__drv.cuEventCreate == NULL || rz__drv.cuEventRecord == NULL || rz__drv.cuEventQuery == NULL ||
         rz__drv.cuEventDestroy_v2 == NULL)
         return RZCUDA_ERROR_NOT_SUPPORTED;
-    void *ctx = rz__dev_current_ctx();
     rzcu_result r = RZCUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&g_fill_lock);
     unsigned i = fill_take_locked(ctx);
