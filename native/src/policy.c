@@ -315,7 +315,11 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     /* In stream order the band is copied into page-locked memory when it fits: a copy into pageable memory
      * would return only once the stream's earlier work is done (a hidden host wait in cuMemFreeAsync). */
     size_t size = sizeof(struct async_check) + zone->pad_bytes + rz__zone_front(zone);
-    struct async_check *c = req->async ? rz__dev_pinned_alloc(size) : NULL;
+    rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
+    /* Captured: no pinned slot from the pool (its first use registers memory, which a capture in the global
+     * mode refuses); the graph's check has slots of its own. */
+    int captured = req->async && rz__stream_capturing(s);
+    struct async_check *c = req->async && !captured ? rz__dev_pinned_alloc(size) : NULL;
     if (c == NULL)
         c = malloc(size);
     if (c == NULL) {
@@ -325,8 +329,7 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     c->zone = *zone;
     c->nframes = rz__registry_removed_stack(zone->index, c->frames, RZ_STACK_MAX);
     if (req->async) {
-        rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
-        if (rz__stream_capturing(s)) {
+        if (captured) {
             /* A free captured into a graph: nothing may synchronise the stream, and what is captured runs at
              * every launch. Graph memory is checked in the graph; any other free the driver refuses during
              * capture (a free node takes graph memory only), so nothing is captured for it. */

@@ -416,6 +416,8 @@ int rz__zone_fill_stream(const rz_zone_node_t *z, rzcu_stream *s);
  * registry lock (one load when nothing is noted). */
 void rz__fill_note(uint64_t ptr, uint16_t fill);
 void rz__fills_settle(void);
+/* Tell helgrind which of these are atomics read without a lock (rz_annotate.h). */
+void rz__streamorder_annotate(void);
 /* Context ctx has ended: its events went with it. */
 void rz__fill_forget_ctx(void *ctx);
 /* Events the fill slots hold now (tests: bounded, released with their contexts). */

@@ -16,9 +16,9 @@
  * and reused: a slot whose event is done goes back to the free list, and a zone keeps its slot's number and
  * generation (fill = slot | gen << FILL_GEN_SHIFT), so a zone whose slot was reused since (which happens only
  * once its event was done) is seen done at once. When every slot is waiting, a few are queried for
- * completion; failing that, the allocation shares the newest waiting slot of its stream (the event recorded
- * again covers both fills: the later completes after the earlier); failing that (more streams with fills in
- * flight than slots), the zone is not watched. Nothing here waits. A context's events go with it (the
+ * completion; failing that, the allocation shares a waiting slot of its stream (the event recorded again
+ * covers both fills: the later completes after the earlier; never the per-thread stream, whose handle names
+ * another stream on each thread); failing that, the zone is not watched. Nothing here waits. A context's events go with it (the
  * context-end hooks, rz__dev_forget_ctx): its slots are emptied, never destroyed by hand.
  *
  * Graph check slots. A cuMemFreeAsync captured into a graph gets a band copy and a host function captured
@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "rz_annotate.h"
 #include "rz_internal.h"
 
 #define FILL_SLOTS 1024u
@@ -111,7 +112,8 @@ rzcu_result rz__fill_event(void *ctx, rzcu_stream s, uint16_t *fill) {
         /* Every slot waits: share this stream's newest one, recorded again after this fill. */
         for (unsigned k = g_fill_used; k-- > 0;) {
             struct fill_slot *f = &g_fill[k];
-            if (f->waiting && f->ctx == ctx && f->stream == s) {
+            /* not the per-thread stream: its handle names another stream on each thread */
+            if (f->waiting && f->ctx == ctx && f->stream == s && s != RZCU_STREAM_PER_THREAD) {
                 r = rz__drv.cuEventRecord(f->event, s);
                 i = r == RZCUDA_SUCCESS ? k : FILL_SLOTS;
                 break;
@@ -155,6 +157,9 @@ static struct filling {
 } g_filling[FILLING_LIST];
 static unsigned g_nfilling;          /* under g_fill_lock */
 static _Atomic unsigned g_filling_hint; /* g_nfilling, read without the lock */
+
+/* helgrind: the hint is a C11 atomic read without the lock. */
+void rz__streamorder_annotate(void) { RZ_ANNOTATE_ATOMIC(&g_filling_hint, sizeof g_filling_hint); }
 
 void rz__fill_note(uint64_t ptr, uint16_t fill) {
     pthread_mutex_lock(&g_fill_lock);
