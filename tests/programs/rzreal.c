@@ -34,9 +34,8 @@
  *                      instantiated and launched twice, then destroyed
  *   rzreal asyncalloc  a stream-ordered allocation made while a kernel earlier on its stream waits for a flag the
  *                      host sets only after the allocation returns (a deadlock if the allocation waits for the
- *                      stream); how many host waits it made; a synchronisation of another stream then (a scan with
- *                      METRALE_REDZONE_SCAN=sync, before the band's memset has run); then the flag, and a kernel
- *                      writing 8 bytes past the end
+ *                      stream); how many host waits it made; a synchronisation of another stream then (before
+ *                      the band's memset has run); then the flag, and a kernel writing 8 bytes past the end
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
