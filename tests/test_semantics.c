@@ -231,14 +231,49 @@ Test(semantics, stream_ordered_free_check_adds_no_host_wait) {
     cr_assert(strstr(out, "redzone: alloc#1 was violated when it was freed\n"), "%s", out);
 }
 
-/* A stream-ordered allocation while its stream is captured: redzone must not synchronise that stream (which
- * the driver forbids during capture, invalidating the program's graph); the graph is the program's to run. */
-Test(semantics, allocation_during_stream_capture_keeps_the_capture_valid) {
+/* An allocation, a kernel and a free captured into a graph (memory nodes), launched twice: redzone must not
+ * synchronise the captured stream (which the driver forbids, invalidating the program's graph), and what it
+ * captures must survive every launch (no buffer freed by the first); an overrun by the captured kernel is
+ * reported at each launch, by the check captured with the free. */
+Test(semantics, allocation_and_free_captured_into_a_graph_keep_the_capture_valid) {
     const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
-    const char *argv[] = {RZREAL, "capture", NULL};
+    const char *argv[] = {RZREAL, "capture", "inside", NULL};
     cr_assert_eq(run(env, argv), 0, "%s", out);
     cr_assert(strstr(out, "rzreal: end of capture: 0\n"), "%s", out);
     cr_assert(strstr(out, "rzreal: graph launched twice\n"), "%s", out);
     cr_assert(!strstr(out, "warning"), "%s", out);
     cr_assert(!strstr(out, "REDZONE VIOLATION"), "%s", out);
+    cr_assert(strstr(out, "redzone: exit: 0 violated at exit; 0 violations in 1 scans; 1 allocations, 0 live, 0 unpadded"),
+              "%s", out);
+}
+
+Test(semantics, overrun_by_a_captured_kernel_is_reported_at_each_launch) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZREAL, "capture", "past", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: end of capture: 0\n"), "%s", out);
+    const char *report = VIOLATION_1000 "  kernels launched since alloc#0 was last seen clean (most recent first): "
+                         "past\nredzone: alloc#0 was violated when it was freed\n";
+    const char *once = strstr(out, report), *launched = strstr(out, "rzreal: graph launched once\n");
+    cr_assert(once && launched && once < launched, "the first launch's report: %s", out);
+    cr_assert(strstr(launched, VIOLATION_1000), "the second launch's: %s", out);
+    cr_assert(strstr(out, "rzreal: graph launched twice\n"), "%s", out);
+    cr_assert_eq(count(out, "REDZONE VIOLATION"), 2, "%s", out);
+    cr_assert(!strstr(out, "warning"), "%s", out);
+}
+
+/* A kernel earlier on the stream waits for a flag the host sets after cuMemAllocAsync returns: the allocation
+ * must not wait for the stream (it did: the program never finished), nor make any host wait; nothing is
+ * reported while the band's memset is still queued (a sync of another stream then), and an overrun after it
+ * landed is reported once. (A scan right after the allocation: streamorder::, and gdb case filling.) */
+Test(semantics, stream_ordered_allocation_behind_a_waiting_kernel_returns, .timeout = 60) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_SCAN=free,exit,sync", NULL};
+    const char *argv[] = {RZREAL, "asyncalloc", NULL};
+    cr_assert_eq(run(env, argv), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: allocated behind a kernel waiting for the host; host waits: 0\n"
+                          "rzreal: another stream synchronised before the band's memset ran\n"), "%s", out);
+    cr_assert(strstr(out, VIOLATION_1000), "%s", out);
+    cr_assert(strstr(out, "redzone scan: 1 zones checked, 1 violated\nrzreal: written past the end after the band "
+                          "landed\n"), "%s", out);
+    cr_assert_eq(count(out, "REDZONE VIOLATION"), 1, "%s", out);
 }

@@ -184,6 +184,8 @@ void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
 /* Driver entry points the emulator exports beyond cu.h's lists (X(name, ret, params), as in cu.h). */
 struct CUgraph_st;     /* CUgraph */
 struct CUgraphExec_st; /* CUgraphExec */
+struct CUgraphNode_st; /* CUgraphNode */
+struct CUgraphEdgeData_st; /* CUgraphEdgeData */
 #define CUDA_EMU_EXTRA_ENTRY_POINTS(X)                                                                        \
     X(cuMemcpy, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)) \
     X(cuMemcpy_ptds, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)) \
@@ -225,10 +227,26 @@ struct CUgraphExec_st; /* CUgraphExec */
     X(cuLibraryGetKernel, rzcu_result, (rzcu_kernel * pkernel, rzcu_library library, const char *name))       \
     X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))                                 \
     X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, unsigned int mode))                               \
+    X(cuStreamBeginCapture_v2_ptsz, rzcu_result, (rzcu_stream s, unsigned int mode))                          \
     X(cuStreamEndCapture, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                            \
+    X(cuStreamEndCapture_ptsz, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                       \
+    X(cuStreamIsCapturing_ptsz, rzcu_result, (rzcu_stream s, rzcu_capture_status *status))                    \
+    X(cuStreamGetCaptureInfo_v2, rzcu_result,                                                                 \
+      (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \
+       struct CUgraphNode_st *const **deps, size_t *ndeps))                                                   \
+    X(cuStreamGetCaptureInfo_v2_ptsz, rzcu_result,                                                            \
+      (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \
+       struct CUgraphNode_st *const **deps, size_t *ndeps))                                                   \
+    X(cuStreamGetCaptureInfo_v3, rzcu_result,                                                                 \
+      (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \
+       struct CUgraphNode_st *const **deps, const struct CUgraphEdgeData_st **edges, size_t *ndeps))          \
+    X(cuStreamGetCaptureInfo_v3_ptsz, rzcu_result,                                                            \
+      (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \
+       struct CUgraphNode_st *const **deps, const struct CUgraphEdgeData_st **edges, size_t *ndeps))          \
     X(cuGraphInstantiateWithFlags, rzcu_result,                                                               \
       (struct CUgraphExec_st **exec, struct CUgraph_st *graph, unsigned long long flags))                     \
     X(cuGraphLaunch, rzcu_result, (void *graph_exec, rzcu_stream s))                                          \
+    X(cuGraphLaunch_ptsz, rzcu_result, (void *graph_exec, rzcu_stream s))                                     \
     X(cuGraphDestroy, rzcu_result, (struct CUgraph_st *graph))                                                \
     X(cuGraphExecDestroy, rzcu_result, (struct CUgraphExec_st *exec))                                        \
     X(cuCtxDestroy, rzcu_result, (rzcu_context ctx))                                                          \

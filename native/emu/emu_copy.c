@@ -544,7 +544,8 @@ EMU_API rzcu_result cuDeviceGetDefaultMemPool(rzcu_mem_pool *pool, rzcu_device d
 /*
  * The memory is allocated at the call, from the pool's device (the stream's device for cuMemAllocAsync), and
  * owned by the stream's context; nothing is queued. It is valid earlier than the driver promises (work
- * ordered after the allocation), which no correct program can tell apart.
+ * ordered after the allocation), which no correct program can tell apart. On a captured stream: an allocation
+ * node (emu_graph.c).
  */
 static rzcu_result do_alloc_async(rzcu_deviceptr *dptr, size_t bytesize, bool from_pool, rzcu_mem_pool hpool,
                                   rzcu_stream hstream, bool per_thread)
@@ -560,6 +561,8 @@ static rzcu_result do_alloc_async(rzcu_deviceptr *dptr, size_t bytesize, bool fr
             return RZCUDA_ERROR_INVALID_VALUE;
         device = pool->device;
     }
+    if (atomic_load(&s->capture))
+        return emu_capture_alloc(s, device, bytesize, dptr); /* an allocation node: the graph's memory */
     rzcu_result r = emu_mem_alloc(s->ctx, device, bytesize, dptr);
     if (r == RZCUDA_SUCCESS)
         pool_note(*dptr);
@@ -604,7 +607,8 @@ static rzcu_result do_free_async(rzcu_deviceptr dptr, rzcu_stream hstream, bool 
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
     if (!dptr)
         return RZCUDA_SUCCESS;
-    CHECK(emu_capture_refuse_sync(NULL, s)); /* no memory free nodes in emulated graphs (emu_graph.c) */
+    if (atomic_load(&s->capture))
+        return emu_capture_free(s, dptr); /* a free node, of a graph allocation only */
     struct op *op = emu_op_new(s->ctx, OP_FREE);
     if (!op)
         return RZCUDA_ERROR_OUT_OF_MEMORY;

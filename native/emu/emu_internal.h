@@ -85,6 +85,18 @@ rzcu_result emu_mem_free(rzcu_deviceptr p);
 rzcu_result emu_mem_mark_free_pending(rzcu_deviceptr p);
 void emu_mem_free_pending(rzcu_deviceptr p);
 bool emu_mem_is_base(rzcu_deviceptr p);
+/*
+ * Graph memory (emu_mem.c): the allocation of a graph's allocation node, with the graph memory id `id`
+ * (nonzero). cuMemFree and cuMemFreeAsync give it back to its graph (not live: no lookup, range check or
+ * free finds it) instead of releasing it. emu_mem_graph_id: the id of the live graph allocation whose base
+ * is p (0: none). emu_mem_graph_state: 1 live, 0 not live, -1 no such allocation. emu_mem_graph_release:
+ * the graph is gone; released when not live, else left to the program's free.
+ */
+rzcu_result emu_mem_graph_alloc(struct CUctx_st *ctx, int device, size_t size, uint64_t id, rzcu_deviceptr *out);
+uint64_t emu_mem_graph_id(rzcu_deviceptr p);
+int emu_mem_graph_state(rzcu_deviceptr p, uint64_t id);
+void emu_mem_graph_set_live(rzcu_deviceptr p, uint64_t id, bool live);
+void emu_mem_graph_release(rzcu_deviceptr p, uint64_t id);
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
 /* cuMemHostRegister / cuMemHostUnregister bookkeeping (overlap and unknown-base errors). */
 rzcu_result emu_host_register(void *p, size_t size);

@@ -119,6 +119,23 @@ EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
     return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
 }
 
+/* Whether the work captured by the last record has completed: CUDA_SUCCESS (also for an event never
+ * recorded), CUDA_ERROR_NOT_READY while it has not. Never waits. */
+EMU_API rzcu_result cuEventQuery(rzcu_event hevent)
+{
+    ENTER(cuEventQuery);
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&e->mu);
+    struct CUstream_st *s = e->s;
+    uint64_t seq = e->seq;
+    pthread_mutex_unlock(&e->mu);
+    if (s && emu_completed(s) < seq)
+        return RZCUDA_ERROR_NOT_READY;
+    return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
+}
+
 /* Returns at once, even while the captured work is pending. */
 EMU_API rzcu_result cuEventDestroy_v2(rzcu_event hevent)
 {

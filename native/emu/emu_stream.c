@@ -267,6 +267,9 @@ static void execute(struct op *op)
     case OP_KERNEL:
         op->kernel(&op->launch, op->kparams);
         break;
+    case OP_GALLOC:
+    case OP_GFREE:
+        break; /* applied by cuGraphLaunch, never queued */
     }
 }
 
@@ -305,6 +308,8 @@ static void run_queue(struct CUstream_st *s, bool idle_wait)
         pthread_mutex_unlock(&s->mu);
         for (size_t i = 0; i < op->ndeps; i++)
             emu_wait_seq(op->deps[i].s, op->deps[i].seq);
+        if (op->after.s)
+            emu_wait_seq(op->after.s, op->after.seq);
         if (op->kind == OP_KERNEL && emu_cfg.kernel_hold)
             hold_until_waited(op);
         /* After a kernel fault (CUDA_EMU_STICKY_FAULTS) the context's queued work is dropped, as on a GPU. */
@@ -416,6 +421,7 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
         bool can = (wait || runs_without_host(op->kind)) && !s->head && emu_completed(s) == s->submitted;
         for (size_t i = 0; i < nd && can; i++)
             can = emu_completed(op->deps[i].s) >= op->deps[i].seq;
+        can = can && (!op->after.s || emu_completed(op->after.s) >= op->after.seq);
         if (!can) {
             pthread_mutex_unlock(&s->mu);
             pthread_mutex_unlock(&ctx->mu);
@@ -431,6 +437,7 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
         run_inline = true;
         for (size_t i = 0; i < nd && run_inline; i++)
             run_inline = emu_completed(op->deps[i].s) >= op->deps[i].seq;
+        run_inline = run_inline && (!op->after.s || emu_completed(op->after.s) >= op->after.seq);
     }
     bool drain = false;
     atomic_fetch_add(&emu_pending_ops, 1); /* inline too: cuMemFree from another thread waits for it */

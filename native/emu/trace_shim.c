@@ -535,6 +535,7 @@ static void end_report(void)
     X(cuEventRecord, rzcu_fn_cuEventRecord, (rzcu_event e, rzcu_stream s), (e, s))                          \
     X(cuEventRecord_ptsz, rzcu_fn_cuEventRecord, (rzcu_event e, rzcu_stream s), (e, s))                     \
     X(cuEventSynchronize, rzcu_fn_cuEventSynchronize, (rzcu_event e), (e))                                  \
+    X(cuEventQuery, rzcu_fn_cuEventQuery, (rzcu_event e), (e))                                              \
     X(cuEventDestroy_v2, rzcu_fn_cuEventDestroy_v2, (rzcu_event e), (e))                                    \
     X(cuModuleLoadData, rzcu_fn_cuModuleLoadData, (rzcu_module * pmod, const void *image), (pmod, image))   \
     X(cuModuleUnload, rzcu_fn_cuModuleUnload, (rzcu_module mod), (mod))                                     \
@@ -543,6 +544,7 @@ static void end_report(void)
     X(cuFuncGetName, rzcu_fn_cuFuncGetName, (const char **name, rzcu_function f), (name, f))                \
     X(cuKernelGetName, rzcu_fn_cuKernelGetName, (const char **name, rzcu_kernel hfunc), (name, hfunc))      \
     X(cuStreamIsCapturing, rzcu_fn_cuStreamIsCapturing, (rzcu_stream s, rzcu_capture_status *status), (s, status)) \
+    X(cuThreadExchangeStreamCaptureMode, rzcu_fn_cuThreadExchangeStreamCaptureMode, (rzcu_capture_mode * mode), (mode)) \
     X(cuLaunchKernel, rzcu_fn_cuLaunchKernel,                                                               \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params, \

@@ -123,6 +123,10 @@ int rz__band_judge_front(const rz_zone_node_t *z, const uint8_t *band) {
     return judge(z, band, rz__zone_front(z), 1);
 }
 
+/* Whether zone z's band can be read and written now: not graph memory (allocated only while a launch of its
+ * graph has it), and not a stream-ordered fill still queued (asks the fill's event; never waits). */
+static int band_in_place(rz_zone_node_t *z) { return !(z->flags & RZ_ZONE_GRAPH) && rz__zone_filled(z); }
+
 /* The io entries of zone z's bands at io[0] (and io[1] for a front band): how many. */
 static size_t zone_bands(const rz_zone_node_t *z, rz_band_io_t *io, uint8_t value) {
     io[0] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes, .value = value};
@@ -474,7 +478,8 @@ static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, u
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
-        if (!rz__zone_watched(z) || (nonly == 1 && z->ctx != only[0]) || (nonly > 1 && !among(z->ctx, only, nonly)))
+        if (!rz__zone_watched(z) || (nonly == 1 && z->ctx != only[0]) || (nonly > 1 && !among(z->ctx, only, nonly)) ||
+            !band_in_place(z))
             continue;
         size_t zone_bytes = z->pad_bytes + rz__zone_front(z), bands = z->front_units ? 2 : 1;
         if (n > 0 && (n + bands > g_io_cap || used + zone_bytes > g_staging.size)) {
@@ -594,8 +599,8 @@ static int refill_all(void) {
     size_t n = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
         uint8_t want = rz__band_byte_for(z->index);
-        if (!rz__zone_watched(z) || want == z->expected)
-            continue;
+        if (!rz__zone_watched(z) || want == z->expected || !band_in_place(z))
+            continue; /* a fill still queued keeps the byte it was given (docs/design.md) */
         if (n + (z->front_units ? 2 : 1) > g_io_cap) {
             if (flush_fills(n) != RZ_OK)
                 rc = RZ_EDRIVER; /* the other batches still get the window: rolled back by the caller */

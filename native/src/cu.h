@@ -31,6 +31,8 @@ typedef struct CUfunc_st *rzcu_function;
 typedef struct CUkern_st *rzcu_kernel; /* CUkernel: a library's kernel, context-independent (CUDA 12) */
 typedef struct CUlib_st *rzcu_library;  /* CUlibrary */
 typedef unsigned int rzcu_capture_status; /* CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated */
+typedef unsigned int rzcu_capture_mode;   /* CUstreamCaptureMode: 0 global, 1 thread-local, 2 relaxed */
+#define RZCU_STREAM_CAPTURE_MODE_RELAXED 2
 typedef struct CUmemPoolHandle_st *rzcu_mem_pool;
 typedef void (*rzcu_host_fn)(void *user_data);
 
@@ -65,6 +67,7 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_NOT_SUPPORTED, 801)                     \
     X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)        \
     X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)        \
+    X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, 906)           \
     X(CUDA_ERROR_UNKNOWN, 999)
 
 enum {
@@ -230,6 +233,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuEventCreate, rzcu_result, (rzcu_event * pe, unsigned int flags))                                    \
     X(cuEventRecord, rzcu_result, (rzcu_event e, rzcu_stream s))                                            \
     X(cuEventSynchronize, rzcu_result, (rzcu_event e))                                                      \
+    X(cuEventQuery, rzcu_result, (rzcu_event e))                                                            \
     X(cuEventDestroy_v2, rzcu_result, (rzcu_event e))                                                       \
     X(cuModuleLoadData, rzcu_result, (rzcu_module * pmod, const void *image))                               \
     X(cuModuleUnload, rzcu_result, (rzcu_module mod))                                                       \
@@ -237,6 +241,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuFuncGetName, rzcu_result, (const char **name, rzcu_function f))                                     \
     X(cuKernelGetName, rzcu_result, (const char **name, rzcu_kernel hfunc))                                \
     X(cuStreamIsCapturing, rzcu_result, (rzcu_stream s, rzcu_capture_status *status))                      \
+    X(cuThreadExchangeStreamCaptureMode, rzcu_result, (rzcu_capture_mode * mode))                           \
     X(cuLaunchKernel, rzcu_result,                                                                          \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params,  \

@@ -146,6 +146,7 @@ void rz__dev_reset(void) {
     g_pinned_state = 0;
     g_npinned_free = 0;
     rz__dev_check_reset();
+    rz__streamorder_reset();
 }
 
 /*

@@ -84,6 +84,7 @@ void rz__dev_forget_ctx(void *ctx) {
     }
     pthread_mutex_unlock(&g_stream_lock);
     rz__dev_check_forget(ctx);
+    rz__fill_forget_ctx(ctx);
 }
 
 int rz__dev_primary_active(int dev) {

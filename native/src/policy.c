@@ -232,6 +232,15 @@ static void judge_freed(const struct async_check *c) {
     rz__registry_unlock();
 }
 
+static void defer_check(struct async_check *c) {
+    pthread_mutex_lock(&g_deferred_lock);
+    c->next = NULL;
+    *g_deferred_tail = c;
+    g_deferred_tail = &c->next;
+    atomic_store_explicit(&g_have_deferred, 1, memory_order_release);
+    pthread_mutex_unlock(&g_deferred_lock);
+}
+
 /* Host function in the program's stream: the band copy before it has completed; no CUDA calls here, and
  * no waiting for the registry lock (see above): a timeout of 0 only tries it. */
 static void async_check_cb(void *arg) {
@@ -247,12 +256,58 @@ static void async_check_cb(void *arg) {
         check_free(c);
         return;
     }
-    pthread_mutex_lock(&g_deferred_lock);
-    c->next = NULL;
-    *g_deferred_tail = c;
-    g_deferred_tail = &c->next;
-    atomic_store_explicit(&g_have_deferred, 1, memory_order_release);
-    pthread_mutex_unlock(&g_deferred_lock);
+    defer_check(c);
+}
+
+/*
+ * A cuMemFreeAsync captured into a graph, of memory the graph allocates (RZ_ZONE_GRAPH): the band copy and
+ * this host function are captured before the free node and run at every launch, as long as the graph lives,
+ * which the library cannot see end. So their buffer is a page-locked slot held for good (streamorder.c), and
+ * this function only reads it: never frees it, never queues it (a copy goes to the deferred list when the
+ * lock is busy). Launches of one executable run one after another, so no launch's copy overwrites the slot
+ * while the previous launch's check reads it.
+ */
+static void graph_check_cb(void *arg) {
+    const struct async_check *c = arg;
+    if (rz__registry_lock_timed(0) == RZ_OK) {
+        judge_deferred_locked();
+        judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
+        rz__registry_unlock();
+        return;
+    }
+    size_t size = sizeof *c + c->zone.pad_bytes + rz__zone_front(&c->zone);
+    struct async_check *copy = malloc(size);
+    if (copy == NULL) {
+        rz__warn("alloc#%llu: no host memory to judge its band at this graph launch",
+                 (unsigned long long)c->zone.index);
+        return;
+    }
+    memcpy(copy, c, size);
+    defer_check(copy);
+}
+
+/* Capture the check of graph zone `zone` (its stack in c) into the graph s is capturing. */
+static void capture_graph_check(const struct async_check *c, rzcu_stream s) {
+    const rz_zone_node_t *zone = &c->zone;
+    size_t size = sizeof *c + zone->pad_bytes + rz__zone_front(zone);
+    struct async_check *g = rz__graph_slot_take(size);
+    if (g == NULL) {
+        static atomic_int warned;
+        if (!atomic_exchange(&warned, 1))
+            rz__warn("alloc#%llu: a free captured into a graph is not checked: no page-locked slot left for it (or "
+                     "none can be had); later ones neither", (unsigned long long)zone->index);
+        return;
+    }
+    memcpy(g, c, sizeof *g);
+    rzcu_result r = rz__drv.cuMemcpyDtoHAsync_v2(g->band, zone->ptr + zone->user_bytes, zone->pad_bytes, s);
+    if (r == RZCUDA_SUCCESS && zone->front_units)
+        r = rz__drv.cuMemcpyDtoHAsync_v2(g->band + zone->pad_bytes, zone->ptr - rz__zone_front(zone),
+                                         rz__zone_front(zone), s);
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuLaunchHostFunc(s, graph_check_cb, g);
+    if (r != RZCUDA_SUCCESS) /* the slot stays taken: a copy captured already may write it at each launch */
+        rz__warn("alloc#%llu: capturing its band check into the graph failed with %s; not checked",
+                 (unsigned long long)zone->index, rz__cu_name(r));
 }
 
 void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) {
@@ -260,7 +315,11 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     /* In stream order the band is copied into page-locked memory when it fits: a copy into pageable memory
      * would return only once the stream's earlier work is done (a hidden host wait in cuMemFreeAsync). */
     size_t size = sizeof(struct async_check) + zone->pad_bytes + rz__zone_front(zone);
-    struct async_check *c = req->async ? rz__dev_pinned_alloc(size) : NULL;
+    rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
+    /* Captured: no pinned slot from the pool (its first use registers memory, which a capture in the global
+     * mode refuses); the graph's check has slots of its own. */
+    int captured = req->async && rz__stream_capturing(s);
+    struct async_check *c = req->async && !captured ? rz__dev_pinned_alloc(size) : NULL;
     if (c == NULL)
         c = malloc(size);
     if (c == NULL) {
@@ -270,10 +329,12 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     c->zone = *zone;
     c->nframes = rz__registry_removed_stack(zone->index, c->frames, RZ_STACK_MAX);
     if (req->async) {
-        rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
-        if (rz__stream_capturing(s)) {
-            /* A free captured into a graph: a host function freeing its buffer would run at every launch
-             * (the second would use freed memory), and the stream must not be synchronised. Not checked. */
+        if (captured) {
+            /* A free captured into a graph: nothing may synchronise the stream, and what is captured runs at
+             * every launch. Graph memory is checked in the graph; any other free the driver refuses during
+             * capture (a free node takes graph memory only), so nothing is captured for it. */
+            if (zone->flags & RZ_ZONE_GRAPH)
+                capture_graph_check(c, s);
             check_free(c);
             return;
         }

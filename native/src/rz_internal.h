@@ -150,7 +150,7 @@ typedef struct rz_zone_node {
     uint8_t flags; /* RZ_ZONE_UNWATCHED: pad bytes were allocated but hold no known band */
     uint8_t reserved0;
     uint16_t front_units; /* front band (METRALE_REDZONE_FRONT) in units of RZ_FRONT_UNIT bytes, before ptr */
-    uint8_t reserved[2];
+    uint16_t fill; /* RZ_ZONE_FILLING: the event slot and generation that follow its band fill (streamorder.c) */
 } rz_zone_node_t;
 
 /* The front band keeps the driver's alignment for the pointer the program gets: whole 256-byte units. */
@@ -164,6 +164,13 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
 #define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
 #define RZ_ZONE_STREAM_ORDERED 0x10 /* from cuMemAllocAsync/FromPoolAsync: cuMemFree of it does not wait */
 #define RZ_ZONE_QUEUED 0x20 /* transient, registry lock held: kept once while compacting the pending list */
+/* Stream-ordered band fill queued in the program's stream and not yet seen done (`fill` names its event): not
+ * read or judged until it is (rz__zone_filled), so a scan never judges a band the memset has not reached. */
+#define RZ_ZONE_FILLING 0x40
+/* Allocated while its stream was captured into a graph: the memory is the graph's, allocated only while a
+ * launch has it, and the band is written by a memset node at each launch. Scans and poisons leave it alone;
+ * its free (in the graph, or by the program after a launch) checks it. */
+#define RZ_ZONE_GRAPH 0x80
 /* Device bytes a zone holds, as counted in current_mapped_bytes: the user bytes and bands, or for a guard-page
  * zone its whole mapping (its 256-byte rounding up to whole granules). */
 static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {
@@ -406,6 +413,32 @@ void rz__dev_set_per_band(int per_band);
 rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out);
 /* How many contexts have a library stream now (one each, dropped when the context ends). */
 size_t rz__dev_stream_count(void);
+/* ---- what the library leaves in a program's stream (streamorder.c) ------------------------------------- */
+/* Record an event after a stream-ordered band fill queued on s (of ctx, the current context): *fill, for the
+ * zone's `fill`, names it. Never waits. RZCUDA_ERROR_OUT_OF_MEMORY when no event can be had (every slot waits on
+ * other streams): the zone is then not watched. */
+rzcu_result rz__fill_event(void *ctx, rzcu_stream s, uint16_t *fill);
+/* Whether zone z's band is written (no RZ_ZONE_FILLING, or its event done: then the mark is cleared). Never
+ * waits. Registry lock held, or z is a copy out of the registry. */
+int rz__zone_filled(rz_zone_node_t *z);
+/* The stream zone z's fill was queued on, while its event is not seen done: 1 and *s; else 0. */
+int rz__zone_fill_stream(const rz_zone_node_t *z, rzcu_stream *s);
+/* Note a zone just registered with RZ_ZONE_FILLING; rz__fills_settle (at successful synchronisations) clears
+ * the marks of noted zones whose fill is done, so a debugger that cannot ask events sees them soon. Takes the
+ * registry lock (one load when nothing is noted). */
+void rz__fill_note(uint64_t ptr, uint16_t fill);
+void rz__fills_settle(void);
+/* Tell helgrind which of these are atomics read without a lock (rz_annotate.h). */
+void rz__streamorder_annotate(void);
+/* Context ctx has ended: its events went with it. */
+void rz__fill_forget_ctx(void *ctx);
+/* Events the fill slots hold now (tests: bounded, released with their contexts). */
+unsigned rz__fill_events(void);
+/* A page-locked slot of `bytes` (at most 4 KiB) for a check captured into a graph, held for the rest of the
+ * process (the graph may be launched any time); NULL when none is left or pinning is not possible. */
+void *rz__graph_slot_take(size_t bytes);
+/* Forget the above (fork child). */
+void rz__streamorder_reset(void);
 /* Make ctx current for a band operation (pushed only when it is not); undo with rz__dev_leave. */
 rzcu_result rz__dev_enter(void *ctx, int *pushed);
 void rz__dev_leave(int pushed);

@@ -24,6 +24,9 @@
  *   rzprog ctxsync                      (METRALE_REDZONE_SCAN=sync) 100 zones in each of two contexts, device
  *                                       work in both, a sync; then an idle sync, and work in one context
  *                                       followed by a sync: every driver call of each counted
+ *   rzprog asyncbusy                    a stream-ordered allocation behind a kernel that waits for the host,
+ *                                       then rzprog_stop(1) (a debugger stops there); the kernel released, the
+ *                                       stream synchronised, one byte past the end written, rzprog_stop(2)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -444,6 +447,42 @@ static int mode_front(void) {
     return 0;
 }
 
+volatile int g_rzprog_where;
+void rzprog_stop(int where);
+__attribute__((noinline)) void rzprog_stop(int where) { g_rzprog_where = where; }
+
+CUDA_EMU_KERNEL(wait_host, sizeof(rzcu_deviceptr)) {
+    while (!__atomic_load_n((volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0), __ATOMIC_ACQUIRE)) {
+    }
+}
+
+static int mode_asyncbusy(void) {
+    setup(0);
+    rzcu_module mod;
+    rzcu_function wait;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&wait, mod, "wait_host"));
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    int *flag;
+    CHECK(cuMemAllocHost_v2((void **)&flag, sizeof *flag));
+    *flag = 0;
+    rzcu_deviceptr host_flag = (rzcu_deviceptr)(uintptr_t)flag, p;
+    void *params[] = {&host_flag};
+    CHECK(cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    CHECK(cuMemAllocAsync(&p, 1000, s));
+    rzprog_stop(1);
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    CHECK(cuStreamSynchronize(s));
+    overrun(p, 1000);
+    rzprog_stop(2);
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemFreeHost(flag));
+    printf("rzprog: asyncbusy done\n");
+    return 0;
+}
+
 static int mode_crash(const char *how) {
     setup(0);
     rzcu_deviceptr p;
@@ -530,6 +569,8 @@ int main(int argc, char **argv) {
         CHECK(cuMemFree_v2(p));
         return atoi(argv[2]);
     }
+    if (strcmp(mode, "asyncbusy") == 0)
+        return mode_asyncbusy();
     if (strcmp(mode, "idlesync") == 0)
         return mode_idlesync();
     if (strcmp(mode, "ctxsync") == 0)

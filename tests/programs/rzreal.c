@@ -28,8 +28,14 @@
  *   rzreal freeasync   a stream-ordered buffer overrun by a kernel queued on its stream, then cuMemFreeAsync on
  *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1 and
  *                      CUDA_EMU_PAGEABLE_SYNC=1: a copy into pageable memory would wait)
- *   rzreal capture     a stream-ordered allocation made while its stream is captured into a graph, a kernel
- *                      using it captured too; the graph instantiated and launched twice
+ *   rzreal capture inside|past
+ *                      a stream-ordered allocation, a kernel writing all its 1000 bytes (and with `past` 8 more)
+ *                      and its stream-ordered free, captured into a graph (memory nodes); the graph
+ *                      instantiated and launched twice, then destroyed
+ *   rzreal asyncalloc  a stream-ordered allocation made while a kernel earlier on its stream waits for a flag the
+ *                      host sets only after the allocation returns (a deadlock if the allocation waits for the
+ *                      stream); how many host waits it made; a synchronisation of another stream then (before
+ *                      the band's memset has run); then the flag, and a kernel writing 8 bytes past the end
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
@@ -386,7 +392,7 @@ static int mode_freeasync(void) {
     return 0;
 }
 
-static int mode_capture(void) {
+static int mode_capture(const char *how) {
     setup();
     rzcu_function f = past_fn();
     rzcu_stream s;
@@ -394,9 +400,10 @@ static int mode_capture(void) {
     rzcu_deviceptr p;
     CHECK(cuStreamBeginCapture_v2(s, 0));
     CHECK(cuMemAllocAsync(&p, 1000, s));
-    size_t at = 0, n = 1000;
+    size_t at = 0, n = strcmp(how, "past") == 0 ? 1008 : 1000;
     void *params[] = {&p, &at, &n};
     CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    CHECK(cuMemFreeAsync(p, s));
     struct CUgraph_st *graph = NULL;
     printf("rzreal: end of capture: %u\n", cuStreamEndCapture(s, &graph));
     if (graph == NULL)
@@ -404,13 +411,56 @@ static int mode_capture(void) {
     struct CUgraphExec_st *exec;
     CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
     CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    printf("rzreal: graph launched once\n");
     CHECK(cuGraphLaunch(exec, s));
     CHECK(cuStreamSynchronize(s));
     printf("rzreal: graph launched twice\n");
     CHECK(cuGraphExecDestroy(exec));
     CHECK(cuGraphDestroy(graph));
+    return 0;
+}
+
+/* Runs until the host sets *flag (a consumer waiting for its producer, as cuStreamWaitValue32 makes one). */
+CUDA_EMU_KERNEL(wait_host, sizeof(rzcu_deviceptr)) {
+    while (!__atomic_load_n((volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0), __ATOMIC_ACQUIRE)) {
+    }
+}
+
+static int mode_asyncalloc(void) {
+    setup();
+    rzcu_function f = past_fn(), wait;
+    rzcu_module mod;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&wait, mod, "wait_host"));
+    rzcu_stream s, other;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&other, RZCU_STREAM_NON_BLOCKING));
+    int *flag;
+    CHECK(cuMemAllocHost_v2((void **)&flag, sizeof *flag));
+    *flag = 0;
+    rzcu_deviceptr host_flag = (rzcu_deviceptr)(uintptr_t)flag, p;
+    void *wait_params[] = {&host_flag};
+    CHECK(cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, wait_params, NULL));
+    cuEmuResetCallCounts();
+    CHECK(cuMemAllocAsync(&p, 1000, s));
+    static const char *const waits[] = {"cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
+                                        "cuCtxSynchronize_v2", "cuEventSynchronize"};
+    unsigned long long n_waits = 0;
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++)
+        n_waits += cuEmuCallCount(waits[i]);
+    printf("rzreal: allocated behind a kernel waiting for the host; host waits: %llu\n", n_waits);
+    CHECK(cuStreamSynchronize(other));
+    printf("rzreal: another stream synchronised before the band's memset ran\n");
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    CHECK(cuStreamSynchronize(s));
+    printf("rzreal: written past the end after the band landed\n");
     CHECK(cuMemFreeAsync(p, s));
     CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemFreeHost(flag));
     return 0;
 }
 
@@ -419,8 +469,10 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
-    if (strcmp(mode, "capture") == 0)
-        return mode_capture();
+    if (strcmp(mode, "capture") == 0 && argc > 2)
+        return mode_capture(argv[2]);
+    if (strcmp(mode, "asyncalloc") == 0)
+        return mode_asyncalloc();
     if (strcmp(mode, "freeasync") == 0)
         return mode_freeasync();
     if (strcmp(mode, "library") == 0)
