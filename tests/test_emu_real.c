@@ -1,5 +1,5 @@
 /*
- * Tests of the emulated driver's imitations of real-driver behaviour added for issue 15 (tests/test_emu.c
+ * Tests of the emulated driver's imitations of real-driver behaviour added for issue 15 (tests/test_emu_*.c
  * holds the rest): kernels held until a thread waits (CUDA_EMU_KERNEL_HOLD), the primary context's reset
  * and state, and context handles handed out again after a destroy.
  */
