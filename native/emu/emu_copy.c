@@ -267,6 +267,14 @@ static rzcu_result memop(struct CUstream_st *s, enum op_kind kind, void *dst, co
     return r == RZCUDA_SUCCESS && wait ? emu_ctx_error(s->ctx) : r; /* a synchronous copy waited for a fault */
 }
 
+/* As the driver documents, an asynchronous copy from device memory to pageable host memory returns only once
+ * it has completed (it waits for the stream's earlier work); into pinned memory it is queued.
+ * CUDA_EMU_PAGEABLE_SYNC=0 queues it too. */
+bool emu_copy_waits(bool async, bool device_to_host, const void *host, size_t n)
+{
+    return !async || (emu_cfg.pageable_sync && device_to_host && !emu_host_is_pinned(host, n));
+}
+
 /* hstream is ignored when !async (the legacy stream, or the per-thread one for _ptds). */
 static rzcu_result do_copy(enum dir dir, uintptr_t dst, uintptr_t src, size_t n, bool async, rzcu_stream hstream,
                            bool per_thread)
@@ -283,10 +291,7 @@ static rzcu_result do_copy(enum dir dir, uintptr_t dst, uintptr_t src, size_t n,
         return RZCUDA_ERROR_INVALID_VALUE;
     if (dir == HTOD || dir == DTOD)
         emu_trace_write((rzcu_deviceptr)dst, n); /* before it runs: a queued copy may run on the worker */
-    /* CUDA_EMU_PAGEABLE_SYNC: as the driver documents, an asynchronous copy from device memory to pageable
-     * host memory returns only once it has completed (it waits for the stream's earlier work); into pinned
-     * memory it is queued. */
-    bool wait = !async || (emu_cfg.pageable_sync && dir == DTOH && !emu_host_is_pinned((const void *)dst, n));
+    bool wait = emu_copy_waits(async, dir == DTOH, (const void *)dst, n);
     return memop(s, OP_COPY, (void *)dst, (const void *)src, n, 0, wait);
 }
 

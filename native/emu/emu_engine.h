@@ -32,7 +32,14 @@ struct CUctx_st {
 
 enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
 
-enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL };
+enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL, OP_COPY3D };
+
+/* OP_COPY3D (cuMemcpy2D/3D): depth slices of height rows of width bytes, from src and dst (the first bytes
+ * copied), rows pitch bytes apart and slices slice bytes apart on each side. */
+struct copy_box {
+    size_t width, height, depth;
+    size_t src_pitch, src_slice, dst_pitch, dst_slice;
+};
 
 struct dep {
     struct CUstream_st *s;
@@ -59,6 +66,7 @@ struct op {
     unsigned elem;
     uint32_t pattern;
     size_t pitch, rows, row_bytes;
+    struct copy_box box; /* OP_COPY3D */
     rzcu_host_fn fn;
     void *user_data;
     struct batch_item *items;

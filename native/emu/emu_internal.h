@@ -103,6 +103,11 @@ size_t emu_mem_ranges_writable(const rzcu_deviceptr *ptrs, const size_t *sizes, 
 bool emu_mem_is_device_address(uintptr_t p);
 void emu_mem_free_context(struct CUctx_st *ctx);
 void emu_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+/* ---- copies (emu_copy.c) ---- */
+/* Whether a copy's call returns only once it has completed: a synchronous one, and an asynchronous one from
+ * device memory into pageable host memory [host, host + n) (not cuMemAllocHost/cuMemHostAlloc memory nor
+ * registered), as the driver documents. */
+bool emu_copy_waits(bool async, bool device_to_host, const void *host, size_t n);
 /* ---- pinned host memory (emu_host.c) ---- */
 rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out);
 rzcu_result emu_host_free(void *p);

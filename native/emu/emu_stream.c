@@ -231,6 +231,16 @@ static void pattern_set(const struct op *op)
 #endif
 }
 
+/* cuMemcpy2D/3D: row by row (rows may overlap neither side's next one: each is a memmove of its own). */
+static void box_copy(const struct op *op)
+{
+    const struct copy_box *b = &op->box;
+    for (size_t z = 0; z < b->depth; z++)
+        for (size_t y = 0; y < b->height; y++)
+            dma_copy((char *)op->dst + z * b->dst_slice + y * b->dst_pitch,
+                     (const char *)op->src + z * b->src_slice + y * b->src_pitch, b->width);
+}
+
 static void execute(struct op *op)
 {
     switch (op->kind) {
@@ -238,6 +248,9 @@ static void execute(struct op *op)
         break;
     case OP_COPY:
         dma_copy(op->dst, op->src, op->n);
+        break;
+    case OP_COPY3D:
+        box_copy(op);
         break;
     case OP_SET:
         if (op->elem <= 1 && op->rows == 0)
@@ -364,7 +377,7 @@ static void compact_streams_locked(struct CUctx_st *ctx)
  */
 static bool runs_without_host(enum op_kind kind)
 {
-    return kind == OP_COPY || kind == OP_SET || kind == OP_BATCH || kind == OP_NOP;
+    return kind == OP_COPY || kind == OP_COPY3D || kind == OP_SET || kind == OP_BATCH || kind == OP_NOP;
 }
 
 /*
