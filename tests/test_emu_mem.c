@@ -333,3 +333,47 @@ Test(emu, unified_addressing_across_devices)
     OK(cuCtxPopCurrent_v2(NULL));
     cr_assert_eq(free_bytes(), f0);
 }
+
+Test(emu, pointer_context_and_device_attributes)
+{
+    OK(cuInit(0));
+    rzcu_context a, b, owner = NULL;
+    OK(cuCtxCreate_v4(&a, NULL, 0, 0));
+    rzcu_deviceptr da, db;
+    OK(cuMemAlloc_v2(&da, 1000));
+    OK(cuCtxCreate_v4(&b, NULL, 0, 0)); /* now current: b */
+    OK(cuMemAlloc_v2(&db, 16));
+    OK(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, da + 999)); /* inside, from b */
+    cr_assert_eq(owner, a, "the allocating context, not the current one");
+    OK(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, db));
+    cr_assert_eq(owner, b);
+    int ordinal = -1;
+    OK(cuPointerGetAttribute(&ordinal, RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, db));
+    cr_assert_eq(ordinal, 0);
+    FAILS(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, da + 1000), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuPointerGetAttribute(NULL, RZCU_POINTER_ATTRIBUTE_CONTEXT, da), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuPointerGetAttribute(&owner, 2 /* DEVICE_POINTER: not emulated */, da), RZCUDA_ERROR_NOT_SUPPORTED);
+    OK(cuCtxDestroy_v2(a));
+    /* freed with its context */
+    FAILS(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, da), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuCtxDestroy_v2(b));
+}
+
+Test(emu, host_register_and_unregister)
+{
+    static char buf[3 * 4096], other[64];
+    FAILS(cuMemHostRegister_v2(buf, sizeof buf, RZCU_MEMHOSTREGISTER_PORTABLE), RZCUDA_ERROR_NOT_INITIALIZED);
+    primary_current();
+    FAILS(cuMemHostRegister_v2(NULL, 16, 0), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemHostRegister_v2(buf, 0, 0), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemHostRegister_v2(buf, 16, 0x100), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemHostRegister_v2(buf, sizeof buf, RZCU_MEMHOSTREGISTER_PORTABLE));
+    FAILS(cuMemHostRegister_v2(buf + 4096, 16, 0), RZCUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    OK(cuMemHostRegister_v2(other, sizeof other, 0));
+    FAILS(cuMemHostUnregister(buf + 1), RZCUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    OK(cuMemHostUnregister(buf));
+    FAILS(cuMemHostUnregister(buf), RZCUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    OK(cuMemHostUnregister(other));
+    OK(cuCtxSetCurrent(NULL));
+    FAILS(cuMemHostRegister_v2(buf, sizeof buf, 0), RZCUDA_ERROR_INVALID_CONTEXT);
+}

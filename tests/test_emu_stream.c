@@ -173,6 +173,81 @@ Test(emu, events_capture_the_work_recorded)
     FAILS(cuEventSynchronize((rzcu_event)&x), RZCUDA_ERROR_INVALID_HANDLE);
 }
 
+/* cuStreamWaitEvent: later work on the stream waits for the work the event captured, on another stream;
+ * the call itself does not wait. */
+Test(emu, stream_wait_event_orders_later_work)
+{
+    primary_current();
+    rzcu_stream s1, s2;
+    OK(cuStreamCreate(&s1, RZCU_STREAM_NON_BLOCKING));
+    OK(cuStreamCreate(&s2, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr p;
+    OK(cuMemAlloc_v2(&p, 16));
+    OK(cuMemsetD8_v2(p, 0, 16));
+    rzcu_event e, never;
+    OK(cuEventCreate(&e, 0));
+    OK(cuEventCreate(&never, 0));
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(s1, gate_wait_fn, &g));
+    OK(cuEventRecord(e, s1));
+    OK(cuStreamWaitEvent(s2, e, 0));
+    OK(cuMemsetD8Async(p, 0x5a, 16, s2));
+    gate_await_entered(&g);
+    unsigned char seen = 1;
+    OK(cuMemcpyDtoH_v2(&seen, p, 1)); /* the legacy stream does not wait for non-blocking streams */
+    cr_assert_eq(seen, 0, "the memset ran before the work the event captured");
+    gate_open(&g);
+    OK(cuStreamSynchronize(s2));
+    OK(cuMemcpyDtoH_v2(&seen, p, 1));
+    cr_assert_eq(seen, 0x5a);
+    /* complete or never-recorded events: nothing to wait for, the next copy runs in the call */
+    OK(cuStreamWaitEvent(s2, never, 0));
+    OK(cuStreamWaitEvent_ptsz(NULL, e, 0));
+    OK(cuMemsetD8Async(p, 0x33, 1, s2));
+    OK(cuMemcpyDtoH_v2(&seen, p, 1));
+    cr_assert_eq(seen, 0x33);
+    FAILS(cuStreamWaitEvent(s2, e, 1), RZCUDA_ERROR_INVALID_VALUE); /* CU_EVENT_WAIT_EXTERNAL: capture only */
+    FAILS(cuStreamWaitEvent(s2, NULL, 0), RZCUDA_ERROR_INVALID_HANDLE);
+    FAILS(cuStreamWaitEvent((rzcu_stream)&seen, e, 0), RZCUDA_ERROR_INVALID_HANDLE);
+    /* no event nodes in emulated graphs: refused during capture, which it invalidates */
+    OK(cuStreamBeginCapture_v2(s2, 0));
+    FAILS(cuStreamWaitEvent(s2, e, 0), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    struct CUgraph_st *graph;
+    FAILS(cuStreamEndCapture(s2, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    void *fn = NULL;
+    OK(cuGetProcAddress_v2("cuStreamWaitEvent", &fn, 13000, RZCU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+    cr_assert_eq(fn, (void *)&cuStreamWaitEvent_ptsz);
+    OK(cuGetProcAddress_v2("cuStreamWaitEvent", &fn, 3020, 0, NULL));
+    cr_assert_eq(fn, (void *)&cuStreamWaitEvent);
+}
+
+/* The legacy stream waits on an event of another context's stream too, and a blocking stream waiting on the
+ * legacy stream's event keeps both orders. */
+Test(emu, stream_wait_event_across_contexts)
+{
+    OK(cuInit(0));
+    rzcu_context a, b;
+    OK(cuCtxCreate_v4(&a, NULL, 0, 0));
+    rzcu_stream sa;
+    OK(cuStreamCreate(&sa, RZCU_STREAM_NON_BLOCKING));
+    rzcu_event e;
+    OK(cuEventCreate(&e, 0));
+    struct gate g = GATE_INIT;
+    int done = 0;
+    OK(cuLaunchHostFunc(sa, gate_wait_fn, &g));
+    OK(cuEventRecord(e, sa));
+    OK(cuCtxCreate_v4(&b, NULL, 0, 0)); /* now current: b */
+    OK(cuStreamWaitEvent(NULL, e, 0));
+    OK(cuLaunchHostFunc(NULL, set_flag_fn, &done));
+    gate_await_entered(&g);
+    cr_assert_eq(get_flag(&done), 0);
+    gate_open(&g);
+    OK(cuCtxSynchronize());
+    cr_assert_eq(get_flag(&done), 1);
+    OK(cuCtxDestroy_v2(b));
+    OK(cuCtxDestroy_v2(a));
+}
+
 Test(emu, event_on_legacy_stream_covers_blocking_streams)
 {
     primary_current();
@@ -346,48 +421,4 @@ Test(emu, multithreaded_alloc_free_no_overlap, .timeout = 120)
     }
     free(all);
     cr_assert_eq(free_bytes(), free0);
-}
-
-Test(emu, pointer_context_and_device_attributes)
-{
-    OK(cuInit(0));
-    rzcu_context a, b, owner = NULL;
-    OK(cuCtxCreate_v4(&a, NULL, 0, 0));
-    rzcu_deviceptr da, db;
-    OK(cuMemAlloc_v2(&da, 1000));
-    OK(cuCtxCreate_v4(&b, NULL, 0, 0)); /* now current: b */
-    OK(cuMemAlloc_v2(&db, 16));
-    OK(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, da + 999)); /* inside, from b */
-    cr_assert_eq(owner, a, "the allocating context, not the current one");
-    OK(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, db));
-    cr_assert_eq(owner, b);
-    int ordinal = -1;
-    OK(cuPointerGetAttribute(&ordinal, RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, db));
-    cr_assert_eq(ordinal, 0);
-    FAILS(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, da + 1000), RZCUDA_ERROR_INVALID_VALUE);
-    FAILS(cuPointerGetAttribute(NULL, RZCU_POINTER_ATTRIBUTE_CONTEXT, da), RZCUDA_ERROR_INVALID_VALUE);
-    FAILS(cuPointerGetAttribute(&owner, 2 /* DEVICE_POINTER: not emulated */, da), RZCUDA_ERROR_NOT_SUPPORTED);
-    OK(cuCtxDestroy_v2(a));
-    /* freed with its context */
-    FAILS(cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, da), RZCUDA_ERROR_INVALID_VALUE);
-    OK(cuCtxDestroy_v2(b));
-}
-
-Test(emu, host_register_and_unregister)
-{
-    static char buf[3 * 4096], other[64];
-    FAILS(cuMemHostRegister_v2(buf, sizeof buf, RZCU_MEMHOSTREGISTER_PORTABLE), RZCUDA_ERROR_NOT_INITIALIZED);
-    primary_current();
-    FAILS(cuMemHostRegister_v2(NULL, 16, 0), RZCUDA_ERROR_INVALID_VALUE);
-    FAILS(cuMemHostRegister_v2(buf, 0, 0), RZCUDA_ERROR_INVALID_VALUE);
-    FAILS(cuMemHostRegister_v2(buf, 16, 0x100), RZCUDA_ERROR_INVALID_VALUE);
-    OK(cuMemHostRegister_v2(buf, sizeof buf, RZCU_MEMHOSTREGISTER_PORTABLE));
-    FAILS(cuMemHostRegister_v2(buf + 4096, 16, 0), RZCUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
-    OK(cuMemHostRegister_v2(other, sizeof other, 0));
-    FAILS(cuMemHostUnregister(buf + 1), RZCUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
-    OK(cuMemHostUnregister(buf));
-    FAILS(cuMemHostUnregister(buf), RZCUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
-    OK(cuMemHostUnregister(other));
-    OK(cuCtxSetCurrent(NULL));
-    FAILS(cuMemHostRegister_v2(buf, sizeof buf, 0), RZCUDA_ERROR_INVALID_CONTEXT);
 }

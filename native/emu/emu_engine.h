@@ -79,6 +79,7 @@ struct op {
     cuda_emu_launch_t launch;
     void **kparams; /* pointers to the parameter copies, which follow them in the same block */
     uint64_t hold_epoch; /* OP_KERNEL under CUDA_EMU_KERNEL_HOLD: the wait epoch when it was launched */
+    struct dep wait_for; /* OP_NOP of cuStreamWaitEvent: the work the event captured ({NULL, 0}: none) */
     size_t kparams_size, nkparams; /* OP_KERNEL: the parameter block's size and pointer count (graph copies) */
     size_t ndeps;
     struct dep deps[];

@@ -92,6 +92,7 @@ static const struct proc_row rows[] = {
     {"cuMemMap", 10020, FN(cuMemMap), NULL, 0},
     {"cuMemUnmap", 10020, FN(cuMemUnmap), NULL, 0},
     {"cuMemSetAccess", 10020, FN(cuMemSetAccess), NULL, 0},
+    {"cuStreamWaitEvent", 3020, FN(cuStreamWaitEvent), FN(cuStreamWaitEvent_ptsz), 7000},
     {"cuEventCreate", 2000, FN(cuEventCreate), NULL, 0},
     {"cuEventRecord", 2000, FN(cuEventRecord), FN(cuEventRecord_ptsz), 7000},
     {"cuEventSynchronize", 2000, FN(cuEventSynchronize), NULL, 0},

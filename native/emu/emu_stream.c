@@ -401,18 +401,19 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
     pthread_mutex_lock(&ctx->mu);
     if (s->kind == STREAM_LEGACY)
         compact_streams_locked(ctx);
-    if (s->kind == STREAM_LEGACY || !(s->flags & RZCU_STREAM_NON_BLOCKING)) {
-        size_t needed = s->kind == STREAM_LEGACY ? ctx->nstreams : 1;
-        if (needed > capacity) {
-            struct op *bigger = realloc(op, sizeof *op + needed * sizeof(struct dep));
-            if (!bigger) {
-                pthread_mutex_unlock(&ctx->mu);
-                op->ndeps = 0;
-                emu_free_op(op);
-                return RZCUDA_ERROR_OUT_OF_MEMORY;
-            }
-            op = bigger;
+    bool implicit = s->kind == STREAM_LEGACY || !(s->flags & RZCU_STREAM_NON_BLOCKING);
+    size_t needed = (implicit ? (s->kind == STREAM_LEGACY ? ctx->nstreams : 1) : 0) + (op->wait_for.s != NULL);
+    if (needed > capacity) {
+        struct op *bigger = realloc(op, sizeof *op + needed * sizeof(struct dep));
+        if (!bigger) {
+            pthread_mutex_unlock(&ctx->mu);
+            op->ndeps = 0;
+            emu_free_op(op);
+            return RZCUDA_ERROR_OUT_OF_MEMORY;
         }
+        op = bigger;
+    }
+    if (implicit) {
         if (s->kind == STREAM_LEGACY) {
             for (size_t i = 0; i < ctx->nstreams; i++) {
                 struct CUstream_st *t = ctx->streams[i];
@@ -423,6 +424,8 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
             op->deps[nd++] = (struct dep){ctx->legacy, ctx->legacy->submitted};
         }
     }
+    if (op->wait_for.s && emu_completed(op->wait_for.s) < op->wait_for.seq)
+        op->deps[nd++] = op->wait_for; /* cuStreamWaitEvent: the event's work, maybe of another stream or context */
     op->ndeps = nd;
     pthread_mutex_lock(&s->mu);
     if (inline_only) {
