@@ -377,3 +377,64 @@ Test(emu, host_register_and_unregister)
     OK(cuCtxSetCurrent(NULL));
     FAILS(cuMemHostRegister_v2(buf, sizeof buf, 0), RZCUDA_ERROR_INVALID_CONTEXT);
 }
+
+/* cuMemHostAlloc: pinned like cuMemAllocHost (a device-to-host copy into it is queued), freed with
+ * cuMemFreeHost; only DEVICEMAP memory (allocated or registered) has a device pointer, its host address. */
+Test(emu, host_alloc_flags_and_device_pointer)
+{
+    primary_current();
+    void *mapped, *plain, *wc;
+    FAILS(cuMemHostAlloc(&mapped, 4096, 0x8), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemHostAlloc(NULL, 4096, 0), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemHostAlloc(&mapped, 0, 0), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemHostAlloc(&mapped, 4096, CUDA_EMU_MEMHOSTALLOC_DEVICEMAP | CUDA_EMU_MEMHOSTALLOC_PORTABLE));
+    OK(cuMemHostAlloc(&plain, 4096, 0));
+    OK(cuMemHostAlloc(&wc, 100, CUDA_EMU_MEMHOSTALLOC_WRITECOMBINED | CUDA_EMU_MEMHOSTALLOC_DEVICEMAP));
+    rzcu_deviceptr d = 0;
+    OK(cuMemHostGetDevicePointer_v2(&d, mapped, 0));
+    cr_assert_eq(d, (rzcu_deviceptr)(uintptr_t)mapped);
+    OK(cuMemHostGetDevicePointer_v2(&d, (char *)wc + 99, 0));
+    cr_assert_eq(d, (rzcu_deviceptr)(uintptr_t)wc + 99);
+    FAILS(cuMemHostGetDevicePointer_v2(&d, (char *)wc + 100, 0), RZCUDA_ERROR_INVALID_VALUE); /* past its end */
+    FAILS(cuMemHostGetDevicePointer_v2(&d, plain, 0), RZCUDA_ERROR_INVALID_VALUE); /* not DEVICEMAP */
+    FAILS(cuMemHostGetDevicePointer_v2(&d, mapped, 1), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemHostGetDevicePointer_v2(NULL, mapped, 0), RZCUDA_ERROR_INVALID_VALUE);
+    void *h;
+    OK(cuMemAllocHost_v2(&h, 64));
+    FAILS(cuMemHostGetDevicePointer_v2(&d, h, 0), RZCUDA_ERROR_INVALID_VALUE);
+    static char reg[8192], reg2[8192];
+    OK(cuMemHostRegister_v2(reg, sizeof reg, 0x2 /* DEVICEMAP */));
+    OK(cuMemHostGetDevicePointer_v2(&d, reg + 10, 0));
+    cr_assert_eq(d, (rzcu_deviceptr)(uintptr_t)(reg + 10));
+    OK(cuMemHostRegister_v2(reg2, sizeof reg2, 0));
+    FAILS(cuMemHostGetDevicePointer_v2(&d, reg2, 0), RZCUDA_ERROR_INVALID_VALUE);
+    /* pinned: an asynchronous device-to-host copy into it is queued behind the stream's work */
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr a;
+    OK(cuMemAlloc_v2(&a, 64));
+    OK(cuMemsetD8_v2(a, 0x77, 64));
+    memset(plain, 0, 64);
+    struct gate g = GATE_INIT;
+    OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+    OK(cuMemcpyDtoHAsync_v2(plain, a, 64, s));
+    cr_assert_eq(((unsigned char *)plain)[0], 0, "queued, not run");
+    gate_open(&g);
+    OK(cuStreamSynchronize(s));
+    cr_assert_eq(((unsigned char *)plain)[63], 0x77);
+    OK(cuMemFreeHost(mapped));
+    FAILS(cuMemFreeHost(mapped), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuMemFreeHost((char *)wc + 1), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemFreeHost(wc));
+    OK(cuMemFreeHost(plain));
+    OK(cuMemFreeHost(h));
+    OK(cuMemHostUnregister(reg));
+    OK(cuMemHostUnregister(reg2));
+    void *fn = NULL;
+    OK(cuGetProcAddress_v2("cuMemHostAlloc", &fn, 13000, 0, NULL));
+    cr_assert_eq(fn, (void *)&cuMemHostAlloc);
+    OK(cuGetProcAddress_v2("cuMemHostGetDevicePointer", &fn, 13000, 0, NULL));
+    cr_assert_eq(fn, (void *)&cuMemHostGetDevicePointer_v2);
+    OK(cuCtxSetCurrent(NULL));
+    FAILS(cuMemHostAlloc(&mapped, 4096, 0), RZCUDA_ERROR_INVALID_CONTEXT);
+}

@@ -1,7 +1,7 @@
 /*
- * The emulated driver's memory entry points: allocation and free (stream-ordered ones included), host
- * memory, pointer queries, memsets, copies and batched copies, all submitted to the stream engine
- * (emu_stream.c). Device memory itself is emu_mem.c.
+ * The emulated driver's memory entry points: allocation and free (stream-ordered ones included), pointer
+ * queries, memsets, copies and batched copies, all submitted to the stream engine (emu_stream.c). Device
+ * memory itself is emu_mem.c; pinned host memory emu_host.c; 2D/3D copies emu_copy2d.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -114,54 +114,6 @@ EMU_API rzcu_result cuMemAllocManaged(rzcu_deviceptr *dptr, size_t bytesize, uns
     if (!dptr || bytesize == 0 || (flags != RZCU_MEM_ATTACH_GLOBAL && flags != RZCU_MEM_ATTACH_HOST))
         return RZCUDA_ERROR_INVALID_VALUE;
     return plain_alloc(c, c->device, bytesize, dptr);
-}
-
-EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
-{
-    ENTER(cuMemAllocHost_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!pp)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    return emu_host_alloc(c, bytesize, pp);
-}
-
-/* Page-locking existing host memory: any of the documented flags; a current context is required. */
-EMU_API rzcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
-{
-    ENTER(cuMemHostRegister_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (flags & ~0x0fu) /* PORTABLE, DEVICEMAP, IOMEMORY, READ_ONLY */
-        return RZCUDA_ERROR_INVALID_VALUE;
-    return emu_host_register(p, bytesize);
-}
-
-EMU_API rzcu_result cuMemHostUnregister(void *p)
-{
-    ENTER(cuMemHostUnregister);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!p)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    if (atomic_load(&emu_pending_ops))
-        emu_sync_all_contexts(); /* copies into it may still be queued */
-    return emu_host_unregister(p);
-}
-
-/* cuMemFreeHost(NULL) is CUDA_SUCCESS, as on real drivers (see cuMemFree_v2); an unknown pointer is
- * CUDA_ERROR_INVALID_VALUE. */
-EMU_API rzcu_result cuMemFreeHost(void *p)
-{
-    ENTER(cuMemFreeHost);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!p)
-        return RZCUDA_SUCCESS;
-    /* like cuMemFree, complete outstanding work that may still read or write it */
-    if (atomic_load(&emu_pending_ops))
-        emu_sync_all_contexts();
-    return emu_host_free(p);
 }
 
 /*

@@ -86,9 +86,6 @@ rzcu_result emu_mem_mark_free_pending(rzcu_deviceptr p);
 void emu_mem_free_pending(rzcu_deviceptr p);
 bool emu_mem_is_base(rzcu_deviceptr p);
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
-/* cuMemHostRegister / cuMemHostUnregister bookkeeping (overlap and unknown-base errors). */
-rzcu_result emu_host_register(void *p, size_t size);
-rzcu_result emu_host_unregister(void *p);
 /* Index of the first of count ranges (device ones only; sizes[i] == 0 is skipped) that is not inside one
  * allocation, or count when all are. One lock for the lot. */
 size_t emu_mem_ranges_ok(const rzcu_deviceptr *ptrs, const size_t *sizes, size_t count);
@@ -109,10 +106,8 @@ void emu_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
  * registered), as the driver documents. */
 bool emu_copy_waits(bool async, bool device_to_host, const void *host, size_t n);
 /* ---- pinned host memory (emu_host.c) ---- */
-rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out);
-rzcu_result emu_host_free(void *p);
 void emu_host_free_context(struct CUctx_st *ctx);
-/* [p, p + n) lies in one cuMemAllocHost block or cuMemHostRegister range. */
+/* [p, p + n) lies in one cuMemAllocHost / cuMemHostAlloc block or cuMemHostRegister range. */
 bool emu_host_is_pinned(const void *p, size_t n);
 
 /*

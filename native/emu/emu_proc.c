@@ -46,6 +46,8 @@ static const struct proc_row rows[] = {
     {"cuMemAllocManaged", 6000, FN(cuMemAllocManaged), NULL, 0},
     {"cuMemAllocHost", 3020, FN(cuMemAllocHost_v2), NULL, 0},
     {"cuMemFreeHost", 2000, FN(cuMemFreeHost), NULL, 0},
+    {"cuMemHostAlloc", 2020, FN(cuMemHostAlloc), NULL, 0},
+    {"cuMemHostGetDevicePointer", 3020, FN(cuMemHostGetDevicePointer_v2), NULL, 0},
     {"cuMemFree", 3020, FN(cuMemFree_v2), NULL, 0},
     {"cuMemGetAddressRange", 3020, FN(cuMemGetAddressRange_v2), NULL, 0},
     {"cuMemGetInfo", 3020, FN(cuMemGetInfo_v2), NULL, 0},
