@@ -51,6 +51,16 @@ static bool pool_forget(rzcu_deviceptr p)
     return found;
 }
 
+bool emu_mem_is_pool(rzcu_deviceptr p)
+{
+    bool found = false;
+    pthread_mutex_lock(&pool_bases_mu);
+    for (struct pool_base *b = pool_bases[pool_bucket(p)]; b && !found; b = b->next)
+        found = b->p == p;
+    pthread_mutex_unlock(&pool_bases_mu);
+    return found && emu_mem_is_base(p);
+}
+
 static void pool_note(rzcu_deviceptr p)
 {
     pool_forget(p);

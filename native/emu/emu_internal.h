@@ -85,6 +85,10 @@ rzcu_result emu_mem_free(rzcu_deviceptr p);
 rzcu_result emu_mem_mark_free_pending(rzcu_deviceptr p);
 void emu_mem_free_pending(rzcu_deviceptr p);
 bool emu_mem_is_base(rzcu_deviceptr p);
+/* p is the base of a live allocation: its serial number (unique in the process, never reused). */
+bool emu_mem_base_serial(rzcu_deviceptr p, uint64_t *serial);
+/* p is the base of a live allocation from the stream-ordered allocator (emu_copy.c). */
+bool emu_mem_is_pool(rzcu_deviceptr p);
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
 /* Index of the first of count ranges (device ones only; sizes[i] == 0 is skipped) that is not inside one
  * allocation, or count when all are. One lock for the lot. */
@@ -105,6 +109,9 @@ void emu_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
  * device memory into pageable host memory [host, host + n) (not cuMemAllocHost/cuMemHostAlloc memory nor
  * registered), as the driver documents. */
 bool emu_copy_waits(bool async, bool device_to_host, const void *host, size_t n);
+/* ---- IPC memory handles (emu_ipc.c) ---- */
+/* The context ends: its opened handles are closed. */
+void emu_ipc_free_context(struct CUctx_st *ctx);
 /* ---- pinned host memory (emu_host.c) ---- */
 void emu_host_free_context(struct CUctx_st *ctx);
 /* [p, p + n) lies in one cuMemAllocHost / cuMemHostAlloc block or cuMemHostRegister range. */

@@ -17,6 +17,7 @@ struct blk {
     struct CUctx_st *ctx; /* owner */
     int device;           /* whose memory it is */
     bool free_pending;    /* cuMemFreeAsync called, the stream has not reached the free yet */
+    uint64_t serial;      /* which allocation this is (never reused: an IPC handle names it) */
 };
 
 enum chunk_kind { CHUNK_SLAB = 1, CHUNK_LARGE = 2, CHUNK_VMM = 3 };
@@ -34,6 +35,7 @@ struct chunk {
     struct CUctx_st *ctx;
     int device;
     bool free_pending;
+    uint64_t serial;
     /* vmm: a reservation of nchunks chunks from base */
     struct vmm_resv *resv;
 };
