@@ -149,56 +149,6 @@ EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
     return emu_mem_free(dptr);
 }
 
-EMU_API rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_deviceptr dptr)
-{
-    ENTER(cuMemGetAddressRange_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    rzcu_deviceptr base;
-    size_t size;
-    if (!emu_mem_lookup(dptr, &base, &size))
-        return RZCUDA_ERROR_NOT_FOUND;
-    if (pbase)
-        *pbase = base;
-    if (psize)
-        *psize = size;
-    return RZCUDA_SUCCESS;
-}
-
-/* The attributes redzone asks for, and the allocation's range (RANGE_START_ADDR, RANGE_SIZE: the whole
- * allocation containing ptr, as the driver answers); others are not emulated. */
-EMU_API rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr)
-{
-    ENTER(cuPointerGetAttribute);
-    if (!data)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    struct CUctx_st *owner;
-    int device;
-    if (attribute != RZCU_POINTER_ATTRIBUTE_CONTEXT && attribute != RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL &&
-        attribute != RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR && attribute != RZCU_POINTER_ATTRIBUTE_RANGE_SIZE)
-        return RZCUDA_ERROR_NOT_SUPPORTED;
-    if (!emu_mem_owner(ptr, &owner, &device))
-        return RZCUDA_ERROR_INVALID_VALUE; /* not device memory the driver knows */
-    if (attribute == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR || attribute == RZCU_POINTER_ATTRIBUTE_RANGE_SIZE) {
-        rzcu_deviceptr base;
-        size_t size;
-        if (!emu_mem_lookup(ptr, &base, &size))
-            return RZCUDA_ERROR_INVALID_VALUE;
-        if (attribute == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
-            *(rzcu_deviceptr *)data = base;
-        else
-            *(size_t *)data = size;
-        return RZCUDA_SUCCESS;
-    }
-    if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT && !owner)
-        return RZCUDA_ERROR_INVALID_VALUE; /* VMM memory: not allocated in a context */
-    if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT)
-        *(rzcu_context *)data = (rzcu_context)owner;
-    else
-        *(int *)data = device;
-    return RZCUDA_SUCCESS;
-}
-
 EMU_API rzcu_result cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 {
     ENTER(cuMemGetInfo_v2);

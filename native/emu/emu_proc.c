@@ -55,6 +55,8 @@ static const struct proc_row rows[] = {
     {"cuIpcCloseMemHandle", 4010, FN(cuIpcCloseMemHandle), NULL, 0},
     {"cuMemGetAddressRange", 3020, FN(cuMemGetAddressRange_v2), NULL, 0},
     {"cuMemGetInfo", 3020, FN(cuMemGetInfo_v2), NULL, 0},
+    {"cuPointerGetAttribute", 4000, FN(cuPointerGetAttribute), NULL, 0},
+    {"cuPointerGetAttributes", 7000, FN(cuPointerGetAttributes), NULL, 0},
     {"cuMemsetD8", 3020, FN(cuMemsetD8_v2), FN(cuMemsetD8_v2_ptds), 7000},
     {"cuMemsetD8Async", 3020, FN(cuMemsetD8Async), FN(cuMemsetD8Async_ptsz), 7000},
     {"cuMemsetD16", 3020, FN(cuMemsetD16_v2), FN(cuMemsetD16_v2_ptds), 7000},
