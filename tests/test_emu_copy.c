@@ -99,7 +99,14 @@ Test(emu, copies_behind_pending_work_stay_asynchronous)
     struct gate g = GATE_INIT;
     OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
     gate_await_entered(&g); /* running, the queue empty: the stream is still busy */
-    char host[16] = "untouched", batch_out[16] = "untouched";
+    /* pinned destinations: a copy into pageable memory would return only once done */
+    char *host, *b_host, *pt_host, *nb_host, batch_out[16] = "untouched";
+    OK(cuMemAllocHost_v2((void **)&host, 4 * 16));
+    b_host = host + 16;
+    pt_host = host + 32;
+    nb_host = host + 48;
+    for (int i = 0; i < 4; i++)
+        strcpy(host + 16 * i, "untouched");
     OK(cuMemcpyDtoHAsync_v2(host, d, 16, s));
     OK(cuMemsetD8Async(d, 'x', 1, s));
     rzcu_deviceptr dsts[1] = {(uintptr_t)batch_out}, srcs[1] = {d};
@@ -117,7 +124,6 @@ Test(emu, copies_behind_pending_work_stay_asynchronous)
     rzcu_stream blocking;
     OK(cuStreamCreate(&blocking, 0));
     OK(cuLaunchHostFunc(NULL, gate_wait_fn, &lg));
-    char b_host[16] = "untouched", pt_host[16] = "untouched", nb_host[16] = "untouched";
     OK(cuMemcpyDtoHAsync_v2(b_host, d, 16, blocking));
     OK(cuMemcpyDtoHAsync_v2_ptsz(pt_host, d, 16, NULL));
     OK(cuMemcpyDtoHAsync_v2(nb_host, d, 16, s));
@@ -129,6 +135,7 @@ Test(emu, copies_behind_pending_work_stay_asynchronous)
     OK(cuCtxSynchronize());
     cr_assert_str_eq(b_host, "xevice-content!");
     cr_assert_str_eq(pt_host, "xevice-content!");
+    OK(cuMemFreeHost(host));
 }
 
 Test(emu, batch_copies_mixed_directions)
@@ -249,4 +256,97 @@ Test(emu, batch_validation)
     for (int i = 0; i < 100; i++)
         cr_assert_eq(got[i], 0, "byte %d was copied by a rejected batch", i);
     cr_assert_eq(host[0], 'h');
+}
+
+/* Opens a gate once its host function has started, after noting that it did. */
+struct opener {
+    struct gate g;
+    int opened;
+};
+
+static void *open_when_entered(void *arg)
+{
+    struct opener *o = arg;
+    gate_await_entered(&o->g);
+    __atomic_store_n(&o->opened, 1, __ATOMIC_SEQ_CST);
+    gate_open(&o->g);
+    return NULL;
+}
+
+/* One asynchronous device-to-host copy of 64 bytes, by kind: 0 DtoHAsync, 1 cuMemcpyAsync, 2 2D, 3 3D. */
+static rzcu_result copy_to_host(int kind, void *host, rzcu_deviceptr d, rzcu_stream s)
+{
+    cuda_emu_memcpy2d_t c2;
+    cuda_emu_memcpy3d_t c3;
+    switch (kind) {
+    case 0:
+        return cuMemcpyDtoHAsync_v2(host, d, 64, s);
+    case 1:
+        return cuMemcpyAsync((rzcu_deviceptr)(uintptr_t)host, d, 64, s);
+    case 2:
+        memset(&c2, 0, sizeof c2);
+        c2.srcMemoryType = CUDA_EMU_MEMORYTYPE_DEVICE;
+        c2.srcDevice = d;
+        c2.srcPitch = 16;
+        c2.dstMemoryType = CUDA_EMU_MEMORYTYPE_HOST;
+        c2.dstHost = host;
+        c2.dstPitch = 16;
+        c2.WidthInBytes = 16;
+        c2.Height = 4;
+        return cuMemcpy2DAsync_v2(&c2, s);
+    default:
+        memset(&c3, 0, sizeof c3);
+        c3.srcMemoryType = CUDA_EMU_MEMORYTYPE_UNIFIED;
+        c3.srcDevice = d;
+        c3.srcPitch = 16;
+        c3.srcHeight = 2;
+        c3.dstMemoryType = CUDA_EMU_MEMORYTYPE_UNIFIED;
+        c3.dstDevice = (rzcu_deviceptr)(uintptr_t)host;
+        c3.dstPitch = 16;
+        c3.dstHeight = 2;
+        c3.WidthInBytes = 16;
+        c3.Height = 2;
+        c3.Depth = 2;
+        return cuMemcpy3DAsync_v2(&c3, s);
+    }
+}
+
+/* As the driver documents, an asynchronous copy from device memory into pageable host memory returns only
+ * once it has completed, so after the stream's earlier work (here a host function that only another thread
+ * lets finish); into pinned memory it is queued. */
+Test(emu, device_to_pageable_async_copies_return_once_done)
+{
+    primary_current();
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 64));
+    OK(cuMemsetD8_v2(d, 0x7e, 64));
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    for (int kind = 0; kind < 4; kind++) {
+        struct opener o = {GATE_INIT, 0};
+        pthread_t th;
+        cr_assert_eq(pthread_create(&th, NULL, open_when_entered, &o), 0);
+        OK(cuLaunchHostFunc(s, gate_wait_fn, &o.g));
+        unsigned char pageable[64];
+        memset(pageable, 0, sizeof pageable);
+        OK(copy_to_host(kind, pageable, d, s));
+        cr_assert_eq(__atomic_load_n(&o.opened, __ATOMIC_SEQ_CST), 1, "kind %d returned before the work ahead", kind);
+        for (int i = 0; i < 64; i++)
+            cr_assert_eq(pageable[i], 0x7e, "kind %d: byte %d not copied when the call returned", kind, i);
+        pthread_join(th, NULL);
+    }
+    unsigned char *pinned;
+    OK(cuMemHostAlloc((void **)&pinned, 64, 0));
+    for (int kind = 0; kind < 4; kind++) {
+        struct gate g = GATE_INIT;
+        memset(pinned, 0, 64);
+        OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
+        OK(copy_to_host(kind, pinned, d, s));
+        gate_await_entered(&g);
+        cr_assert_eq(pinned[0], 0, "kind %d: a copy into pinned memory ran ahead of the stream", kind);
+        gate_open(&g);
+        OK(cuStreamSynchronize(s));
+        cr_assert_eq(pinned[63], 0x7e, "kind %d", kind);
+    }
+    OK(cuMemFreeHost(pinned));
 }

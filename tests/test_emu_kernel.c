@@ -181,10 +181,13 @@ Test(emu, kernel_runs_in_stream_order_with_copied_parameters)
     OK(cuLaunchKernel(store, 1, 1, 1, 1, 1, 1, 0, s, store_args, NULL));
     value = 9;
     n = 0;
-    unsigned char host[256];
-    int stored[2] = {0, 0};
+    unsigned char *host; /* pinned: a copy into pageable memory would return only once done */
+    int *stored;
+    OK(cuMemAllocHost_v2((void **)&host, 256 + 2 * sizeof(int)));
+    stored = (int *)(void *)(host + 256);
+    stored[0] = stored[1] = 0;
     OK(cuMemcpyDtoHAsync_v2(host, d, 256, s));
-    OK(cuMemcpyDtoHAsync_v2(stored, ints, sizeof stored, s));
+    OK(cuMemcpyDtoHAsync_v2(stored, ints, 2 * sizeof(int), s));
     OK(cuMemFreeAsync(d, s));
     OK(cuMemFreeAsync(ints, s));
     gate_await_entered(&g);
@@ -195,6 +198,7 @@ Test(emu, kernel_runs_in_stream_order_with_copied_parameters)
         cr_assert_eq(host[i], i < 100 ? 0xc3 : 0, "byte %zu", i);
     cr_assert_eq(stored[0], 7);
     cr_assert_eq(stored[1], 8);
+    OK(cuMemFreeHost(host));
 }
 
 Test(emu, kernel_sees_its_launch_configuration)

@@ -37,8 +37,9 @@ Test(emu, async_alloc_and_free_in_stream_order)
     OK(cuMemGetAddressRange_v2(&base, &size, d + 10));
     cr_assert_eq(base, d);
     cr_assert_eq(size, 1000);
-    char host[1000];
-    memset(host, 0, sizeof host);
+    char *host; /* pinned: a copy into pageable memory would return only once done */
+    OK(cuMemAllocHost_v2((void **)&host, 1000));
+    memset(host, 0, 1000);
     OK(cuMemsetD8Async(d, 0x5a, 1000, s));
     OK(cuMemcpyDtoHAsync_v2(host, d, 1000, s));
     OK(cuMemFreeAsync(d, s));
@@ -53,8 +54,9 @@ Test(emu, async_alloc_and_free_in_stream_order)
     gate_open(&g);
     OK(cuStreamSynchronize(s));
     cr_assert_eq(free_bytes(), f0);
-    for (size_t i = 0; i < sizeof host; i++)
+    for (size_t i = 0; i < 1000; i++)
         cr_assert_eq((unsigned char)host[i], 0x5a);
+    OK(cuMemFreeHost(host));
     OK(cuStreamDestroy_v2(s));
 }
 

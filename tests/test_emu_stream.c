@@ -27,7 +27,9 @@ Test(emu, stream_runs_asynchronously_in_order)
     rzcu_deviceptr d;
     OK(cuMemAlloc_v2(&d, 16));
     OK(cuMemcpyHtoD_v2(d, "after-the-gate!", 16));
-    char host[16] = "untouched";
+    char *host; /* pinned: a copy into pageable memory would return only once done */
+    OK(cuMemAllocHost_v2((void **)&host, 16));
+    strcpy(host, "untouched");
     struct gate g = GATE_INIT;
     OK(cuLaunchHostFunc(s, gate_wait_fn, &g));
     OK(cuMemcpyDtoHAsync_v2(host, d, 16, s));
@@ -41,6 +43,7 @@ Test(emu, stream_runs_asynchronously_in_order)
     cr_assert_str_eq(host, "after-the-gate!");
     cr_assert_eq(get_flag(&done), 1);
     OK(cuStreamDestroy_v2(s));
+    OK(cuMemFreeHost(host));
 }
 
 Test(emu, legacy_stream_waits_for_blocking_streams)

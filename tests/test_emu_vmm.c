@@ -644,7 +644,9 @@ Test(emu, vmm_unmap_waits_for_queued_work)
     rzcu_stream s;
     OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
     struct gate gt = GATE_INIT;
-    char out[8] = {0};
+    char *out; /* pinned: a copy into pageable memory would return only once done */
+    OK(cuMemAllocHost_v2((void **)&out, 8));
+    memset(out, 0, 8);
     OK(cuLaunchHostFunc(s, gate_wait_fn, &gt));
     OK(cuMemcpyDtoHAsync_v2(out, g.buf, 8, s));
     pthread_t th;
@@ -654,6 +656,7 @@ Test(emu, vmm_unmap_waits_for_queued_work)
     pthread_join(th, NULL);
     OK(cuMemRelease(g.h));
     OK(cuMemAddressFree(g.base, 2 * VMM_G));
+    OK(cuMemFreeHost(out));
 }
 
 Test(emu, vmm_get_proc_address_and_call_counts)

@@ -179,12 +179,12 @@ static rzcu_result memop(struct CUstream_st *s, enum op_kind kind, void *dst, co
     return r == RZCUDA_SUCCESS && wait ? emu_ctx_error(s->ctx) : r; /* a synchronous copy waited for a fault */
 }
 
-/* As the driver documents, an asynchronous copy from device memory to pageable host memory returns only once
- * it has completed (it waits for the stream's earlier work); into pinned memory it is queued.
- * CUDA_EMU_PAGEABLE_SYNC=0 queues it too. */
+/* As the driver documents ("for transfers from device memory to pageable host memory, the function will
+ * return only once the copy has completed"), an asynchronous copy from device memory to pageable host memory
+ * waits for the stream's earlier work and itself; into pinned memory it is queued like any other. */
 bool emu_copy_waits(bool async, bool device_to_host, const void *host, size_t n)
 {
-    return !async || (emu_cfg.pageable_sync && device_to_host && !emu_host_is_pinned(host, n));
+    return !async || (device_to_host && !emu_host_is_pinned(host, n));
 }
 
 /* hstream is ignored when !async (the legacy stream, or the per-thread one for _ptds). */

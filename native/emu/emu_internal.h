@@ -35,7 +35,6 @@ struct emu_config {
     size_t mem_bytes;
     bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
     bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is a sticky ILLEGAL_ADDRESS, not a signal */
-    bool pageable_sync; /* CUDA_EMU_PAGEABLE_SYNC=1: an async copy into pageable host memory waits for completion */
 };
 extern struct emu_config emu_cfg;
 

@@ -26,8 +26,8 @@
  *                      its CUkernel passed as the CUfunction, writes past the end; and one launched through
  *                      cuKernelGetFunction
  *   rzreal freeasync   a stream-ordered buffer overrun by a kernel queued on its stream, then cuMemFreeAsync on
- *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1 and
- *                      CUDA_EMU_PAGEABLE_SYNC=1: a copy into pageable memory would wait)
+ *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1; a
+ *                      copy into pageable memory would wait, as the emulated driver's do)
  *   rzreal capture     a stream-ordered allocation made while its stream is captured into a graph, a kernel
  *                      using it captured too; the graph instantiated and launched twice
  *   rzreal managed free|sync
