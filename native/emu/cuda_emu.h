@@ -67,7 +67,9 @@
  * blocking-stream work for the legacy stream, earlier legacy work for a blocking one) runs in the calling
  * thread before the call returns, as a GPU's copy engines need no host thread: a debugger that resumes
  * only one thread can still copy and synchronise on its own stream. Kernels and host functions always run
- * on the worker. Synchronising on completed work needs no other thread. cuMemAllocAsync allocates at the
+ * on the worker. Synchronising on completed work needs no other thread. As the driver documents, an
+ * asynchronous copy from device memory into pageable host memory (not cuMemAllocHost/cuMemHostAlloc memory,
+ * not registered) returns only once it has completed. cuMemAllocAsync allocates at the
  * call (the memory is valid earlier than the driver promises); cuMemFreeAsync (of memory from any
  * allocation call) takes the allocation out of use at the call (later copies, memsets and frees of it are
  * CUDA_ERROR_INVALID_VALUE) and releases it when the stream reaches the free.
