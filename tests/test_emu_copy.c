@@ -348,5 +348,13 @@ Test(emu, device_to_pageable_async_copies_return_once_done)
         OK(cuStreamSynchronize(s));
         cr_assert_eq(pinned[63], 0x7e, "kind %d", kind);
     }
+    /* during capture a copy that must complete before it returns cannot be recorded: refused, as a synchronous
+     * copy is (the emulator's choice; a pinned destination is recorded) */
+    unsigned char pageable[64];
+    OK(cuStreamBeginCapture_v2(s, 0));
+    OK(cuMemcpyDtoHAsync_v2(pinned, d, 64, s));
+    FAILS(cuMemcpyDtoHAsync_v2(pageable, d, 64, s), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    struct CUgraph_st *graph;
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
     OK(cuMemFreeHost(pinned));
 }

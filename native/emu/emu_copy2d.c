@@ -5,9 +5,10 @@
  * lies in the emulated device range, host otherwise); the emulator has no CUDA arrays, so an array side is
  * CUDA_ERROR_NOT_SUPPORTED. As the driver documents: a pitch holds the row from its X offset and is at most
  * the device's MAX_PITCH, a 3D slice height holds the rows from its Y offset (it may be 0 for one slice), the
- * LODs are 0 and the reserved pointers NULL; a device side must lie, from its first to its last byte, in one
- * live allocation (written: read-write); anything else is CUDA_ERROR_INVALID_VALUE and copies nothing. A copy
- * with nothing to copy is CUDA_SUCCESS. The copy itself is one operation of the stream engine (OP_COPY3D),
+ * LODs are 0 and the reserved pointers NULL. Stricter than the documentation, as for the other copies: a
+ * device side lies, from its first to its last byte, in one live allocation (written: read-write), device
+ * memory is not named host memory nor the reverse, host pointers are not NULL. Anything else is
+ * CUDA_ERROR_INVALID_VALUE and copies nothing. A copy with nothing to copy is CUDA_SUCCESS. The copy itself is one operation of the stream engine (OP_COPY3D),
  * ordered like cuMemcpy*Async; the synchronous forms wait for it, and so does an asynchronous copy from
  * device memory into pageable host memory (emu_copy_waits).
  */
