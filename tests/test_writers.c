@@ -92,6 +92,12 @@ Test(writers, copies_2d_3d_as_without) {
     cr_assert(strstr(bare, "rzwriters: checksum of buffer 2: 5c9a7fd9\n"), "%s", bare);
 }
 
+/* With front bands the program's pointers are inside the driver's blocks: still the same codes and bytes. */
+Test(writers, copies_2d_3d_with_a_front_band) {
+    same_as_without("copies", "METRALE_REDZONE_FRONT=256", NULL);
+    cr_assert(strstr(bare, "rzwriters: checksum of buffer 2: 5c9a7fd9\n"), "%s", bare);
+}
+
 /* Item 9: stream waits on events and mapped pinned memory, the same through redzone. */
 Test(writers, stream_waits_and_mapped_host_memory_as_without) {
     same_as_without("order", NULL, NULL);
