@@ -1,5 +1,5 @@
 /*
- * Tests of the emulated driver's imitations of real-driver behaviour added for issue 15 (tests/test_emu.c
+ * Tests of the emulated driver's imitations of real-driver behaviour added for issue 15 (tests/test_emu_*.c
  * holds the rest): kernels held until a thread waits (CUDA_EMU_KERNEL_HOLD), the primary context's reset
  * and state, and context handles handed out again after a destroy.
  */
@@ -208,11 +208,10 @@ Test(emu_real, library_kernels_launch_and_are_named) {
     FAILS(cuLibraryUnload(lib), RZCUDA_ERROR_INVALID_HANDLE);
 }
 
-/* CUDA_EMU_PAGEABLE_SYNC: an asynchronous device-to-host copy into pageable memory returns once it has
- * completed (so after the stream's earlier work); into registered memory it is queued. */
+/* An asynchronous device-to-host copy into pageable memory returns once it has completed (so after the
+ * stream's earlier work); into registered memory it is queued. */
 Test(emu_real, pageable_async_copy_waits_pinned_one_is_queued) {
     setenv("CUDA_EMU_KERNEL_HOLD", "1", 1);
-    setenv("CUDA_EMU_PAGEABLE_SYNC", "1", 1);
     primary_current();
     rzcu_deviceptr flag;
     OK(cuMemAlloc_v2(&flag, sizeof(int)));

@@ -222,7 +222,7 @@ Test(semantics, library_kernels_are_named_in_reports) {
  * returns only once the stream's earlier work is done, so cuMemFreeAsync would wait for the program's kernels.
  * The overrun is still reported, when the stream reaches the free. */
 Test(semantics, stream_ordered_free_check_adds_no_host_wait) {
-    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_KERNEL_HOLD=1", "CUDA_EMU_PAGEABLE_SYNC=1", NULL};
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_KERNEL_HOLD=1", NULL};
     const char *argv[] = {RZREAL, "freeasync", NULL};
     cr_assert_eq(run(env, argv), 0, "%s", out);
     cr_assert(strstr(out, "rzreal: cuMemFreeAsync waited for its stream: 0\n"), "%s", out);

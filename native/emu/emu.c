@@ -259,6 +259,7 @@ static void ctx_teardown(struct CUctx_st *c)
     pthread_mutex_unlock(&c->mu);
     emu_mem_free_context(c);
     emu_host_free_context(c);
+    emu_ipc_free_context(c);
 }
 
 /* ------------------------------------------------------------------------------------------------------ */

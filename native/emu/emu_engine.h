@@ -34,7 +34,14 @@ enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
 
 /* OP_GALLOC, OP_GFREE: a graph's memory allocation and free nodes (emu_graph.c), recorded during capture and
  * applied when the graph is launched; never queued. */
-enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL, OP_GALLOC, OP_GFREE };
+enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL, OP_GALLOC, OP_GFREE, OP_COPY3D };
+
+/* OP_COPY3D (cuMemcpy2D/3D): depth slices of height rows of width bytes, from src and dst (the first bytes
+ * copied), rows pitch bytes apart and slices slice bytes apart on each side. */
+struct copy_box {
+    size_t width, height, depth;
+    size_t src_pitch, src_slice, dst_pitch, dst_slice;
+};
 
 struct dep {
     struct CUstream_st *s;
@@ -61,6 +68,7 @@ struct op {
     unsigned elem;
     uint32_t pattern;
     size_t pitch, rows, row_bytes;
+    struct copy_box box; /* OP_COPY3D */
     rzcu_host_fn fn;
     void *user_data;
     struct batch_item *items;
@@ -73,6 +81,7 @@ struct op {
     cuda_emu_launch_t launch;
     void **kparams; /* pointers to the parameter copies, which follow them in the same block */
     uint64_t hold_epoch; /* OP_KERNEL under CUDA_EMU_KERNEL_HOLD: the wait epoch when it was launched */
+    struct dep wait_for; /* OP_NOP of cuStreamWaitEvent: the work the event captured ({NULL, 0}: none) */
     size_t kparams_size, nkparams; /* OP_KERNEL: the parameter block's size and pointer count (graph copies) */
     struct dep after; /* also runs after this (s NULL: none): a graph launch is ordered after the previous one */
     size_t ndeps;

@@ -188,7 +188,8 @@ rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait)
     rzcu_result r = RZCUDA_SUCCESS;
     pthread_mutex_lock(&s->mu);
     int state = atomic_load(&s->capture);
-    bool capturable = op->kind == OP_COPY || op->kind == OP_SET || op->kind == OP_KERNEL || op->kind == OP_HOST;
+    bool capturable = op->kind == OP_COPY || op->kind == OP_COPY3D || op->kind == OP_SET || op->kind == OP_KERNEL ||
+                      op->kind == OP_HOST;
     if (state == 2) {
         r = RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     } else if (op->kind == OP_NOP) {

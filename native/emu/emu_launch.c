@@ -136,6 +136,47 @@ EMU_API rzcu_result cuEventQuery(rzcu_event hevent)
     return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
 }
 
+/*
+ * Work submitted to the stream after this call waits for the work the event's last record captured (of any
+ * stream or context): an operation on the stream that completes when that work has (a never-recorded event
+ * captured nothing). The call never waits. Flags must be 0 (CU_EVENT_WAIT_EXTERNAL is for graph capture,
+ * which the emulator does not build event nodes for: a wait on a captured stream is refused and invalidates
+ * the capture, as for the other operations a capture cannot hold here).
+ */
+static rzcu_result do_stream_wait_event(rzcu_stream hstream, rzcu_event hevent, unsigned flags, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    if (flags != 0)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    CHECK(emu_capture_refuse_sync(NULL, s));
+    pthread_mutex_lock(&e->mu);
+    struct dep d = {e->s, e->seq};
+    pthread_mutex_unlock(&e->mu);
+    if (!d.s || emu_completed(d.s) >= d.seq)
+        return RZCUDA_SUCCESS; /* nothing left to wait for */
+    struct op *op = emu_op_new(s->ctx, OP_NOP);
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    op->wait_for = d;
+    return emu_submit(s, op, false);
+}
+
+EMU_API rzcu_result cuStreamWaitEvent(rzcu_stream s, rzcu_event e, unsigned int flags)
+{
+    ENTER(cuStreamWaitEvent);
+    return do_stream_wait_event(s, e, flags, false);
+}
+
+EMU_API rzcu_result cuStreamWaitEvent_ptsz(rzcu_stream s, rzcu_event e, unsigned int flags)
+{
+    ENTER(cuStreamWaitEvent_ptsz);
+    return do_stream_wait_event(s, e, flags, true);
+}
+
 /* Returns at once, even while the captured work is pending. */
 EMU_API rzcu_result cuEventDestroy_v2(rzcu_event hevent)
 {

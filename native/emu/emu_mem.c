@@ -40,6 +40,8 @@ static size_t free_runs_cap;
 static struct size_class classes[NCLASSES];
 size_t emu_mem_used[CUDA_EMU_MAX_DEVICES];
 
+static uint64_t alloc_serial; /* allocations made so far, under emu_mem_mem_mu */
+
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 rzcu_result emu_mem_init(void)
@@ -222,6 +224,7 @@ static uintptr_t small_alloc(size_t size, struct CUctx_st *ctx, int device)
     b->device = device;
     b->free_pending = false;
     b->graph = 0;
+    b->serial = ++alloc_serial;
     return addr;
 }
 
@@ -257,7 +260,7 @@ static uintptr_t large_alloc(size_t size, struct CUctx_st *ctx, int device)
         return 0;
     }
     *ch = (struct chunk){.kind = CHUNK_LARGE, .base = emu_mem_chunk_addr(idx), .size = size, .nchunks = n, .ctx = ctx,
-                         .device = device};
+                         .device = device, .serial = ++alloc_serial};
     for (size_t i = 0; i < n; i++)
         emu_mem_table[idx + i] = ch;
     return ch->base;
@@ -502,6 +505,19 @@ bool emu_mem_is_base(rzcu_deviceptr p)
     return found;
 }
 
+
+bool emu_mem_base_serial(rzcu_deviceptr p, uint64_t *serial)
+{
+    pthread_mutex_lock(&emu_mem_mem_mu);
+    struct chunk *ch;
+    size_t idx, size;
+    uintptr_t base;
+    bool found = find_locked((uintptr_t)p, &ch, &idx, &base, &size) && base == (uintptr_t)p;
+    if (found)
+        *serial = ch->kind == CHUNK_SLAB ? ch->blks[idx].serial : ch->serial;
+    pthread_mutex_unlock(&emu_mem_mem_mu);
+    return found;
+}
 
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *pbase, size_t *psize)
 {

@@ -19,6 +19,7 @@ struct blk {
     bool free_pending;    /* cuMemFreeAsync called, the stream has not reached the free yet; or graph
                            * memory not allocated now */
     uint64_t graph;       /* graph memory: its id (emu_graph.c); 0 for other allocations */
+    uint64_t serial;      /* which allocation this is (never reused: an IPC handle names it) */
 };
 
 enum chunk_kind { CHUNK_SLAB = 1, CHUNK_LARGE = 2, CHUNK_VMM = 3 };
@@ -37,6 +38,7 @@ struct chunk {
     int device;
     bool free_pending;
     uint64_t graph;
+    uint64_t serial;
     /* vmm: a reservation of nchunks chunks from base */
     struct vmm_resv *resv;
 };

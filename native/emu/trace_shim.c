@@ -521,6 +521,9 @@ static void end_report(void)
     X(cuMemGetInfo_v2, rzcu_fn_cuMemGetInfo_v2, (size_t * free_bytes, size_t * total_bytes), (free_bytes, total_bytes)) \
     X(cuPointerGetAttribute, rzcu_fn_cuPointerGetAttribute,                                                 \
       (void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr), (data, attribute, ptr))           \
+    X(cuPointerGetAttributes, rzcu_fn_cuPointerGetAttributes,                                               \
+      (unsigned int num, rzcu_pointer_attribute *attributes, void **data, rzcu_deviceptr ptr),              \
+      (num, attributes, data, ptr))                                                                         \
     X(cuStreamCreate, rzcu_fn_cuStreamCreate, (rzcu_stream * ps, unsigned int flags), (ps, flags))          \
     X(cuStreamDestroy_v2, rzcu_fn_cuStreamDestroy_v2, (rzcu_stream s), (s))                                 \
     X(cuStreamSynchronize, rzcu_fn_cuStreamSynchronize, (rzcu_stream s), (s))                               \

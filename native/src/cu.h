@@ -214,6 +214,8 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuMemGetAddressRange_v2, rzcu_result, (rzcu_deviceptr * pbase, size_t * psize, rzcu_deviceptr dptr))  \
     X(cuMemGetInfo_v2, rzcu_result, (size_t * free_bytes, size_t * total_bytes))                            \
     X(cuPointerGetAttribute, rzcu_result, (void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr)) \
+    X(cuPointerGetAttributes, rzcu_result,                                                                  \
+      (unsigned int num_attributes, rzcu_pointer_attribute *attributes, void **data, rzcu_deviceptr ptr))   \
     X(cuMemsetD8_v2, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n))                         \
     X(cuMemsetD8Async, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n, rzcu_stream s))        \
     X(cuMemcpyHtoD_v2, rzcu_result, (rzcu_deviceptr dst, const void *src, size_t n))                        \

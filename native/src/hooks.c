@@ -211,6 +211,34 @@ rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute attribute, 
     return r;
 }
 
+/* The plural answers the same way: for band bytes, what the driver answers for an address no allocation
+ * holds (asked of the driver for address 0: success with each attribute's default value, as documented);
+ * RANGE_START_ADDR/RANGE_SIZE for the program's range. */
+RZ_EXPORT rzcu_fn_cuPointerGetAttributes cuPointerGetAttributes;
+rzcu_result cuPointerGetAttributes(unsigned int num, rzcu_pointer_attribute *attributes, void **data,
+                                   rzcu_deviceptr ptr) {
+    rzcu_fn_cuPointerGetAttributes *real = REAL(cuPointerGetAttributes);
+    if (real == NULL)
+        return missing();
+    if (t_in_hook || attributes == NULL || data == NULL ||
+        rz__options()->pad_bytes + rz__options()->front_bytes == 0 || rz__drv.cuMemGetAddressRange_v2 == NULL)
+        return real(num, attributes, data, ptr);
+    rzcu_deviceptr base = 0, user_base = 0;
+    size_t size = 0, user_size = 0;
+    int in_block = rz__drv.cuMemGetAddressRange_v2(&base, &size, ptr) == RZCUDA_SUCCESS;
+    rzcu_result mine = cuMemGetAddressRange_v2(&user_base, &user_size, ptr); /* the program's view */
+    if (in_block && mine == RZCUDA_ERROR_NOT_FOUND)
+        return real(num, attributes, data, 0); /* a band byte */
+    rzcu_result r = real(num, attributes, data, ptr);
+    for (unsigned i = 0; r == RZCUDA_SUCCESS && mine == RZCUDA_SUCCESS && i < num; i++) {
+        if (attributes[i] == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR && data[i])
+            *(rzcu_deviceptr *)data[i] = user_base;
+        else if (attributes[i] == RZCU_POINTER_ATTRIBUTE_RANGE_SIZE && data[i])
+            *(size_t *)data[i] = user_size;
+    }
+    return r;
+}
+
 /* ---- bands waiting to be written (lazy install) ------------------------------------------------------ */
 /* Before anything that lets the program's work touch device memory; one load when nothing waits. */
 static inline void install_bands(void) {
@@ -430,7 +458,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
     X(cuPointerGetAttribute) X(cuStreamDestroy_v2) X(cuCtxDestroy) X(cuDevicePrimaryCtxRelease)                \
-    X(cuDevicePrimaryCtxReset)
+    X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

@@ -26,8 +26,8 @@
  *                      its CUkernel passed as the CUfunction, writes past the end; and one launched through
  *                      cuKernelGetFunction
  *   rzreal freeasync   a stream-ordered buffer overrun by a kernel queued on its stream, then cuMemFreeAsync on
- *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1 and
- *                      CUDA_EMU_PAGEABLE_SYNC=1: a copy into pageable memory would wait)
+ *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1; a
+ *                      copy into pageable memory would wait, as the emulated driver's do)
  *   rzreal capture inside|past
  *                      a stream-ordered allocation, a kernel writing all its 1000 bytes (and with `past` 8 more)
  *                      and its stream-ordered free, captured into a graph (memory nodes); the graph
