@@ -140,24 +140,27 @@ static void churn_row(const char *order, int live, int steps) {
     printf("%-34s %9d %12.2f %12d %9s  0\n", label, live, added, 0, "");
 }
 
-/* METRALE_REDZONE_SCAN=sync with `zones` zones: what a synchronisation adds when no device work was queued
- * since the last scan (ideal: nothing), and when some was (one scan). */
+/* METRALE_REDZONE_SCAN=sync with `zones` zones: what the library adds to a synchronisation when no device work
+ * was queued since the last scan (ideal: nothing), as the hooks call it after the driver's sync; and a sync
+ * after work in the context (one scan of it). bench/sync_bench measures the hooks themselves. */
 static void sync_rows(long zones) {
     rzcu_context *c = populate(1, zones);
     cuCtxPushCurrent_v2(c[0]);
     rz_scan();
+    const rz_sync_t what = {.kind = RZ_SYNC_CTX};
     enum { IDLE = 1000 };
     cuEmuResetCallCounts();
     double t0 = now();
     for (int i = 0; i < IDLE; i++)
-        rz__scan_after_sync();
+        rz__scan_after_sync(&what, rz__sync_ticket());
     double idle_us = (now() - t0) * 1e6 / IDLE;
     double idle_calls = (double)all_calls() / IDLE;
     double t[5];
     for (int r = 0; r < 5; r++) {
-        rz__note_device_work(); /* what a hooked launch, copy or memset records */
+        uint64_t ticket = rz__sync_ticket();
+        rz__note_device_work(NULL, 0); /* what the hooks note for a memset on the legacy stream */
         double t1 = now();
-        rz__scan_after_sync();
+        rz__scan_after_sync(&what, ticket + 1);
         t[r] = (now() - t1) * 1e3;
     }
     qsort(t, 5, sizeof t[0], cmp);
@@ -169,11 +172,66 @@ static void sync_rows(long zones) {
     printf("%-34s %9ld %12.2f %12s %9s\n", "sync scan: ms, sync after work", zones, t[2], "-", "");
 }
 
+/* Busy for 2 ms on its stream's worker: a long kernel the program queued before an allocation. */
+CUDA_EMU_KERNEL_NO_PARAMS(busy_2ms) {
+    double until = now() + 2e-3;
+    while (now() < until) {
+    }
+}
+
+static unsigned long long host_waits(void) {
+    return cuEmuCallCount("cuStreamSynchronize") + cuEmuCallCount("cuStreamSynchronize_ptsz") +
+           cuEmuCallCount("cuCtxSynchronize") + cuEmuCallCount("cuCtxSynchronize_v2") +
+           cuEmuCallCount("cuEventSynchronize");
+}
+
+/* cuMemAllocAsync right after a 2 ms kernel on the same stream: host us of the call through the library (a band
+ * fill queued in stream order, an event after it) against the driver's own call, and the host waits it made
+ * (it used to synchronise the stream: the whole kernel). Median of `reps`. */
+static void async_alloc_rows(int reps) {
+    rzcu_module mod;
+    rzcu_function busy;
+    rzcu_stream s;
+    if (cuModuleLoadData(&mod, "emulated module") || cuModuleGetFunction(&busy, mod, "busy_2ms") ||
+        cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING)) {
+        fprintf(stderr, "scale_bench: no busy kernel\n");
+        exit(1);
+    }
+    double ours[15], bare[15];
+    unsigned long long waits = 0;
+    rz_alloc_req_t req = {.kind = RZ_ALLOC_ASYNC, .stream = s, .interposed = 1};
+    rz_free_req_t fr = {.async = 1, .stream = s};
+    for (int r = 0; r < reps; r++) {
+        rz_devptr_t p;
+        cuLaunchKernel(busy, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+        cuEmuResetCallCounts();
+        double t0 = now();
+        rz__alloc(&p, 1000, &req);
+        ours[r] = (now() - t0) * 1e6;
+        waits += host_waits();
+        cuStreamSynchronize(s);
+        rz__free(p, &fr);
+        cuLaunchKernel(busy, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL);
+        t0 = now();
+        rz__drv.cuMemAllocAsync(&p, 1000, s);
+        bare[r] = (now() - t0) * 1e6;
+        cuStreamSynchronize(s);
+        rz__drv.cuMemFreeAsync(p, s);
+    }
+    cuStreamSynchronize(s);
+    qsort(ours, (size_t)reps, sizeof ours[0], cmp);
+    qsort(bare, (size_t)reps, sizeof bare[0], cmp);
+    printf("%-34s %9d %12.1f %12.1f %8.2fx  no host wait\n", "host us, cuMemAllocAsync (busy s)", 1,
+           ours[reps / 2], bare[reps / 2], ours[reps / 2] / bare[reps / 2]);
+    printf("%-34s %9d %12llu %12d %9s  0\n", "host waits in those calls", 1, waits, 0, "");
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     setenv("METRALE_REDZONE", "64", 1);
     setenv("METRALE_REDZONE_LOG", "/dev/null", 1);
     setenv("METRALE_REDZONE_AGENT", "0", 1);
+    setenv("METRALE_REDZONE_SCAN", "sync,free,exit", 1); /* the sync rows (rz_scan ignores the list) */
     rzcu_context ctx;
     if (cuInit(0) || cuDevicePrimaryCtxRetain(&ctx, 0) || cuCtxSetCurrent(ctx)) {
         fprintf(stderr, "scale_bench: no emulated device\n");
@@ -187,5 +245,6 @@ int main(int argc, char **argv) {
     churn_row("FIFO", 2000, 4000);
     churn_row("random", 2000, 4000);
     sync_rows(100000);
+    async_alloc_rows(quick ? 5 : 15);
     return 0;
 }

@@ -5,9 +5,20 @@ if(NOT TARGET PkgConfig::CRITERION)
   pkg_check_modules(CRITERION REQUIRED IMPORTED_TARGET criterion)
 endif()
 
-add_executable(test_emu ${CMAKE_CURRENT_LIST_DIR}/test_emu.c)
+# One executable, one file per concern (the ctest entry `emu` runs them all).
+add_executable(test_emu
+  ${CMAKE_CURRENT_LIST_DIR}/emu_test_util.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_core.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_mem.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_stream.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_copy.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_copy2d.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_ipc.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_pool.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_kernel.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_vmm.c)
 target_link_libraries(test_emu PRIVATE redzone_cuda_emu PkgConfig::CRITERION Threads::Threads)
-# the emulated kernels of test_emu.c are found with dlsym: export them
+# the emulated kernels of test_emu_*.c are found with dlsym: export them
 set_target_properties(test_emu PROPERTIES ENABLE_EXPORTS ON)
 add_test(NAME emu COMMAND test_emu)
 

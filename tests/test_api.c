@@ -1,5 +1,7 @@
 /* Allocation and free through the public API on the emulated driver: creation indices, MIN_IDX, padding
  * decisions, result codes passed through, counters, and the fallbacks that keep the program running. */
+#include <signal.h>
+
 #include "rz_test.h"
 
 static int collect(const rz_zone_info_t *z, void *arg) {
@@ -208,6 +210,50 @@ Test(api, failed_free_counts_the_call_and_keeps_the_zone) {
     cr_assert_eq(s.live_zones, 0);
 }
 
+/* A free the driver refuses changes nothing: the zone comes back with its allocation stack, so a later report
+ * of it still says where it was allocated (issue 18: it came back with none, or with whatever stack its new
+ * registry node last held). Another allocation lands between the removal and the refusal (in a handler of a
+ * signal the emulated driver raises inside cuMemFree, as another thread would), so the zone cannot get its
+ * old node, and slot, back. */
+static rzcu_context g_refused_ctx;
+static rz_devptr_t g_between;
+
+static void allocate_in_between(int sig) {
+    (void)sig;
+    cuCtxSetCurrent(g_refused_ctx);
+    rz_mem_alloc(&g_between, 200);
+    cuCtxSetCurrent(NULL); /* the free goes on without a context: refused */
+}
+
+Test(api, refused_free_keeps_the_allocation_stack) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_STACKS", "4", 1);
+    const char *log = rzt_log_to_file();
+    g_refused_ctx = rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    struct sigaction sa = {.sa_handler = allocate_in_between};
+    cr_assert_eq(sigaction(SIGUSR1, &sa, NULL), 0);
+    cr_assert_eq(cuEmuInjectSignal("cuMemFree_v2", 1, SIGUSR1), 0);
+    cr_assert_eq(cuCtxSetCurrent(NULL), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_mem_free(p), RZCUDA_ERROR_INVALID_CONTEXT, "no current context: the driver refuses");
+    cr_assert_neq(g_between, 0, "the allocation in between was made");
+    cr_assert_eq(cuCtxSetCurrent(g_refused_ctx), RZCUDA_SUCCESS);
+    rz__registry_lock();
+    uint32_t n = 0;
+    rz__registry_stack(rz__registry_find(p), &n);
+    rz__registry_unlock();
+    cr_assert_gt(n, 0, "the zone came back without its allocation stack");
+    uint8_t bad = 0x41;
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 100, &bad, 1), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 1);
+    char *text = rzt_read_log(log);
+    cr_assert(strstr(text, "REDZONE VIOLATION alloc#0 user_bytes=100 pad=64 : bytes [0..=0] past the end were written "
+                           "(1 of 64 pad bytes changed), first bad value 0x41\n  alloc#0 was allocated at:\n    #0 0x"),
+              "%s", text);
+    free(text);
+}
+
 Test(api, failed_band_fill_leaves_working_unwatched_memory) {
     setenv("METRALE_REDZONE", "32", 1);
     const char *log = rzt_log_to_file();
@@ -360,6 +406,19 @@ Test(api, proc_address_version_table) {
     cr_assert_null(rz__proc_exported_name("cuMemGetInfo", 13000, 0), "not interposed");
 }
 
+/* The entry points that end a context (a runtime's cudaDeviceReset fetches them with cuGetProcAddress) and
+ * the pointer attribute query are found by name too, the older ABIs at older versions (issue 18 item 1). */
+Test(api, proc_address_version_table_context_end) {
+    cr_assert_str_eq(rz__proc_exported_name("cuDevicePrimaryCtxRelease", 12000, 0), "cuDevicePrimaryCtxRelease_v2");
+    cr_assert_str_eq(rz__proc_exported_name("cuDevicePrimaryCtxRelease", 10000, 0), "cuDevicePrimaryCtxRelease");
+    cr_assert_null(rz__proc_exported_name("cuDevicePrimaryCtxRelease", 6050, 0));
+    cr_assert_str_eq(rz__proc_exported_name("cuDevicePrimaryCtxReset", 11000, 0), "cuDevicePrimaryCtxReset_v2");
+    cr_assert_str_eq(rz__proc_exported_name("cuDevicePrimaryCtxReset", 7000, 0), "cuDevicePrimaryCtxReset");
+    cr_assert_str_eq(rz__proc_exported_name("cuCtxDestroy", 13000, 0), "cuCtxDestroy_v2");
+    cr_assert_str_eq(rz__proc_exported_name("cuCtxDestroy", 3020, 0), "cuCtxDestroy");
+    cr_assert_str_eq(rz__proc_exported_name("cuPointerGetAttribute", 12000, 0), "cuPointerGetAttribute");
+}
+
 /* A failed band read must not make a guard-page zone look stale (the driver names no context for virtual
  * memory): it stays registered, its free succeeds and releases everything, and the counters balance. */
 Test(api, failed_band_read_keeps_a_guard_page_zone) {
@@ -397,4 +456,33 @@ Test(api, guard_page_allocation_counts_one_guard_install) {
     cr_assert_eq(s.map_calls, 1);
     cr_assert_eq(s.current_mapped_bytes, (uint64_t)2 << 20, "the mapping");
     cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+}
+
+/* The free-time check takes the registry lock once per free (issue 20 item 7; it took it three times, and
+ * holding it across the band read): to remove the zone. The band is read and judged without it; only a
+ * violated band takes it again, to report. An unused buffer (its band never written) is not read at all. */
+Test(api, a_free_takes_the_registry_lock_once) {
+    setenv("METRALE_REDZONE", "64", 1);
+    rzt_log_to_file();
+    rzt_context(0);
+    rz_devptr_t used, unused, overrun;
+    cr_assert_eq(rz_mem_alloc(&used, 1000), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_mem_alloc(&overrun, 1000), RZCUDA_SUCCESS);
+    rz__bands_install(); /* what the hooks do before the program's first copy, memset or launch */
+    cr_assert_eq(rz_mem_alloc(&unused, 1000), RZCUDA_SUCCESS); /* allocated after it: band still waiting */
+    cr_assert_eq(cuMemsetD8_v2(used, 1, 1000), RZCUDA_SUCCESS);
+    cr_assert_eq(cuMemsetD8_v2(overrun, 1, 1001), RZCUDA_SUCCESS);
+    uint64_t before = rz__registry_locks_taken();
+    cr_assert_eq(rz_mem_free(used), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__registry_locks_taken() - before, 1, "a clean used buffer: %llu",
+                 (unsigned long long)(rz__registry_locks_taken() - before));
+    before = rz__registry_locks_taken();
+    cr_assert_eq(rz_mem_free(unused), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__registry_locks_taken() - before, 1, "an unused buffer");
+    before = rz__registry_locks_taken();
+    cr_assert_eq(rz_mem_free(overrun), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__registry_locks_taken() - before, 2, "a violated one: removed, then reported");
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.violations, 1);
 }

@@ -433,3 +433,79 @@ Test(band, scan_works_with_unpinned_staging_on_a_thread_without_context) {
     cr_assert_eq((intptr_t)rc, 1, "the violation is found through plain staging");
     cr_assert_eq(cuEmuCallCount("cuMemHostRegister_v2"), 1, "pinning was tried");
 }
+
+/*
+ * A context that ends where redzone cannot see it (this test calls the emulated driver directly: no hooks),
+ * and a larger buffer y, made by the program in another context, then has x's old address range in its
+ * middle (issue 18 item 1). A band is written only for a zone whose block the driver still shows at the
+ * zone's address: x is forgotten, y's bytes stay the program's, nothing is reported and no scan fails.
+ */
+#define UNSEEN_W ((size_t)2 << 20)
+#define UNSEEN_X ((size_t)3 << 20)
+#define UNSEEN_Y ((size_t)8 << 20)
+
+enum unseen_how { UNSEEN_PENDING, UNSEEN_INSTALLED, UNSEEN_SAME_HANDLE };
+
+/* x (lazy when pending, written at its allocation otherwise) in a created context that is then destroyed
+ * behind redzone's back; y (0x33 throughout) in the primary context, or in a new created context that gets
+ * the dead one's handle. Returns y. */
+static rz_devptr_t unseen_end(enum unseen_how how, rz_devptr_t *x) {
+    setenv("METRALE_REDZONE", "64", 1);
+    g_log = rzt_log_to_file();
+    rzcu_context primary = rzt_context(0), a, b;
+    cr_assert_eq(cuCtxCreate_v4(&a, NULL, 0, 0), RZCUDA_SUCCESS);
+    rz_devptr_t w, y;
+    cr_assert_eq(cuMemAlloc_v2(&w, UNSEEN_W), RZCUDA_SUCCESS); /* y starts here, with x in its middle */
+    cr_assert_eq(how == UNSEEN_PENDING ? rz__alloc_interposed(x, UNSEEN_X) : rz_mem_alloc(x, UNSEEN_X), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__registry_pending(), how == UNSEEN_PENDING);
+    cr_assert_eq(cuCtxDestroy_v2(a), RZCUDA_SUCCESS);
+    if (how == UNSEEN_SAME_HANDLE) {
+        cr_assert_eq(cuCtxCreate_v4(&b, NULL, 0, 0), RZCUDA_SUCCESS);
+        cr_assert_eq(b, a, "the emulated driver hands out the destroyed context's handle again");
+    } else {
+        cr_assert_eq(cuCtxSetCurrent(primary), RZCUDA_SUCCESS);
+    }
+    cr_assert_eq(cuMemAlloc_v2(&y, UNSEEN_Y), RZCUDA_SUCCESS);
+    cr_assert(y < *x && *x + UNSEEN_X + 64 < y + UNSEEN_Y, "y has x's old range in its middle");
+    cr_assert_eq(cuMemsetD8_v2(y, 0x33, UNSEEN_Y), RZCUDA_SUCCESS);
+    return y;
+}
+
+static void expect_y_untouched_and_x_forgotten(rz_devptr_t y) {
+    static uint8_t h[UNSEEN_Y];
+    cr_assert_eq(cuMemcpyDtoH_v2(h, y, UNSEEN_Y), RZCUDA_SUCCESS);
+    size_t changed = 0;
+    for (size_t i = 0; i < UNSEEN_Y; i++)
+        changed += h[i] != 0x33;
+    cr_assert_eq(changed, 0, "redzone wrote into y");
+    cr_assert_eq(rz__registry_count(), 0, "x's zone is forgotten");
+    char *log = rzt_read_log(g_log);
+    cr_assert(!strstr(log, "REDZONE VIOLATION"), "%s", log);
+    cr_assert(!strstr(log, "failed"), "%s", log);
+    cr_assert_eq(rzt_count(log, "1 allocations' memory is no longer known to the driver"), 1, "%s", log);
+    cr_assert_eq(atomic_load(&RZ_STATE.counters[RZ_C_stale_zones]), 1);
+}
+
+/* x's band still waiting: the install must not take y's context for x's and write x's band into y. */
+Test(band_env, unseen_context_end_pending_band_is_not_written_into_a_later_buffer) {
+    rz_devptr_t x, y = unseen_end(UNSEEN_PENDING, &x);
+    rz__bands_install();
+    expect_y_untouched_and_x_forgotten(y);
+}
+
+/* x's band in place: its context is gone, so the scan cannot read it there (CUDA_ERROR_INVALID_CONTEXT); that
+ * failed every scan, since the driver named a context (y's) for x's address. */
+Test(band_env, unseen_context_end_installed_zone_does_not_fail_scans) {
+    rz_devptr_t x, y = unseen_end(UNSEEN_INSTALLED, &x);
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(rz_scan(), 0, "and the next scan");
+    expect_y_untouched_and_x_forgotten(y);
+}
+
+/* The new context has the dead one's handle, so x's band is read, in y: y's bytes are no violation of x's, and
+ * the re-fill after a report would write 64 bytes into y. */
+Test(band_env, unseen_context_end_same_handle_no_false_report_no_refill) {
+    rz_devptr_t x, y = unseen_end(UNSEEN_SAME_HANDLE, &x);
+    cr_assert_eq(rz_scan(), 0);
+    expect_y_untouched_and_x_forgotten(y);
+}

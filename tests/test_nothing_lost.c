@@ -330,7 +330,8 @@ Test(nothing_lost, the_trace_covers_every_entry_point, .timeout = 30) {
 #define NAME(name, ...) #name,
 #define VARIANT(variant, base) #variant,
 #define WRITER(exported, ...) #exported,
-        RZCU_ENTRY_POINTS(NAME) RZCU_PER_THREAD_VARIANTS(VARIANT) RZCU_DEVICE_WRITERS(WRITER)
+        RZCU_ENTRY_POINTS(NAME) RZCU_PER_THREAD_VARIANTS(VARIANT) RZCU_LEGACY_ENTRY_POINTS(VARIANT)
+            RZCU_DEVICE_WRITERS(WRITER)
 #undef NAME
 #undef VARIANT
 #undef WRITER

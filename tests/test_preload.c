@@ -322,6 +322,26 @@ Test(preload, sync_scan_skips_idle_synchronisations) {
     cr_assert_eq(count(R.out, "redzone scan: 100 zones checked"), 2, "two syncs followed device work: %s", R.out);
 }
 
+/* Sync scans read only the contexts that received device work since their last scan (issue 20.4): with zones
+ * in two contexts, a sync after a memset in one reads that one's bands (it read both: 200 zones, two batches,
+ * the other context pushed and popped); an idle sync adds no driver call. */
+Test(preload, sync_scan_reads_only_the_contexts_with_work) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_SCAN=sync", NULL};
+    const char *argv[] = {RZPROG, "ctxsync", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    const char *both = strstr(R.out, "redzone scan: 200 zones checked, 0 violated\n");
+    const char *first = strstr(R.out, "ctxsync: work in both contexts synchronised\n");
+    cr_assert(both && first && both < first, "work in both: both judged at the first sync:\n%s", R.out);
+    cr_assert(strstr(R.out, "ctxsync: driver calls of an idle sync: 1\n"), "only the program's own: %s", R.out);
+    /* The memset and its context; the sync, its context, and a scan of one context: the current context,
+     * one batch copy, one synchronisation of the library's stream. */
+    cr_assert(strstr(R.out, "ctxsync: driver calls of a memset: 2; of the sync after it: 5, 1 batch copies, 0 "
+                            "context pushes, 0 stream queries\n"), "%s", R.out);
+    cr_assert_eq(count(R.out, "redzone scan: 100 zones checked, 0 violated\n"), 1, "%s", R.out);
+    cr_assert_eq(count(R.out, "redzone scan:"), 2, "%s", R.out);
+}
+
 /* Lazy install: a band is written just before the program's next copy, memset or launch, in batches; an
  * allocation freed before any of them costs no driver call at all. */
 Test(preload, bands_are_installed_lazily_before_device_work) {

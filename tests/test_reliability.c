@@ -337,6 +337,114 @@ Test(life, fork_child_with_cuda, .timeout = 30) {
     unlink(sum);
 }
 
+/* ---- several processes, one log (issue 18 item 20) ------------------------------------------------------ */
+/* The pids the program printed: "rzlife: child pid C, parent pid P". */
+static void pids_of(const char *out, long *child, long *parent) {
+    const char *at = strstr(out, "rzlife: child pid ");
+    cr_assert(at && sscanf(at, "rzlife: child pid %ld, parent pid %ld", child, parent) == 2, "%s", out);
+}
+
+/* How many lines of text are exactly `redzone[pid]: ` followed by line (line ends with its newline). */
+static int lines_of(const char *text, long pid, const char *line) {
+    char want[512];
+    snprintf(want, sizeof want, "redzone[%ld]: %s", pid, line);
+    int n = 0;
+    for (const char *p = strstr(text, want); p; p = strstr(p + 1, want))
+        n += p == text || p[-1] == '\n';
+    return n;
+}
+
+/* Every line of a shared log starts with `redzone[<pid>]: `. */
+static void expect_every_line_prefixed(const char *text) {
+    for (const char *l = text; *l;) {
+        long pid;
+        int used = 0;
+        cr_assert(sscanf(l, "redzone[%ld]: %n", &pid, &used) == 1 && used > 0, "a line without its pid: %s", text);
+        const char *e = strchr(l, '\n');
+        l = e ? e + 1 : l + strlen(l);
+    }
+}
+
+static const char *log_path(const char *name) {
+    static char path[96];
+    snprintf(path, sizeof path, "/tmp/rz-reliability-%ld.%s", (long)getpid(), name);
+    unlink(path);
+    return path;
+}
+
+/* Two processes (a child forked before any CUDA call, then its parent), one log file: each line carries the
+ * pid of the process that wrote it, and after that prefix the line is the usual one, byte for byte. */
+Test(life, shared_log_file_lines_carry_their_pid, .timeout = 30) {
+    const char *path = log_path("log");
+    char logenv[128];
+    snprintf(logenv, sizeof logenv, "METRALE_REDZONE_LOG=%s", path);
+    const char *env[] = {PRELOAD, EMU, BANDS, logenv, NULL};
+    const char *argv[] = {RZLIFE, "fork-cuda", "4", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    cr_assert(!strstr(R.out, "REDZONE"), "the reports went to the log: %s", R.out);
+    long child, parent;
+    pids_of(R.out, &child, &parent);
+    const char *text = slurp(path);
+    expect_every_line_prefixed(text);
+    char line[256];
+    report_line(line, sizeof line, 0, 64);
+    cr_assert_eq(lines_of(text, child, line), 1, "the child's report, with its pid: %s", text);
+    report_line(line, sizeof line, 0, 32);
+    cr_assert_eq(lines_of(text, parent, line), 1, "the parent's report, with its pid: %s", text);
+    const char *exit_line = "redzone: exit: 1 violated at exit; 1 violations in 1 scans; 1 allocations, 1 live, 0 unpadded\n";
+    cr_assert_eq(lines_of(text, child, exit_line), 1, "%s", text);
+    cr_assert_eq(lines_of(text, parent, exit_line), 1, "%s", text);
+    cr_assert_eq(count(text, "\n"), 6, "three lines each, nothing else: %s", text);
+    unlink(path);
+}
+
+/* A forked child that inherited its parent's open log writes there too (here: the fatal-signal scan's lines
+ * when it aborts): with its own pid. */
+Test(life, shared_log_file_forked_child_lines_carry_its_pid, .timeout = 30) {
+    const char *path = log_path("log");
+    char logenv[128];
+    snprintf(logenv, sizeof logenv, "METRALE_REDZONE_LOG=%s", path);
+    const char *env[] = {PRELOAD, EMU, BANDS, logenv, NULL};
+    const char *argv[] = {RZLIFE, "fork-abort", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    long child, parent;
+    pids_of(R.out, &child, &parent);
+    const char *text = slurp(path);
+    expect_every_line_prefixed(text);
+    cr_assert_eq(lines_of(text, child, "redzone: SIGABRT: one final scan before the process dies\n"), 1, "%s", text);
+    cr_assert_eq(lines_of(text, parent, "redzone: alloc#0 was violated when it was freed\n"), 1, "%s", text);
+    unlink(path);
+}
+
+/* A per-process log (%p in its name) is one process's: a forked child that inherited its parent's open log
+ * writes to a file of its own pid, and no line carries a pid. */
+Test(life, per_process_log_forked_child_writes_its_own_file, .timeout = 30) {
+    char tmpl[96], logenv[128];
+    snprintf(tmpl, sizeof tmpl, "/tmp/rz-reliability-%ld.%%p.log", (long)getpid());
+    snprintf(logenv, sizeof logenv, "METRALE_REDZONE_LOG=%s", tmpl);
+    const char *env[] = {PRELOAD, EMU, BANDS, logenv, NULL};
+    const char *argv[] = {RZLIFE, "fork-abort", NULL};
+    run(&R, env, argv);
+    cr_assert_eq(R.status, 0, "%s", R.out);
+    long child, parent;
+    pids_of(R.out, &child, &parent);
+    char child_log[96], parent_log[96];
+    snprintf(child_log, sizeof child_log, "/tmp/rz-reliability-%ld.%ld.log", (long)getpid(), child);
+    snprintf(parent_log, sizeof parent_log, "/tmp/rz-reliability-%ld.%ld.log", (long)getpid(), parent);
+    static char child_text[1 << 14];
+    snprintf(child_text, sizeof child_text, "%s", slurp(child_log));
+    const char *parent_text = slurp(parent_log);
+    cr_assert(strstr(child_text, "redzone: SIGABRT: one final scan before the process dies\n") == child_text,
+              "the child's own file, no pid on its lines: %s", child_text);
+    cr_assert(!strstr(parent_text, "SIGABRT"), "nothing of the child's in the parent's file: %s", parent_text);
+    cr_assert(strstr(parent_text, "redzone: alloc#0 was violated when it was freed\n"), "%s", parent_text);
+    cr_assert(!strstr(parent_text, "redzone["), "%s", parent_text);
+    unlink(child_log);
+    unlink(parent_log);
+}
+
 /* exec replaces the process image: the zones of the old image are gone unchecked (no exit handlers run);
  * the new image has its own redzone, index counter and report; the status is the new image's. */
 Test(life, exec, .timeout = 30) {

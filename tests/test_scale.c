@@ -2,6 +2,9 @@
  * contexts used and released with them, driver calls per scan independent of how zones spread over
  * contexts. Timings are bench/run's (bench/scale_bench.c), not asserted here. */
 #include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
 
 #include "rz_test.h"
 
@@ -100,6 +103,57 @@ Test(scale, scan_calls_per_context_independent_of_zone_count, .timeout = 120) {
                  C * per_ctx[1], calls[1]);
     /* Per context: look up the current one, push, one batch, one sync, pop. */
     cr_assert_leq(calls[1], 5 * C, "%llu calls for %d contexts", calls[1], C);
+}
+
+/* Two synchronisations after the same device work (issue 20.4, merged scans): the second, finding a scan of
+ * the context in progress that began after the work had completed, waits for it and does not scan again.
+ * The first scan is held inside its band read (a signal the emulated driver raises there) until the second
+ * waits for the registry lock (its lock word says a thread waits). */
+static sem_t g_scanning, g_go;
+
+static void hold_scan(int sig) {
+    (void)sig;
+    sem_post(&g_scanning);
+    while (sem_wait(&g_go) != 0)
+        ;
+}
+
+static void *sync_after_work(void *ctx) {
+    cr_assert_eq(cuCtxSetCurrent(ctx), RZCUDA_SUCCESS);
+    const rz_sync_t what = {.kind = RZ_SYNC_CTX}; /* what the cuCtxSynchronize hook passes */
+    uint64_t ticket = rz__sync_ticket();
+    cr_assert_eq(cuCtxSynchronize(), RZCUDA_SUCCESS);
+    rz__scan_after_sync(&what, ticket);
+    return NULL;
+}
+
+Test(scale, concurrent_syncs_after_the_same_work_scan_once) {
+    setenv("METRALE_REDZONE_SCAN", "sync", 1);
+    rzcu_context ctx;
+    cr_assert_eq(cuCtxGetCurrent(&ctx), RZCUDA_SUCCESS);
+    rz_devptr_t p[10];
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(rz_mem_alloc(&p[i], 64), RZCUDA_SUCCESS);
+    rz__bands_install();
+    rz__note_device_work(NULL, 0); /* what the hooks note for a memset on the legacy stream */
+    sem_init(&g_scanning, 0, 0);
+    sem_init(&g_go, 0, 0);
+    signal(SIGUSR1, hold_scan);
+    uint64_t scans = RZ_STATE.counters[RZ_C_scans];
+    cuEmuResetCallCounts();
+    cr_assert_eq(cuEmuInjectSignal("cuMemcpyBatchAsync_v2", 1, SIGUSR1), 0);
+    pthread_t first, second;
+    pthread_create(&first, NULL, sync_after_work, ctx);
+    while (sem_wait(&g_scanning) != 0)
+        ;
+    pthread_create(&second, NULL, sync_after_work, ctx);
+    while (atomic_load(&RZ_STATE.lock) != 2) /* the second sync waits for the registry lock */
+        sched_yield();
+    sem_post(&g_go);
+    pthread_join(first, NULL);
+    pthread_join(second, NULL);
+    cr_assert_eq(RZ_STATE.counters[RZ_C_scans] - scans, 1, "one scan for the two syncs");
+    cr_assert_eq(cuEmuCallCount("cuMemcpyBatchAsync_v2"), 1);
 }
 
 /* A guard-page allocation that cannot fit under the 1 GiB cap makes no virtual-memory driver call before

@@ -67,7 +67,9 @@
  * blocking-stream work for the legacy stream, earlier legacy work for a blocking one) runs in the calling
  * thread before the call returns, as a GPU's copy engines need no host thread: a debugger that resumes
  * only one thread can still copy and synchronise on its own stream. Kernels and host functions always run
- * on the worker. Synchronising on completed work needs no other thread. cuMemAllocAsync allocates at the
+ * on the worker. Synchronising on completed work needs no other thread. As the driver documents, an
+ * asynchronous copy from device memory into pageable host memory (not cuMemAllocHost/cuMemHostAlloc memory,
+ * not registered) returns only once it has completed. cuMemAllocAsync allocates at the
  * call (the memory is valid earlier than the driver promises); cuMemFreeAsync (of memory from any
  * allocation call) takes the allocation out of use at the call (later copies, memsets and frees of it are
  * CUDA_ERROR_INVALID_VALUE) and releases it when the stream reaches the free.
@@ -181,10 +183,83 @@ typedef struct cuda_emu_vmm_usage {
 /* Fills *usage; usable before cuInit (all zero then). */
 void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
 
+/*
+ * The descriptors of cuMemcpy2D_v2 / cuMemcpy3D_v2 and their variants (CUDA_MEMCPY2D and CUDA_MEMCPY3D of
+ * cuda.h, the _v2 layout with size_t fields), and the memory types they name (CUmemorytype). The emulator
+ * has no CUDA arrays: CUDA_EMU_MEMORYTYPE_ARRAY is refused (see docs/emulated-driver.md).
+ */
+#define CUDA_EMU_MEMORYTYPE_HOST 0x1
+#define CUDA_EMU_MEMORYTYPE_DEVICE 0x2
+#define CUDA_EMU_MEMORYTYPE_ARRAY 0x3
+#define CUDA_EMU_MEMORYTYPE_UNIFIED 0x4
+
+typedef struct cuda_emu_memcpy2d {
+    size_t srcXInBytes, srcY;
+    unsigned int srcMemoryType;
+    const void *srcHost;
+    rzcu_deviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    unsigned int dstMemoryType;
+    void *dstHost;
+    rzcu_deviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} cuda_emu_memcpy2d_t;
+
+typedef struct cuda_emu_memcpy3d {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    unsigned int srcMemoryType;
+    const void *srcHost;
+    rzcu_deviceptr srcDevice;
+    void *srcArray;
+    void *reserved0; /* must be NULL */
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    unsigned int dstMemoryType;
+    void *dstHost;
+    rzcu_deviceptr dstDevice;
+    void *dstArray;
+    void *reserved1; /* must be NULL */
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} cuda_emu_memcpy3d_t;
+
+/* CUipcMemHandle: 64 opaque bytes, passed by value. */
+typedef struct cuda_emu_ipc_mem_handle {
+    char reserved[64];
+} cuda_emu_ipc_mem_handle_t;
+#define CUDA_EMU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+#define CUDA_EMU_MEMHOSTALLOC_PORTABLE 0x1
+#define CUDA_EMU_MEMHOSTALLOC_DEVICEMAP 0x2
+#define CUDA_EMU_MEMHOSTALLOC_WRITECOMBINED 0x4
+
 /* Driver entry points the emulator exports beyond cu.h's lists (X(name, ret, params), as in cu.h). */
 struct CUgraph_st;     /* CUgraph */
 struct CUgraphExec_st; /* CUgraphExec */
+struct CUgraphNode_st; /* CUgraphNode */
+struct CUgraphEdgeData_st; /* CUgraphEdgeData */
 #define CUDA_EMU_EXTRA_ENTRY_POINTS(X)                                                                        \
+    X(cuMemcpy2D_v2, rzcu_result, (const cuda_emu_memcpy2d_t *copy)) \
+    X(cuMemcpy2D_v2_ptds, rzcu_result, (const cuda_emu_memcpy2d_t *copy)) \
+    X(cuMemcpy2DUnaligned_v2, rzcu_result, (const cuda_emu_memcpy2d_t *copy)) \
+    X(cuMemcpy2DUnaligned_v2_ptds, rzcu_result, (const cuda_emu_memcpy2d_t *copy)) \
+    X(cuMemcpy2DAsync_v2, rzcu_result, (const cuda_emu_memcpy2d_t *copy, rzcu_stream s)) \
+    X(cuMemcpy2DAsync_v2_ptsz, rzcu_result, (const cuda_emu_memcpy2d_t *copy, rzcu_stream s)) \
+    X(cuMemcpy3D_v2, rzcu_result, (const cuda_emu_memcpy3d_t *copy)) \
+    X(cuMemcpy3D_v2_ptds, rzcu_result, (const cuda_emu_memcpy3d_t *copy)) \
+    X(cuMemcpy3DAsync_v2, rzcu_result, (const cuda_emu_memcpy3d_t *copy, rzcu_stream s)) \
+    X(cuMemcpy3DAsync_v2_ptsz, rzcu_result, (const cuda_emu_memcpy3d_t *copy, rzcu_stream s)) \
+    X(cuStreamWaitEvent, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags)) \
+    X(cuStreamWaitEvent_ptsz, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags)) \
+    X(cuMemHostAlloc, rzcu_result, (void **pp, size_t bytesize, unsigned int flags)) \
+    X(cuMemHostGetDevicePointer_v2, rzcu_result, (rzcu_deviceptr * pdptr, void *p, unsigned int flags)) \
+    X(cuIpcGetMemHandle, rzcu_result, (cuda_emu_ipc_mem_handle_t * handle, rzcu_deviceptr dptr)) \
+    X(cuIpcOpenMemHandle, rzcu_result, (rzcu_deviceptr * pdptr, cuda_emu_ipc_mem_handle_t handle, unsigned int flags)) \
+    X(cuIpcOpenMemHandle_v2, rzcu_result, (rzcu_deviceptr * pdptr, cuda_emu_ipc_mem_handle_t handle, unsigned int flags)) \
+    X(cuIpcCloseMemHandle, rzcu_result, (rzcu_deviceptr dptr)) \
     X(cuMemcpy, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)) \
     X(cuMemcpy_ptds, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n)) \
     X(cuMemcpyAsync, rzcu_result, (rzcu_deviceptr dst, rzcu_deviceptr src, size_t n, rzcu_stream s)) \
@@ -229,15 +304,32 @@ struct CUgraphExec_st; /* CUgraphExec */
     X(cuLaunchCooperativeKernel_ptsz, rzcu_result,                                                            \
       (rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \
        unsigned int bz, unsigned int shared, rzcu_stream s, void **params))                                   \
-    X(cuStreamWaitEvent, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags))                      \
-    X(cuStreamWaitEvent_ptsz, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags))                 \
     X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, unsigned int mode))                               \
+    X(cuStreamBeginCapture_v2_ptsz, rzcu_result, (rzcu_stream s, unsigned int mode))                          \
     X(cuStreamEndCapture, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                            \
+    X(cuStreamEndCapture_ptsz, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                       \
+    X(cuStreamIsCapturing_ptsz, rzcu_result, (rzcu_stream s, rzcu_capture_status *status))                    \
+    X(cuStreamGetCaptureInfo_v2, rzcu_result,                                                                 \
+      (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \
+       struct CUgraphNode_st *const **deps, size_t *ndeps))                                                   \
+    X(cuStreamGetCaptureInfo_v2_ptsz, rzcu_result,                                                            \
+      (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \
+       struct CUgraphNode_st *const **deps, size_t *ndeps))                                                   \
+    X(cuStreamGetCaptureInfo_v3, rzcu_result,                                                                 \
+      (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \
+       struct CUgraphNode_st *const **deps, const struct CUgraphEdgeData_st **edges, size_t *ndeps))          \
+    X(cuStreamGetCaptureInfo_v3_ptsz, rzcu_result,                                                            \
+      (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \
+       struct CUgraphNode_st *const **deps, const struct CUgraphEdgeData_st **edges, size_t *ndeps))          \
     X(cuGraphInstantiateWithFlags, rzcu_result,                                                               \
       (struct CUgraphExec_st **exec, struct CUgraph_st *graph, unsigned long long flags))                     \
     X(cuGraphLaunch, rzcu_result, (void *graph_exec, rzcu_stream s))                                          \
+    X(cuGraphLaunch_ptsz, rzcu_result, (void *graph_exec, rzcu_stream s))                                     \
     X(cuGraphDestroy, rzcu_result, (struct CUgraph_st *graph))                                                \
-    X(cuGraphExecDestroy, rzcu_result, (struct CUgraphExec_st *exec))
+    X(cuGraphExecDestroy, rzcu_result, (struct CUgraphExec_st *exec))                                        \
+    X(cuCtxDestroy, rzcu_result, (rzcu_context ctx))                                                          \
+    X(cuDevicePrimaryCtxRelease, rzcu_result, (rzcu_device dev))                                              \
+    X(cuDevicePrimaryCtxReset, rzcu_result, (rzcu_device dev))
 
 /* Declarations of every exported driver entry point (define CUDA_EMU_NO_DRIVER_DECLS to leave them out). */
 #ifndef CUDA_EMU_NO_DRIVER_DECLS

@@ -259,6 +259,7 @@ static void ctx_teardown(struct CUctx_st *c)
     pthread_mutex_unlock(&c->mu);
     emu_mem_free_context(c);
     emu_host_free_context(c);
+    emu_ipc_free_context(c);
 }
 
 /* ------------------------------------------------------------------------------------------------------ */
@@ -433,9 +434,38 @@ EMU_API rzcu_result cuDevicePrimaryCtxRetain(rzcu_context *pctx, rzcu_device dev
     return r;
 }
 
+static rzcu_result primary_release(rzcu_device dev);
+static rzcu_result primary_reset(rzcu_device dev);
+static rzcu_result ctx_destroy(rzcu_context ctx);
+
+/* The CUDA 7.0 (release, reset) and 2.0 (destroy) ABIs, still exported by drivers for programs built against
+ * old headers and handed out by cuGetProcAddress for old versions: the same behaviour here. */
+EMU_API rzcu_result cuDevicePrimaryCtxRelease(rzcu_device dev)
+{
+    ENTER(cuDevicePrimaryCtxRelease);
+    return primary_release(dev);
+}
+
+EMU_API rzcu_result cuDevicePrimaryCtxReset(rzcu_device dev)
+{
+    ENTER(cuDevicePrimaryCtxReset);
+    return primary_reset(dev);
+}
+
+EMU_API rzcu_result cuCtxDestroy(rzcu_context ctx)
+{
+    ENTER(cuCtxDestroy);
+    return ctx_destroy(ctx);
+}
+
 EMU_API rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev)
 {
     ENTER(cuDevicePrimaryCtxRelease_v2);
+    return primary_release(dev);
+}
+
+static rzcu_result primary_release(rzcu_device dev)
+{
     if (!emu_valid_device(dev))
         return RZCUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&primary_mu);
@@ -456,6 +486,11 @@ EMU_API rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev)
 EMU_API rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev)
 {
     ENTER(cuDevicePrimaryCtxReset_v2);
+    return primary_reset(dev);
+}
+
+static rzcu_result primary_reset(rzcu_device dev)
+{
     if (!emu_valid_device(dev))
         return RZCUDA_ERROR_INVALID_DEVICE;
     pthread_mutex_lock(&primary_mu);
@@ -506,6 +541,11 @@ EMU_API rzcu_result cuCtxCreate_v4(rzcu_context *pctx, struct CUctxCreateParams_
 EMU_API rzcu_result cuCtxDestroy_v2(rzcu_context ctx)
 {
     ENTER(cuCtxDestroy_v2);
+    return ctx_destroy(ctx);
+}
+
+static rzcu_result ctx_destroy(rzcu_context ctx)
+{
     if (!ctx)
         return RZCUDA_ERROR_INVALID_VALUE;
     struct CUctx_st *c = ctx_from_handle(ctx);

@@ -1,7 +1,7 @@
 /*
- * The emulated driver's memory entry points: allocation and free (stream-ordered ones included), host
- * memory, pointer queries, memsets, copies and batched copies, all submitted to the stream engine
- * (emu_stream.c). Device memory itself is emu_mem.c.
+ * The emulated driver's memory entry points: allocation and free (stream-ordered ones included), pointer
+ * queries, memsets, copies and batched copies, all submitted to the stream engine (emu_stream.c). Device
+ * memory itself is emu_mem.c; pinned host memory emu_host.c; 2D/3D copies emu_copy2d.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,6 +49,16 @@ static bool pool_forget(rzcu_deviceptr p)
     }
     pthread_mutex_unlock(&pool_bases_mu);
     return found;
+}
+
+bool emu_mem_is_pool(rzcu_deviceptr p)
+{
+    bool found = false;
+    pthread_mutex_lock(&pool_bases_mu);
+    for (struct pool_base *b = pool_bases[pool_bucket(p)]; b && !found; b = b->next)
+        found = b->p == p;
+    pthread_mutex_unlock(&pool_bases_mu);
+    return found && emu_mem_is_base(p);
 }
 
 static void pool_note(rzcu_deviceptr p)
@@ -116,54 +126,6 @@ EMU_API rzcu_result cuMemAllocManaged(rzcu_deviceptr *dptr, size_t bytesize, uns
     return plain_alloc(c, c->device, bytesize, dptr);
 }
 
-EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
-{
-    ENTER(cuMemAllocHost_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!pp)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    return emu_host_alloc(c, bytesize, pp);
-}
-
-/* Page-locking existing host memory: any of the documented flags; a current context is required. */
-EMU_API rzcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
-{
-    ENTER(cuMemHostRegister_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (flags & ~0x0fu) /* PORTABLE, DEVICEMAP, IOMEMORY, READ_ONLY */
-        return RZCUDA_ERROR_INVALID_VALUE;
-    return emu_host_register(p, bytesize);
-}
-
-EMU_API rzcu_result cuMemHostUnregister(void *p)
-{
-    ENTER(cuMemHostUnregister);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!p)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    if (atomic_load(&emu_pending_ops))
-        emu_sync_all_contexts(); /* copies into it may still be queued */
-    return emu_host_unregister(p);
-}
-
-/* cuMemFreeHost(NULL) is CUDA_SUCCESS, as on real drivers (see cuMemFree_v2); an unknown pointer is
- * CUDA_ERROR_INVALID_VALUE. */
-EMU_API rzcu_result cuMemFreeHost(void *p)
-{
-    ENTER(cuMemFreeHost);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!p)
-        return RZCUDA_SUCCESS;
-    /* like cuMemFree, complete outstanding work that may still read or write it */
-    if (atomic_load(&emu_pending_ops))
-        emu_sync_all_contexts();
-    return emu_host_free(p);
-}
-
 /*
  * cuMemFree(0) is CUDA_SUCCESS and does nothing, like free(NULL): the documentation names no special case,
  * but that is what real drivers return (observed side by side with the real driver, e.g. driver 590; see
@@ -185,56 +147,6 @@ EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
     if (!pool_forget(dptr) && atomic_load(&emu_pending_ops))
         emu_sync_all_contexts();
     return emu_mem_free(dptr);
-}
-
-EMU_API rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_deviceptr dptr)
-{
-    ENTER(cuMemGetAddressRange_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    rzcu_deviceptr base;
-    size_t size;
-    if (!emu_mem_lookup(dptr, &base, &size))
-        return RZCUDA_ERROR_NOT_FOUND;
-    if (pbase)
-        *pbase = base;
-    if (psize)
-        *psize = size;
-    return RZCUDA_SUCCESS;
-}
-
-/* The attributes redzone asks for, and the allocation's range (RANGE_START_ADDR, RANGE_SIZE: the whole
- * allocation containing ptr, as the driver answers); others are not emulated. */
-EMU_API rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr)
-{
-    ENTER(cuPointerGetAttribute);
-    if (!data)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    struct CUctx_st *owner;
-    int device;
-    if (attribute != RZCU_POINTER_ATTRIBUTE_CONTEXT && attribute != RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL &&
-        attribute != RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR && attribute != RZCU_POINTER_ATTRIBUTE_RANGE_SIZE)
-        return RZCUDA_ERROR_NOT_SUPPORTED;
-    if (!emu_mem_owner(ptr, &owner, &device))
-        return RZCUDA_ERROR_INVALID_VALUE; /* not device memory the driver knows */
-    if (attribute == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR || attribute == RZCU_POINTER_ATTRIBUTE_RANGE_SIZE) {
-        rzcu_deviceptr base;
-        size_t size;
-        if (!emu_mem_lookup(ptr, &base, &size))
-            return RZCUDA_ERROR_INVALID_VALUE;
-        if (attribute == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR)
-            *(rzcu_deviceptr *)data = base;
-        else
-            *(size_t *)data = size;
-        return RZCUDA_SUCCESS;
-    }
-    if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT && !owner)
-        return RZCUDA_ERROR_INVALID_VALUE; /* VMM memory: not allocated in a context */
-    if (attribute == RZCU_POINTER_ATTRIBUTE_CONTEXT)
-        *(rzcu_context *)data = (rzcu_context)owner;
-    else
-        *(int *)data = device;
-    return RZCUDA_SUCCESS;
 }
 
 EMU_API rzcu_result cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
@@ -267,6 +179,14 @@ static rzcu_result memop(struct CUstream_st *s, enum op_kind kind, void *dst, co
     return r == RZCUDA_SUCCESS && wait ? emu_ctx_error(s->ctx) : r; /* a synchronous copy waited for a fault */
 }
 
+/* As the driver documents ("for transfers from device memory to pageable host memory, the function will
+ * return only once the copy has completed"), an asynchronous copy from device memory to pageable host memory
+ * waits for the stream's earlier work and itself; into pinned memory it is queued like any other. */
+bool emu_copy_waits(bool async, bool device_to_host, const void *host, size_t n)
+{
+    return !async || (device_to_host && !emu_host_is_pinned(host, n));
+}
+
 /* hstream is ignored when !async (the legacy stream, or the per-thread one for _ptds). */
 static rzcu_result do_copy(enum dir dir, uintptr_t dst, uintptr_t src, size_t n, bool async, rzcu_stream hstream,
                            bool per_thread)
@@ -283,10 +203,7 @@ static rzcu_result do_copy(enum dir dir, uintptr_t dst, uintptr_t src, size_t n,
         return RZCUDA_ERROR_INVALID_VALUE;
     if (dir == HTOD || dir == DTOD)
         emu_trace_write((rzcu_deviceptr)dst, n); /* before it runs: a queued copy may run on the worker */
-    /* CUDA_EMU_PAGEABLE_SYNC: as the driver documents, an asynchronous copy from device memory to pageable
-     * host memory returns only once it has completed (it waits for the stream's earlier work); into pinned
-     * memory it is queued. */
-    bool wait = !async || (emu_cfg.pageable_sync && dir == DTOH && !emu_host_is_pinned((const void *)dst, n));
+    bool wait = emu_copy_waits(async, dir == DTOH, (const void *)dst, n);
     return memop(s, OP_COPY, (void *)dst, (const void *)src, n, 0, wait);
 }
 
@@ -544,7 +461,8 @@ EMU_API rzcu_result cuDeviceGetDefaultMemPool(rzcu_mem_pool *pool, rzcu_device d
 /*
  * The memory is allocated at the call, from the pool's device (the stream's device for cuMemAllocAsync), and
  * owned by the stream's context; nothing is queued. It is valid earlier than the driver promises (work
- * ordered after the allocation), which no correct program can tell apart.
+ * ordered after the allocation), which no correct program can tell apart. On a captured stream: an allocation
+ * node (emu_graph.c).
  */
 static rzcu_result do_alloc_async(rzcu_deviceptr *dptr, size_t bytesize, bool from_pool, rzcu_mem_pool hpool,
                                   rzcu_stream hstream, bool per_thread)
@@ -560,6 +478,8 @@ static rzcu_result do_alloc_async(rzcu_deviceptr *dptr, size_t bytesize, bool fr
             return RZCUDA_ERROR_INVALID_VALUE;
         device = pool->device;
     }
+    if (atomic_load(&s->capture))
+        return emu_capture_alloc(s, device, bytesize, dptr); /* an allocation node: the graph's memory */
     rzcu_result r = emu_mem_alloc(s->ctx, device, bytesize, dptr);
     if (r == RZCUDA_SUCCESS)
         pool_note(*dptr);
@@ -604,7 +524,8 @@ static rzcu_result do_free_async(rzcu_deviceptr dptr, rzcu_stream hstream, bool 
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
     if (!dptr)
         return RZCUDA_SUCCESS;
-    CHECK(emu_capture_refuse_sync(NULL, s)); /* no memory free nodes in emulated graphs (emu_graph.c) */
+    if (atomic_load(&s->capture))
+        return emu_capture_free(s, dptr); /* a free node, of a graph allocation only */
     struct op *op = emu_op_new(s->ctx, OP_FREE);
     if (!op)
         return RZCUDA_ERROR_OUT_OF_MEMORY;

@@ -32,7 +32,7 @@ int emu_ep_by_name(const char *name)
 }
 
 struct emu_config emu_cfg = {.ndevices = 1, .mem_bytes = (size_t)16 << 30, .kernel_hold = false,
-                              .sticky_faults = false, .pageable_sync = false};
+                              .sticky_faults = false};
 
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static atomic_bool initialized;
@@ -274,11 +274,6 @@ static void read_config(void)
         emu_cfg.kernel_hold = true;
     else if (v && strcmp(v, "0") != 0)
         warn("malformed CUDA_EMU_KERNEL_HOLD=\"%s\" (want 0 or 1); using 0", v);
-    v = getenv("CUDA_EMU_PAGEABLE_SYNC");
-    if (v && strcmp(v, "1") == 0)
-        emu_cfg.pageable_sync = true;
-    else if (v && strcmp(v, "0") != 0)
-        warn("malformed CUDA_EMU_PAGEABLE_SYNC=\"%s\" (want 0 or 1); using 0", v);
     v = getenv("CUDA_EMU_STICKY_FAULTS");
     if (v && strcmp(v, "1") == 0)
         emu_cfg.sticky_faults = true;

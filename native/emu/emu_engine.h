@@ -32,7 +32,16 @@ struct CUctx_st {
 
 enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
 
-enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL };
+/* OP_GALLOC, OP_GFREE: a graph's memory allocation and free nodes (emu_graph.c), recorded during capture and
+ * applied when the graph is launched; never queued. */
+enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL, OP_GALLOC, OP_GFREE, OP_COPY3D };
+
+/* OP_COPY3D (cuMemcpy2D/3D): depth slices of height rows of width bytes, from src and dst (the first bytes
+ * copied), rows pitch bytes apart and slices slice bytes apart on each side. */
+struct copy_box {
+    size_t width, height, depth;
+    size_t src_pitch, src_slice, dst_pitch, dst_slice;
+};
 
 struct dep {
     struct CUstream_st *s;
@@ -59,6 +68,7 @@ struct op {
     unsigned elem;
     uint32_t pattern;
     size_t pitch, rows, row_bytes;
+    struct copy_box box; /* OP_COPY3D */
     rzcu_host_fn fn;
     void *user_data;
     struct batch_item *items;
@@ -71,8 +81,9 @@ struct op {
     cuda_emu_launch_t launch;
     void **kparams; /* pointers to the parameter copies, which follow them in the same block */
     uint64_t hold_epoch; /* OP_KERNEL under CUDA_EMU_KERNEL_HOLD: the wait epoch when it was launched */
+    struct dep wait_for; /* OP_NOP of cuStreamWaitEvent: the work the event captured ({NULL, 0}: none) */
     size_t kparams_size, nkparams; /* OP_KERNEL: the parameter block's size and pointer count (graph copies) */
-    struct dep wait_for; /* cuStreamWaitEvent: the event's captured work (s NULL: none), added to deps */
+    struct dep after; /* also runs after this (s NULL: none): a graph launch is ordered after the previous one */
     size_t ndeps;
     struct dep deps[];
 };
@@ -91,6 +102,8 @@ struct CUstream_st {
     atomic_bool destroyed;
     _Atomic int capture;      /* stream capture: 0 none, 1 active, 2 invalidated (emu_graph.c) */
     struct emu_graph *graph;  /* the work captured so far, under mu */
+    struct CUgraph_st *graph_handle; /* the graph being captured into (cuStreamGetCaptureInfo), under mu */
+    uint64_t capture_id;      /* the capture sequence's id, unique in the process, under mu */
 };
 
 /* Per-thread state: the context stack and the per-thread default streams, freed when the thread exits. */
@@ -143,6 +156,11 @@ bool emu_graphs_init(void);
 rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait);
 /* A synchronisation of s (or of its whole context) while it is captured: illegal; invalidates the capture. */
 rzcu_result emu_capture_refuse_sync(struct CUctx_st *ctx, struct CUstream_st *s);
+/* cuMemAllocAsync / cuMemAllocFromPoolAsync on a captured stream: a memory allocation node (the memory, of
+ * `device`, is the graph's; *dptr its fixed address). cuMemFreeAsync on one: a free node for a graph
+ * allocation (CUDA_ERROR_INVALID_VALUE, invalidating the capture, for any other pointer). */
+rzcu_result emu_capture_alloc(struct CUstream_st *s, int device, size_t bytesize, rzcu_deviceptr *dptr);
+rzcu_result emu_capture_free(struct CUstream_st *s, rzcu_deviceptr dptr);
 
 /* ---- events (emu_launch.c) ---- */
 bool emu_events_init(void);

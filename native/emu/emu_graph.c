@@ -1,16 +1,34 @@
 /*
  * Emulated stream capture and graphs: cuStreamBeginCapture, cuStreamEndCapture, cuStreamIsCapturing,
- * cuGraphInstantiateWithFlags, cuGraphLaunch, cuGraphDestroy, cuGraphExecDestroy.
+ * cuStreamGetCaptureInfo (v2, v3), their per-thread-stream (_ptsz) forms, cuGraphInstantiateWithFlags,
+ * cuGraphLaunch (and _ptsz), cuGraphDestroy, cuGraphExecDestroy, and graph memory nodes.
  *
  * While a stream is captured, the kernels, copies, memsets and host functions submitted to it are recorded
- * instead of run; launching the instantiated graph submits a copy of each, in order, to the launch stream.
- * What the driver forbids during capture fails here too, with its errors: synchronising the captured stream
- * (or its context) is CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, so that every later
- * capture call and cuStreamEndCapture return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; so does a synchronous
- * copy or memset into it. The emulator's choices: stream-ordered allocation during capture allocates at the
- * call (as outside capture), and a stream-ordered free or a batched copy cannot be captured (no memory or
- * batch nodes: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, which invalidates the capture). Capture modes are
- * accepted and not enforced beyond the captured stream and its context; the legacy stream cannot be captured.
+ * instead of run; launching the instantiated graph submits a copy of each, in order, to the launch stream,
+ * after the previous launch of the same executable (as the driver orders them). What the driver forbids
+ * during capture fails here too, with its errors: synchronising the captured stream (or its context) is
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture, so that every later capture call and
+ * cuStreamEndCapture return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED; so does a synchronous copy or memset into
+ * it, or a batched copy (no batch nodes here).
+ *
+ * Memory nodes, as the driver makes them: cuMemAllocAsync (or FromPoolAsync) on a captured stream adds an
+ * allocation node and returns the graph allocation's address, fixed for the graph's lifetime; cuMemFreeAsync
+ * on one adds a free node, and must be given a graph allocation (anything else: CUDA_ERROR_INVALID_VALUE,
+ * invalidating the capture). A graph allocation is usable from its allocation node to its free node: during
+ * capture, and again from each launch until a free node, cuMemFreeAsync or cuMemFree gives it back to the
+ * graph (which keeps the address). A launch whose allocations are still allocated from an earlier launch
+ * fails with CUDA_ERROR_INVALID_VALUE, unless instantiated with CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
+ * a free node of an allocation that is not allocated then fails the launch the same way. At most one
+ * executable of a graph with allocation nodes may exist (a second: CUDA_ERROR_INVALID_VALUE, the emulator's
+ * choice of code). The emulator's simplification: a launch allocates and frees at the cuGraphLaunch call,
+ * in API order (as cuMemAllocAsync outside capture allocates at the call), so the memory is valid earlier
+ * and longer than the driver promises; the address is the same.
+ *
+ * Capture modes (cuStreamBeginCapture's, cuThreadExchangeStreamCaptureMode's) are accepted and not enforced
+ * beyond the captured stream and its context; the legacy stream
+ * cannot be captured, and while a blocking stream of its context is, asking whether the legacy stream is
+ * capturing is CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. The emulator has no graph node handles: capture info
+ * reports no dependencies.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -21,6 +39,8 @@
 #define GRAPH_MAGIC 0x47525048u
 #define EXEC_MAGIC 0x47455843u
 #define MAX_GRAPHS ((size_t)1 << 16)
+#define AUTO_FREE_ON_LAUNCH 1ull /* CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
+#define INSTANTIATE_FLAGS 0xfull /* AUTO_FREE_ON_LAUNCH, UPLOAD, DEVICE_LAUNCH, USE_NODE_PRIORITY */
 
 struct emu_graph {
     struct op **ops;
@@ -35,18 +55,77 @@ struct CUgraph_st {
 struct CUgraphExec_st {
     _Atomic uint32_t magic;
     struct CUctx_st *ctx;
+    unsigned long long flags;
+    pthread_mutex_t mu; /* launches of one executable are ordered: the last one's end */
+    struct CUstream_st *last_s;
+    uint64_t last_seq;
     struct emu_graph g;
+};
+
+/* One graph allocation, shared by the allocation and free nodes that name it (op->user_data), in graphs and
+ * executables: released when the last such node goes. */
+struct emu_gmem {
+    struct emu_gmem *next;
+    rzcu_deviceptr p;
+    uint64_t id;
+    int refs;  /* nodes naming it; under gmem_mu */
+    int execs; /* executables of its allocating graph; under gmem_mu */
 };
 
 static struct emu_table graphs = EMU_TABLE_INIT("graph", struct CUgraph_st, MAX_GRAPHS);
 static struct emu_table execs = EMU_TABLE_INIT("graph exec", struct CUgraphExec_st, MAX_GRAPHS);
+static pthread_mutex_t gmem_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct emu_gmem *gmems; /* every graph allocation, under gmem_mu */
+static atomic_ullong next_gmem_id = 1;
+static atomic_ullong next_capture_id = 1;
 
 bool emu_graphs_init(void) { return emu_table_init(&graphs) && emu_table_init(&execs); }
 
+static bool is_memory_node(const struct op *op) { return op->kind == OP_GALLOC || op->kind == OP_GFREE; }
+
+static void gmem_ref(struct emu_gmem *m)
+{
+    pthread_mutex_lock(&gmem_mu);
+    m->refs++;
+    pthread_mutex_unlock(&gmem_mu);
+}
+
+static void gmem_unref(struct emu_gmem *m)
+{
+    pthread_mutex_lock(&gmem_mu);
+    bool last = --m->refs == 0;
+    if (last)
+        for (struct emu_gmem **l = &gmems; *l; l = &(*l)->next)
+            if (*l == m) {
+                *l = m->next;
+                break;
+            }
+    pthread_mutex_unlock(&gmem_mu);
+    if (last) {
+        emu_mem_graph_release(m->p, m->id);
+        free(m);
+    }
+}
+
+static struct emu_gmem *gmem_by_id(uint64_t id)
+{
+    pthread_mutex_lock(&gmem_mu);
+    struct emu_gmem *m = gmems;
+    while (m && m->id != id)
+        m = m->next;
+    if (m)
+        m->refs++;
+    pthread_mutex_unlock(&gmem_mu);
+    return m;
+}
+
 static void graph_clear(struct emu_graph *g)
 {
-    for (size_t i = 0; i < g->n; i++)
+    for (size_t i = 0; i < g->n; i++) {
+        if (is_memory_node(g->ops[i]))
+            gmem_unref(g->ops[i]->user_data);
         emu_free_op(g->ops[i]);
+    }
     free(g->ops);
     *g = (struct emu_graph){0};
 }
@@ -61,6 +140,7 @@ static struct op *op_clone(struct CUctx_st *ctx, const struct op *op)
     memcpy(c, op, sizeof *c);
     c->next = NULL;
     c->ndeps = ndeps;
+    c->after = (struct dep){0};
     if (op->kind == OP_KERNEL && emu_cfg.kernel_hold)
         c->hold_epoch = emu_hold_now(); /* CUDA_EMU_KERNEL_HOLD: held from this launch on */
     if (op->kind == OP_KERNEL && op->kparams) {
@@ -87,12 +167,29 @@ static void invalidate(struct CUstream_st *s)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Append op to the capture of s (under s->mu, capture active): false when out of memory. */
+static bool append_locked(struct CUstream_st *s, struct op *op)
+{
+    struct emu_graph *g = s->graph;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? 2 * g->cap : 16;
+        struct op **v = realloc(g->ops, cap * sizeof *v);
+        if (!v)
+            return false;
+        g->ops = v;
+        g->cap = cap;
+    }
+    g->ops[g->n++] = op;
+    return true;
+}
+
 rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait)
 {
     rzcu_result r = RZCUDA_SUCCESS;
     pthread_mutex_lock(&s->mu);
     int state = atomic_load(&s->capture);
-    bool capturable = op->kind == OP_COPY || op->kind == OP_SET || op->kind == OP_KERNEL || op->kind == OP_HOST;
+    bool capturable = op->kind == OP_COPY || op->kind == OP_COPY3D || op->kind == OP_SET || op->kind == OP_KERNEL ||
+                      op->kind == OP_HOST;
     if (state == 2) {
         r = RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     } else if (op->kind == OP_NOP) {
@@ -100,22 +197,10 @@ rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait)
     } else if (wait || !capturable) {
         atomic_store(&s->capture, 2);
         r = RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    } else if (append_locked(s, op)) {
+        op = NULL;
     } else {
-        struct emu_graph *g = s->graph;
-        if (g->n == g->cap) {
-            size_t cap = g->cap ? 2 * g->cap : 16;
-            struct op **v = realloc(g->ops, cap * sizeof *v);
-            if (v) {
-                g->ops = v;
-                g->cap = cap;
-            }
-        }
-        if (g->n < g->cap) {
-            g->ops[g->n++] = op;
-            op = NULL;
-        } else {
-            r = RZCUDA_ERROR_OUT_OF_MEMORY;
-        }
+        r = RZCUDA_ERROR_OUT_OF_MEMORY;
     }
     pthread_mutex_unlock(&s->mu);
     if (op)
@@ -139,86 +224,290 @@ rzcu_result emu_capture_refuse_sync(struct CUctx_st *ctx, struct CUstream_st *s)
     return r;
 }
 
-static rzcu_result user_stream(rzcu_stream h, struct CUstream_st **out)
+/* ---- memory nodes -------------------------------------------------------------------------------------- */
+/* Record a memory node for m (taking a reference to it) in the capture of s. */
+static rzcu_result record_memory_node(struct CUstream_st *s, enum op_kind kind, struct emu_gmem *m)
 {
-    if (!h || h == RZCU_STREAM_LEGACY)
+    struct op *op = emu_op_new(s->ctx, kind);
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    op->ptr = m->p;
+    op->user_data = m;
+    pthread_mutex_lock(&s->mu);
+    rzcu_result r = RZCUDA_SUCCESS;
+    if (atomic_load(&s->capture) != 1)
+        r = RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    else if (append_locked(s, op))
+        op = NULL;
+    else
+        r = RZCUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&s->mu);
+    if (op)
+        emu_free_op(op);
+    else
+        gmem_ref(m);
+    return r;
+}
+
+rzcu_result emu_capture_alloc(struct CUstream_st *s, int device, size_t bytesize, rzcu_deviceptr *dptr)
+{
+    if (atomic_load(&s->capture) == 2)
+        return RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    struct emu_gmem *m = calloc(1, sizeof *m);
+    if (!m)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    m->id = atomic_fetch_add(&next_gmem_id, 1);
+    rzcu_result r = emu_mem_graph_alloc(s->ctx, device, bytesize, m->id, &m->p);
+    if (r != RZCUDA_SUCCESS) {
+        free(m);
+        return r;
+    }
+    pthread_mutex_lock(&gmem_mu);
+    m->next = gmems;
+    gmems = m;
+    pthread_mutex_unlock(&gmem_mu);
+    m->refs = 1; /* this function's, until the node holds its own */
+    r = record_memory_node(s, OP_GALLOC, m);
+    if (r == RZCUDA_SUCCESS)
+        *dptr = m->p; /* allocated (usable by the work captured after it) until its free node */
+    gmem_unref(m);
+    return r;
+}
+
+rzcu_result emu_capture_free(struct CUstream_st *s, rzcu_deviceptr dptr)
+{
+    if (atomic_load(&s->capture) == 2)
+        return RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    uint64_t id = emu_mem_graph_id(dptr);
+    struct emu_gmem *m = id ? gmem_by_id(id) : NULL;
+    if (!m) {
+        invalidate(s); /* only a graph allocation, allocated now, can have a free node */
+        return RZCUDA_ERROR_INVALID_VALUE;
+    }
+    rzcu_result r = record_memory_node(s, OP_GFREE, m);
+    if (r == RZCUDA_SUCCESS)
+        emu_mem_graph_set_live(m->p, m->id, false); /* the work captured after it may not use it */
+    gmem_unref(m);
+    return r;
+}
+
+/* ---- capture -------------------------------------------------------------------------------------------- */
+/* A stream that can be captured: not the legacy stream (NULL is the per-thread stream for _ptsz calls). */
+static rzcu_result user_stream(rzcu_stream h, bool per_thread, struct CUstream_st **out)
+{
+    if ((!h && !per_thread) || h == RZCU_STREAM_LEGACY)
         return RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the legacy stream cannot be captured */
-    return emu_resolve_stream(h, false, NULL, out);
+    return emu_resolve_stream(h, per_thread, NULL, out);
+}
+
+static rzcu_result begin_capture(rzcu_stream hstream, unsigned int mode, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(user_stream(hstream, per_thread, &s));
+    if (mode > 2) /* CU_STREAM_CAPTURE_MODE_GLOBAL, THREAD_LOCAL, RELAXED */
+        return RZCUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&s->mu);
+    rzcu_result r = RZCUDA_SUCCESS;
+    struct CUgraph_st *graph = NULL;
+    if (atomic_load(&s->capture))
+        r = RZCUDA_ERROR_ILLEGAL_STATE;
+    else if (!(graph = emu_table_new(&graphs))) /* its handle is valid (magic set) once the capture ends */
+        r = RZCUDA_ERROR_OUT_OF_MEMORY;
+    if (r == RZCUDA_SUCCESS) {
+        s->graph_handle = graph;
+        s->graph = &graph->g;
+        s->capture_id = atomic_fetch_add(&next_capture_id, 1);
+        atomic_store(&s->capture, 1);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return r;
 }
 
 EMU_API rzcu_result cuStreamBeginCapture_v2(rzcu_stream hstream, unsigned int mode)
 {
     ENTER(cuStreamBeginCapture_v2);
-    struct CUstream_st *s;
-    CHECK(user_stream(hstream, &s));
-    if (mode > 2) /* CU_STREAM_CAPTURE_MODE_GLOBAL, THREAD_LOCAL, RELAXED */
+    return begin_capture(hstream, mode, false);
+}
+
+EMU_API rzcu_result cuStreamBeginCapture_v2_ptsz(rzcu_stream hstream, unsigned int mode)
+{
+    ENTER(cuStreamBeginCapture_v2_ptsz);
+    return begin_capture(hstream, mode, true);
+}
+
+/* The thread's capture mode: kept and handed back, not enforced (see above). */
+static _Thread_local rzcu_capture_mode t_capture_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+
+EMU_API rzcu_result cuThreadExchangeStreamCaptureMode(rzcu_capture_mode *mode)
+{
+    ENTER(cuThreadExchangeStreamCaptureMode);
+    if (!mode || *mode > RZCU_STREAM_CAPTURE_MODE_RELAXED)
         return RZCUDA_ERROR_INVALID_VALUE;
-    struct emu_graph *g = calloc(1, sizeof *g);
-    if (!g)
-        return RZCUDA_ERROR_OUT_OF_MEMORY;
-    pthread_mutex_lock(&s->mu);
+    rzcu_capture_mode old = t_capture_mode;
+    t_capture_mode = *mode;
+    *mode = old;
+    return RZCUDA_SUCCESS;
+}
+
+/* The legacy stream while a blocking stream of its context is captured: CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */
+static rzcu_result legacy_capture_state(void)
+{
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
     rzcu_result r = RZCUDA_SUCCESS;
-    if (atomic_load(&s->capture)) {
-        r = RZCUDA_ERROR_ILLEGAL_STATE;
-    } else {
-        s->graph = g;
-        g = NULL;
-        atomic_store(&s->capture, 1);
+    pthread_mutex_lock(&c->mu);
+    for (size_t i = 0; i < c->nstreams && r == RZCUDA_SUCCESS; i++) {
+        struct CUstream_st *t = c->streams[i];
+        if (atomic_load(&t->capture) && !(t->flags & RZCU_STREAM_NON_BLOCKING))
+            r = RZCUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     }
-    pthread_mutex_unlock(&s->mu);
-    free(g);
+    pthread_mutex_unlock(&c->mu);
     return r;
+}
+
+/* The capture status of a stream argument (NULL: the legacy stream, or the per-thread stream for _ptsz). */
+static rzcu_result capture_status(rzcu_stream hstream, bool per_thread, struct CUstream_st **out, int *status)
+{
+    *out = NULL;
+    *status = 0;
+    if ((!hstream && !per_thread) || hstream == RZCU_STREAM_LEGACY)
+        return legacy_capture_state();
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, out));
+    *status = atomic_load(&(*out)->capture);
+    return RZCUDA_SUCCESS;
+}
+
+static rzcu_result is_capturing(rzcu_stream hstream, rzcu_capture_status *status, bool per_thread)
+{
+    if (!status)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s;
+    int st;
+    CHECK(capture_status(hstream, per_thread, &s, &st));
+    *status = (rzcu_capture_status)st;
+    return RZCUDA_SUCCESS;
 }
 
 EMU_API rzcu_result cuStreamIsCapturing(rzcu_stream hstream, rzcu_capture_status *status)
 {
     ENTER(cuStreamIsCapturing);
-    if (!status)
+    return is_capturing(hstream, status, false);
+}
+
+EMU_API rzcu_result cuStreamIsCapturing_ptsz(rzcu_stream hstream, rzcu_capture_status *status)
+{
+    ENTER(cuStreamIsCapturing_ptsz);
+    return is_capturing(hstream, status, true);
+}
+
+/* v2 and v3 (v3 adds the edge data): status required; the rest valid only while a capture is active. */
+static rzcu_result capture_info(rzcu_stream hstream, bool per_thread, rzcu_capture_status *status_out,
+                                rzcu_uint64 *id_out, struct CUgraph_st **graph_out,
+                                struct CUgraphNode_st *const **deps_out, const struct CUgraphEdgeData_st **edges_out, size_t *ndeps_out)
+{
+    if (!status_out || (edges_out && !deps_out))
         return RZCUDA_ERROR_INVALID_VALUE;
-    if (!hstream || hstream == RZCU_STREAM_LEGACY) {
-        *status = 0;
-        return RZCUDA_SUCCESS;
-    }
     struct CUstream_st *s;
-    CHECK(emu_resolve_stream(hstream, false, NULL, &s));
-    *status = (rzcu_capture_status)atomic_load(&s->capture);
+    int st;
+    CHECK(capture_status(hstream, per_thread, &s, &st));
+    *status_out = (rzcu_capture_status)st;
+    if (st != 1)
+        return RZCUDA_SUCCESS;
+    pthread_mutex_lock(&s->mu);
+    if (id_out)
+        *id_out = s->capture_id;
+    if (graph_out)
+        *graph_out = s->graph_handle;
+    pthread_mutex_unlock(&s->mu);
+    if (deps_out)
+        *deps_out = NULL; /* no node handles in the emulator */
+    if (edges_out)
+        *edges_out = NULL;
+    if (ndeps_out)
+        *ndeps_out = 0;
+    return RZCUDA_SUCCESS;
+}
+
+EMU_API rzcu_result cuStreamGetCaptureInfo_v2(rzcu_stream hstream, rzcu_capture_status *status_out,
+                                              rzcu_uint64 *id_out, struct CUgraph_st **graph_out,
+                                              struct CUgraphNode_st *const **deps_out, size_t *ndeps_out)
+{
+    ENTER(cuStreamGetCaptureInfo_v2);
+    return capture_info(hstream, false, status_out, id_out, graph_out, deps_out, NULL, ndeps_out);
+}
+
+EMU_API rzcu_result cuStreamGetCaptureInfo_v2_ptsz(rzcu_stream hstream, rzcu_capture_status *status_out,
+                                                   rzcu_uint64 *id_out, struct CUgraph_st **graph_out,
+                                                   struct CUgraphNode_st *const **deps_out, size_t *ndeps_out)
+{
+    ENTER(cuStreamGetCaptureInfo_v2_ptsz);
+    return capture_info(hstream, true, status_out, id_out, graph_out, deps_out, NULL, ndeps_out);
+}
+
+EMU_API rzcu_result cuStreamGetCaptureInfo_v3(rzcu_stream hstream, rzcu_capture_status *status_out,
+                                              rzcu_uint64 *id_out, struct CUgraph_st **graph_out,
+                                              struct CUgraphNode_st *const **deps_out, const struct CUgraphEdgeData_st **edges_out,
+                                              size_t *ndeps_out)
+{
+    ENTER(cuStreamGetCaptureInfo_v3);
+    return capture_info(hstream, false, status_out, id_out, graph_out, deps_out, edges_out, ndeps_out);
+}
+
+EMU_API rzcu_result cuStreamGetCaptureInfo_v3_ptsz(rzcu_stream hstream, rzcu_capture_status *status_out,
+                                                   rzcu_uint64 *id_out, struct CUgraph_st **graph_out,
+                                                   struct CUgraphNode_st *const **deps_out,
+                                                   const struct CUgraphEdgeData_st **edges_out, size_t *ndeps_out)
+{
+    ENTER(cuStreamGetCaptureInfo_v3_ptsz);
+    return capture_info(hstream, true, status_out, id_out, graph_out, deps_out, edges_out, ndeps_out);
+}
+
+static rzcu_result end_capture(rzcu_stream hstream, struct CUgraph_st **pgraph, bool per_thread)
+{
+    if (!pgraph)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s;
+    CHECK(user_stream(hstream, per_thread, &s));
+    pthread_mutex_lock(&s->mu);
+    int state = atomic_load(&s->capture);
+    struct CUgraph_st *graph = s->graph_handle;
+    s->graph = NULL;
+    s->graph_handle = NULL;
+    atomic_store(&s->capture, 0);
+    pthread_mutex_unlock(&s->mu);
+    *pgraph = NULL;
+    if (state == 0)
+        return RZCUDA_ERROR_ILLEGAL_STATE;
+    /* The graph's allocations exist, outside its launches, only until their free nodes: none after capture. */
+    for (size_t i = 0; i < graph->g.n; i++) {
+        const struct op *op = graph->g.ops[i];
+        if (op->kind == OP_GALLOC) {
+            const struct emu_gmem *m = op->user_data;
+            emu_mem_graph_set_live(m->p, m->id, false);
+        }
+    }
+    if (state == 2) {
+        graph_clear(&graph->g); /* the slot stays unused: handles are never reused */
+        return RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    atomic_store(&graph->magic, GRAPH_MAGIC);
+    *pgraph = graph;
     return RZCUDA_SUCCESS;
 }
 
 EMU_API rzcu_result cuStreamEndCapture(rzcu_stream hstream, struct CUgraph_st **pgraph)
 {
     ENTER(cuStreamEndCapture);
-    if (!pgraph)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    struct CUstream_st *s;
-    CHECK(user_stream(hstream, &s));
-    pthread_mutex_lock(&s->mu);
-    int state = atomic_load(&s->capture);
-    struct emu_graph *g = s->graph;
-    s->graph = NULL;
-    atomic_store(&s->capture, 0);
-    pthread_mutex_unlock(&s->mu);
-    *pgraph = NULL;
-    if (state == 0)
-        return RZCUDA_ERROR_ILLEGAL_STATE;
-    if (state == 2) {
-        graph_clear(g);
-        free(g);
-        return RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-    }
-    struct CUgraph_st *graph = emu_table_new(&graphs);
-    if (!graph) {
-        graph_clear(g);
-        free(g);
-        return RZCUDA_ERROR_OUT_OF_MEMORY;
-    }
-    graph->g = *g;
-    free(g);
-    atomic_store(&graph->magic, GRAPH_MAGIC);
-    *pgraph = graph;
-    return RZCUDA_SUCCESS;
+    return end_capture(hstream, pgraph, false);
 }
 
+EMU_API rzcu_result cuStreamEndCapture_ptsz(rzcu_stream hstream, struct CUgraph_st **pgraph)
+{
+    ENTER(cuStreamEndCapture_ptsz);
+    return end_capture(hstream, pgraph, true);
+}
+
+/* ---- graphs and executables ---------------------------------------------------------------------------- */
 static struct CUgraph_st *graph_from_handle(struct CUgraph_st *h)
 {
     struct CUgraph_st *g = emu_table_slot(&graphs, h);
@@ -231,29 +520,53 @@ static struct CUgraphExec_st *exec_from_handle(const void *h)
     return e && atomic_load(&e->magic) == EXEC_MAGIC ? e : NULL;
 }
 
+/* Count (delta +1) or uncount (-1) an executable of the graph whose nodes are g's, for each allocation it
+ * makes; with +1, fails (changing nothing) when one already has an executable. */
+static bool count_exec(const struct emu_graph *g, int delta)
+{
+    pthread_mutex_lock(&gmem_mu);
+    bool ok = true;
+    for (size_t i = 0; i < g->n && ok; i++)
+        if (g->ops[i]->kind == OP_GALLOC && delta > 0)
+            ok = ((struct emu_gmem *)g->ops[i]->user_data)->execs == 0;
+    for (size_t i = 0; i < g->n && ok; i++)
+        if (g->ops[i]->kind == OP_GALLOC)
+            ((struct emu_gmem *)g->ops[i]->user_data)->execs += delta;
+    pthread_mutex_unlock(&gmem_mu);
+    return ok;
+}
+
 EMU_API rzcu_result cuGraphInstantiateWithFlags(struct CUgraphExec_st **pexec, struct CUgraph_st *hgraph,
                                                 unsigned long long flags)
 {
     ENTER(cuGraphInstantiateWithFlags);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
-    (void)flags;
     struct CUgraph_st *graph = graph_from_handle(hgraph);
-    if (!pexec || !graph)
+    if (!pexec || !graph || (flags & ~INSTANTIATE_FLAGS))
         return RZCUDA_ERROR_INVALID_VALUE;
+    if (!count_exec(&graph->g, +1))
+        return RZCUDA_ERROR_INVALID_VALUE; /* a graph with allocation nodes has one executable at most */
     struct CUgraphExec_st *e = emu_table_new(&execs);
-    if (!e)
+    if (!e) {
+        count_exec(&graph->g, -1);
         return RZCUDA_ERROR_OUT_OF_MEMORY;
+    }
     e->ctx = c;
+    e->flags = flags;
+    pthread_mutex_init(&e->mu, NULL);
     for (size_t i = 0; i < graph->g.n; i++) { /* the executable does not depend on the graph afterwards */
         struct op *op = op_clone(c, graph->g.ops[i]);
         struct op **v = e->g.n == e->g.cap ? realloc(e->g.ops, (e->g.cap ? 2 * e->g.cap : 16) * sizeof *v) : e->g.ops;
         if (!op || !v) {
             if (op)
                 emu_free_op(op);
+            count_exec(&graph->g, -1);
             graph_clear(&e->g);
             return RZCUDA_ERROR_OUT_OF_MEMORY;
         }
+        if (is_memory_node(op))
+            gmem_ref(op->user_data);
         if (e->g.n == e->g.cap)
             e->g.cap = e->g.cap ? 2 * e->g.cap : 16;
         e->g.ops = v;
@@ -264,26 +577,108 @@ EMU_API rzcu_result cuGraphInstantiateWithFlags(struct CUgraphExec_st **pexec, s
     return RZCUDA_SUCCESS;
 }
 
-/* Each node, in capture order, as a copy submitted to the stream: the graph can be launched again. */
-EMU_API rzcu_result cuGraphLaunch(void *hexec, rzcu_stream hstream)
+/*
+ * A launch's memory nodes, at the call: every allocation node's memory must not be allocated now (from an
+ * earlier launch), unless AUTO_FREE_ON_LAUNCH frees it first, and every free node's must be allocated when
+ * the launch reaches it; if so, they are applied in order. CUDA_ERROR_INVALID_VALUE (nothing changed) if not.
+ */
+static rzcu_result launch_memory(struct CUgraphExec_st *e)
 {
-    ENTER(cuGraphLaunch);
-    struct CUgraphExec_st *e = exec_from_handle(hexec);
-    if (!e)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    struct CUstream_st *s;
-    CHECK(emu_resolve_stream(hstream, false, NULL, &s));
-    if (s->ctx != e->ctx)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < e->g.n; i++) {
-        struct op *op = op_clone(s->ctx, e->g.ops[i]);
-        if (!op)
+    size_t n = e->g.n, k = 0;
+    struct {
+        const struct emu_gmem *m;
+        int live;
+    } *seen = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct op *op = e->g.ops[i];
+        if (!is_memory_node(op))
+            continue;
+        if (!seen && !(seen = malloc(n * sizeof *seen)))
             return RZCUDA_ERROR_OUT_OF_MEMORY;
-        CHECK(emu_submit(s, op, false));
+        const struct emu_gmem *m = op->user_data;
+        size_t j = 0;
+        while (j < k && seen[j].m != m)
+            j++;
+        if (j == k) {
+            seen[k].m = m;
+            seen[k++].live = emu_mem_graph_state(m->p, m->id) == 1;
+        }
+        if (op->kind == OP_GALLOC && seen[j].live && !(e->flags & AUTO_FREE_ON_LAUNCH)) {
+            free(seen);
+            return RZCUDA_ERROR_INVALID_VALUE; /* still allocated from an earlier launch */
+        }
+        if (op->kind == OP_GFREE && !seen[j].live) {
+            free(seen);
+            return RZCUDA_ERROR_INVALID_VALUE; /* freeing what is not allocated */
+        }
+        seen[j].live = op->kind == OP_GALLOC;
+    }
+    free(seen);
+    for (size_t i = 0; i < n; i++) {
+        const struct op *op = e->g.ops[i];
+        if (is_memory_node(op)) {
+            const struct emu_gmem *m = op->user_data;
+            emu_mem_graph_set_live(m->p, m->id, op->kind == OP_GALLOC);
+        }
     }
     return RZCUDA_SUCCESS;
 }
 
+/* Each node, in capture order, as a copy submitted to the stream (the graph can be launched again), after the
+ * previous launch of the same executable. */
+static rzcu_result graph_launch(void *hexec, rzcu_stream hstream, bool per_thread)
+{
+    struct CUgraphExec_st *e = exec_from_handle(hexec);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    if (s->ctx != e->ctx)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    bool has_memory = false;
+    for (size_t i = 0; i < e->g.n; i++)
+        has_memory = has_memory || is_memory_node(e->g.ops[i]);
+    bool captured = atomic_load(&s->capture) != 0; /* its nodes are recorded, as a child graph's would be */
+    if (captured && has_memory)
+        return emu_capture_refuse_sync(NULL, s); /* the driver refuses child graphs with memory nodes */
+    pthread_mutex_lock(&e->mu);
+    rzcu_result r = captured ? RZCUDA_SUCCESS : launch_memory(e);
+    bool first = !captured;
+    for (size_t i = 0; i < e->g.n && r == RZCUDA_SUCCESS; i++) {
+        if (is_memory_node(e->g.ops[i]))
+            continue;
+        struct op *op = op_clone(s->ctx, e->g.ops[i]);
+        if (!op) {
+            r = RZCUDA_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        if (first && e->last_s)
+            op->after = (struct dep){e->last_s, e->last_seq};
+        first = false;
+        uint64_t seq = 0;
+        r = emu_submit_seq(s, op, false, &seq);
+        if (r == RZCUDA_SUCCESS && !captured) {
+            e->last_s = s;
+            e->last_seq = seq;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    return r;
+}
+
+EMU_API rzcu_result cuGraphLaunch(void *hexec, rzcu_stream hstream)
+{
+    ENTER(cuGraphLaunch);
+    return graph_launch(hexec, hstream, false);
+}
+
+EMU_API rzcu_result cuGraphLaunch_ptsz(void *hexec, rzcu_stream hstream)
+{
+    ENTER(cuGraphLaunch_ptsz);
+    return graph_launch(hexec, hstream, true);
+}
+
+/* The graph's allocations stay while an executable made from it (or the program, after a launch) has them. */
 EMU_API rzcu_result cuGraphDestroy(struct CUgraph_st *hgraph)
 {
     ENTER(cuGraphDestroy);
@@ -303,6 +698,9 @@ EMU_API rzcu_result cuGraphExecDestroy(struct CUgraphExec_st *hexec)
     uint32_t expected = EXEC_MAGIC;
     if (!e || !atomic_compare_exchange_strong(&e->magic, &expected, 0))
         return RZCUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&e->mu); /* a launch in progress on another thread finishes first */
+    count_exec(&e->g, -1);
     graph_clear(&e->g);
+    pthread_mutex_unlock(&e->mu);
     return RZCUDA_SUCCESS;
 }

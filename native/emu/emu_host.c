@@ -1,7 +1,9 @@
 /*
- * Pinned host memory: cuMemAllocHost allocations (page-aligned host memory in a hash table, freed with their
- * context) and cuMemHostRegister ranges, and the question copies ask: is this host range page-locked? (A
- * real driver returns from an asynchronous device-to-pageable copy only once it has completed.)
+ * Pinned host memory: cuMemAllocHost and cuMemHostAlloc allocations (page-aligned host memory in a hash
+ * table, freed with cuMemFreeHost or with their context), cuMemHostRegister ranges, the device pointer of
+ * mapped ones (cuMemHostGetDevicePointer), and the question copies ask: is this host range page-locked? (A
+ * real driver returns from an asynchronous device-to-pageable copy only once it has completed.) Copies move
+ * the bytes the same way whether host memory is pinned or not.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -10,20 +12,33 @@
 #include "emu_internal.h"
 
 #define HOST_BUCKETS 4096
+#define HOSTALLOC_FLAGS 0x7u   /* CU_MEMHOSTALLOC_PORTABLE | DEVICEMAP | WRITECOMBINED */
+#define HOSTREGISTER_FLAGS 0xfu /* CU_MEMHOSTREGISTER_PORTABLE | DEVICEMAP | IOMEMORY | READ_ONLY */
+#define DEVICEMAP 0x2u          /* the same bit for both */
 
 struct host_alloc {
     struct host_alloc *next;
     void *p;
     size_t size;
     struct CUctx_st *ctx;
+    unsigned flags; /* cuMemHostAlloc's (cuMemAllocHost: 0) */
+};
+
+/* Registered (page-locked) host ranges: cuMemHostRegister. */
+struct host_reg {
+    struct host_reg *next;
+    uintptr_t p;
+    size_t size;
+    unsigned flags;
 };
 
 static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct host_alloc *host_table[HOST_BUCKETS];
+static struct host_reg *host_regs;
 
 static size_t host_bucket(const void *p) { return ((uintptr_t)p >> 12) % HOST_BUCKETS; }
 
-rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out)
+static rzcu_result host_alloc(struct CUctx_st *ctx, size_t size, unsigned flags, void **out)
 {
     if (size == 0)
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -33,9 +48,7 @@ rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out)
         free(h);
         return RZCUDA_ERROR_OUT_OF_MEMORY;
     }
-    h->p = p;
-    h->size = size;
-    h->ctx = ctx;
+    *h = (struct host_alloc){NULL, p, size, ctx, flags};
     pthread_mutex_lock(&host_mu);
     size_t b = host_bucket(p);
     h->next = host_table[b];
@@ -45,17 +58,7 @@ rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out)
     return RZCUDA_SUCCESS;
 }
 
-/* Registered (page-locked) host ranges: cuMemHostRegister. Copies move the bytes the same way whether host
- * memory is pinned or not; what differs is when an asynchronous copy into pageable memory returns
- * (emu_host_is_pinned), and the calls fail where a driver's would. */
-struct host_reg {
-    struct host_reg *next;
-    uintptr_t p;
-    size_t size;
-};
-static struct host_reg *host_regs;
-
-rzcu_result emu_host_register(void *p, size_t size)
+static rzcu_result host_register(void *p, size_t size, unsigned flags)
 {
     uintptr_t b = (uintptr_t)p;
     if (!p || size == 0 || size > UINTPTR_MAX - b)
@@ -71,13 +74,13 @@ rzcu_result emu_host_register(void *p, size_t size)
             return RZCUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
         }
     }
-    *r = (struct host_reg){host_regs, b, size};
+    *r = (struct host_reg){host_regs, b, size, flags};
     host_regs = r;
     pthread_mutex_unlock(&host_mu);
     return RZCUDA_SUCCESS;
 }
 
-rzcu_result emu_host_unregister(void *p)
+static rzcu_result host_unregister(void *p)
 {
     pthread_mutex_lock(&host_mu);
     struct host_reg **link = &host_regs, *h;
@@ -90,7 +93,7 @@ rzcu_result emu_host_unregister(void *p)
     return h ? RZCUDA_SUCCESS : RZCUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 
-rzcu_result emu_host_free(void *p)
+static rzcu_result host_free(void *p)
 {
     pthread_mutex_lock(&host_mu);
     struct host_alloc **link = &host_table[host_bucket(p)], *h;
@@ -124,17 +127,111 @@ void emu_host_free_context(struct CUctx_st *ctx)
     pthread_mutex_unlock(&host_mu);
 }
 
+static bool inside(uintptr_t b, size_t n, uintptr_t base, size_t size)
+{
+    return b >= base && b - base <= size && n <= size - (b - base);
+}
+
+/* The pinned block or registered range holding [p, p + n): its flags, or -1 when none. Under host_mu. */
+static long pinned_flags_locked(const void *p, size_t n)
+{
+    uintptr_t b = (uintptr_t)p;
+    for (struct host_reg *h = host_regs; h; h = h->next)
+        if (inside(b, n, h->p, h->size))
+            return h->flags;
+    for (size_t k = 0; k < HOST_BUCKETS; k++) /* pinned blocks: few, in tests and tools */
+        for (struct host_alloc *h = host_table[k]; h; h = h->next)
+            if (inside(b, n, (uintptr_t)h->p, h->size))
+                return h->flags;
+    return -1;
+}
 
 bool emu_host_is_pinned(const void *p, size_t n)
 {
-    uintptr_t b = (uintptr_t)p;
-    bool pinned = false;
     pthread_mutex_lock(&host_mu);
-    for (struct host_reg *h = host_regs; h && !pinned; h = h->next)
-        pinned = b >= h->p && b - h->p <= h->size && n <= h->size - (b - h->p);
-    for (size_t k = 0; k < HOST_BUCKETS && !pinned; k++) /* cuMemAllocHost blocks: few, in tests and tools */
-        for (struct host_alloc *h = host_table[k]; h && !pinned; h = h->next)
-            pinned = b >= (uintptr_t)h->p && b - (uintptr_t)h->p <= h->size && n <= h->size - (b - (uintptr_t)h->p);
+    long flags = pinned_flags_locked(p, n);
     pthread_mutex_unlock(&host_mu);
-    return pinned;
+    return flags >= 0;
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* entry points */
+
+EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    ENTER(cuMemAllocHost_v2);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!pp)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    return host_alloc(c, bytesize, 0, pp);
+}
+
+/* cuMemAllocHost with flags: any combination of PORTABLE, DEVICEMAP and WRITECOMBINED (they change nothing
+ * here but what cuMemHostGetDevicePointer answers); other bits are CUDA_ERROR_INVALID_VALUE. */
+EMU_API rzcu_result cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
+{
+    ENTER(cuMemHostAlloc);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!pp || (flags & ~HOSTALLOC_FLAGS))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    return host_alloc(c, bytesize, flags, pp);
+}
+
+/*
+ * The device pointer of mapped pinned memory: p inside a cuMemHostAlloc block allocated with DEVICEMAP or a
+ * range registered with DEVICEMAP (as documented, the call fails for memory allocated without it, which
+ * includes cuMemAllocHost memory). The device sees host memory at its host address here (unified
+ * addressing, CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM), so the answer is p. Flags must be 0.
+ */
+EMU_API rzcu_result cuMemHostGetDevicePointer_v2(rzcu_deviceptr *pdptr, void *p, unsigned int flags)
+{
+    ENTER(cuMemHostGetDevicePointer_v2);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!pdptr || !p || flags != 0)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&host_mu);
+    long pinned = pinned_flags_locked(p, 1);
+    pthread_mutex_unlock(&host_mu);
+    if (pinned < 0 || !(pinned & DEVICEMAP))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    *pdptr = (rzcu_deviceptr)(uintptr_t)p;
+    return RZCUDA_SUCCESS;
+}
+
+/* Page-locking existing host memory: any of the documented flags; a current context is required. */
+EMU_API rzcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
+{
+    ENTER(cuMemHostRegister_v2);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (flags & ~HOSTREGISTER_FLAGS)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    return host_register(p, bytesize, flags);
+}
+
+EMU_API rzcu_result cuMemHostUnregister(void *p)
+{
+    ENTER(cuMemHostUnregister);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!p)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    emu_sync_outstanding(); /* copies into it may still be queued */
+    return host_unregister(p);
+}
+
+/* cuMemFreeHost(NULL) is CUDA_SUCCESS, as on real drivers (see cuMemFree_v2); anything but the start of a
+ * cuMemAllocHost or cuMemHostAlloc block is CUDA_ERROR_INVALID_VALUE. */
+EMU_API rzcu_result cuMemFreeHost(void *p)
+{
+    ENTER(cuMemFreeHost);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!p)
+        return RZCUDA_SUCCESS;
+    emu_sync_outstanding(); /* like cuMemFree, complete outstanding work that may still read or write it */
+    return host_free(p);
 }

@@ -35,7 +35,6 @@ struct emu_config {
     size_t mem_bytes;
     bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
     bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is a sticky ILLEGAL_ADDRESS, not a signal */
-    bool pageable_sync; /* CUDA_EMU_PAGEABLE_SYNC=1: an async copy into pageable host memory waits for completion */
 };
 extern struct emu_config emu_cfg;
 
@@ -85,10 +84,23 @@ rzcu_result emu_mem_free(rzcu_deviceptr p);
 rzcu_result emu_mem_mark_free_pending(rzcu_deviceptr p);
 void emu_mem_free_pending(rzcu_deviceptr p);
 bool emu_mem_is_base(rzcu_deviceptr p);
+/*
+ * Graph memory (emu_mem.c): the allocation of a graph's allocation node, with the graph memory id `id`
+ * (nonzero). cuMemFree and cuMemFreeAsync give it back to its graph (not live: no lookup, range check or
+ * free finds it) instead of releasing it. emu_mem_graph_id: the id of the live graph allocation whose base
+ * is p (0: none). emu_mem_graph_state: 1 live, 0 not live, -1 no such allocation. emu_mem_graph_release:
+ * the graph is gone; released when not live, else left to the program's free.
+ */
+rzcu_result emu_mem_graph_alloc(struct CUctx_st *ctx, int device, size_t size, uint64_t id, rzcu_deviceptr *out);
+uint64_t emu_mem_graph_id(rzcu_deviceptr p);
+int emu_mem_graph_state(rzcu_deviceptr p, uint64_t id);
+void emu_mem_graph_set_live(rzcu_deviceptr p, uint64_t id, bool live);
+void emu_mem_graph_release(rzcu_deviceptr p, uint64_t id);
+/* p is the base of a live allocation: its serial number (unique in the process, never reused). */
+bool emu_mem_base_serial(rzcu_deviceptr p, uint64_t *serial);
+/* p is the base of a live allocation from the stream-ordered allocator (emu_copy.c). */
+bool emu_mem_is_pool(rzcu_deviceptr p);
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
-/* cuMemHostRegister / cuMemHostUnregister bookkeeping (overlap and unknown-base errors). */
-rzcu_result emu_host_register(void *p, size_t size);
-rzcu_result emu_host_unregister(void *p);
 /* Index of the first of count ranges (device ones only; sizes[i] == 0 is skipped) that is not inside one
  * allocation, or count when all are. One lock for the lot. */
 size_t emu_mem_ranges_ok(const rzcu_deviceptr *ptrs, const size_t *sizes, size_t count);
@@ -103,11 +115,17 @@ size_t emu_mem_ranges_writable(const rzcu_deviceptr *ptrs, const size_t *sizes, 
 bool emu_mem_is_device_address(uintptr_t p);
 void emu_mem_free_context(struct CUctx_st *ctx);
 void emu_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+/* ---- copies (emu_copy.c) ---- */
+/* Whether a copy's call returns only once it has completed: a synchronous one, and an asynchronous one from
+ * device memory into pageable host memory [host, host + n) (not cuMemAllocHost/cuMemHostAlloc memory nor
+ * registered), as the driver documents. */
+bool emu_copy_waits(bool async, bool device_to_host, const void *host, size_t n);
+/* ---- IPC memory handles (emu_ipc.c) ---- */
+/* The context ends: its opened handles are closed. */
+void emu_ipc_free_context(struct CUctx_st *ctx);
 /* ---- pinned host memory (emu_host.c) ---- */
-rzcu_result emu_host_alloc(struct CUctx_st *ctx, size_t size, void **out);
-rzcu_result emu_host_free(void *p);
 void emu_host_free_context(struct CUctx_st *ctx);
-/* [p, p + n) lies in one cuMemAllocHost block or cuMemHostRegister range. */
+/* [p, p + n) lies in one cuMemAllocHost / cuMemHostAlloc block or cuMemHostRegister range. */
 bool emu_host_is_pinned(const void *p, size_t n);
 
 /*

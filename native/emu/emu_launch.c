@@ -119,32 +119,49 @@ EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
     return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
 }
 
-/*
- * Later work on the stream waits for the work the event's last record captured (an event never recorded:
- * nothing to wait for). The event may belong to another context. Flags: CU_EVENT_WAIT_DEFAULT (0) only; the
- * emulator does not join captures across streams, so waiting inside a capture is CUDA_ERROR_NOT_SUPPORTED.
- */
-static rzcu_result do_stream_wait_event(rzcu_stream hstream, rzcu_event hevent, unsigned int flags, bool per_thread)
+/* Whether the work captured by the last record has completed: CUDA_SUCCESS (also for an event never
+ * recorded), CUDA_ERROR_NOT_READY while it has not. Never waits. */
+EMU_API rzcu_result cuEventQuery(rzcu_event hevent)
 {
+    ENTER(cuEventQuery);
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&e->mu);
+    struct CUstream_st *s = e->s;
+    uint64_t seq = e->seq;
+    pthread_mutex_unlock(&e->mu);
+    if (s && emu_completed(s) < seq)
+        return RZCUDA_ERROR_NOT_READY;
+    return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
+}
+
+/*
+ * Work submitted to the stream after this call waits for the work the event's last record captured (of any
+ * stream or context): an operation on the stream that completes when that work has (a never-recorded event
+ * captured nothing). The call never waits. Flags must be 0 (CU_EVENT_WAIT_EXTERNAL is for graph capture,
+ * which the emulator does not build event nodes for: a wait on a captured stream is refused and invalidates
+ * the capture, as for the other operations a capture cannot hold here).
+ */
+static rzcu_result do_stream_wait_event(rzcu_stream hstream, rzcu_event hevent, unsigned flags, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
     struct CUevent_st *e = event_from_handle(hevent);
     if (!e)
         return RZCUDA_ERROR_INVALID_HANDLE;
     if (flags != 0)
         return RZCUDA_ERROR_INVALID_VALUE;
-    struct CUstream_st *s;
-    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    CHECK(emu_capture_refuse_sync(NULL, s));
     pthread_mutex_lock(&e->mu);
-    struct CUstream_st *on = e->s;
-    uint64_t seq = e->seq;
+    struct dep d = {e->s, e->seq};
     pthread_mutex_unlock(&e->mu);
-    if (atomic_load(&s->capture) || (on && atomic_load(&on->capture)))
-        return RZCUDA_ERROR_NOT_SUPPORTED;
-    if (!on || on == s)
-        return RZCUDA_SUCCESS; /* nothing recorded, or the stream's own earlier work: already in order */
+    if (!d.s || emu_completed(d.s) >= d.seq)
+        return RZCUDA_SUCCESS; /* nothing left to wait for */
     struct op *op = emu_op_new(s->ctx, OP_NOP);
     if (!op)
         return RZCUDA_ERROR_OUT_OF_MEMORY;
-    op->wait_for = (struct dep){on, seq};
+    op->wait_for = d;
     return emu_submit(s, op, false);
 }
 

@@ -40,6 +40,8 @@ static size_t free_runs_cap;
 static struct size_class classes[NCLASSES];
 size_t emu_mem_used[CUDA_EMU_MAX_DEVICES];
 
+static uint64_t alloc_serial; /* allocations made so far, under emu_mem_mem_mu */
+
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 rzcu_result emu_mem_init(void)
@@ -221,6 +223,8 @@ static uintptr_t small_alloc(size_t size, struct CUctx_st *ctx, int device)
     b->ctx = ctx;
     b->device = device;
     b->free_pending = false;
+    b->graph = 0;
+    b->serial = ++alloc_serial;
     return addr;
 }
 
@@ -256,7 +260,7 @@ static uintptr_t large_alloc(size_t size, struct CUctx_st *ctx, int device)
         return 0;
     }
     *ch = (struct chunk){.kind = CHUNK_LARGE, .base = emu_mem_chunk_addr(idx), .size = size, .nchunks = n, .ctx = ctx,
-                         .device = device};
+                         .device = device, .serial = ++alloc_serial};
     for (size_t i = 0; i < n; i++)
         emu_mem_table[idx + i] = ch;
     return ch->base;
@@ -339,8 +343,15 @@ static bool find_locked(uintptr_t p, struct chunk **pch, size_t *pidx, uintptr_t
     return find_any_locked(p, false, pch, pidx, pbase, psize);
 }
 
+static uint64_t *graph_of(struct chunk *ch, size_t idx) { return ch->kind == CHUNK_SLAB ? &ch->blks[idx].graph : &ch->graph; }
+static bool *pending_of(struct chunk *ch, size_t idx)
+{
+    return ch->kind == CHUNK_SLAB ? &ch->blks[idx].free_pending : &ch->free_pending;
+}
+
 static void free_found_locked(struct chunk *ch, size_t idx, size_t size)
 {
+    *graph_of(ch, idx) = 0;
     int device = ch->kind == CHUNK_SLAB ? ch->blks[idx].device : ch->device;
     emu_mem_used[device] -= round_up(size, CUDA_EMU_ALLOC_ALIGN);
     if (ch->kind == CHUNK_SLAB) {
@@ -361,7 +372,10 @@ rzcu_result emu_mem_free(rzcu_deviceptr p)
     uintptr_t base;
     rzcu_result r = RZCUDA_ERROR_INVALID_VALUE;
     if (find_locked((uintptr_t)p, &ch, &idx, &base, &size) && base == (uintptr_t)p) {
-        free_found_locked(ch, idx, size);
+        if (*graph_of(ch, idx))
+            *pending_of(ch, idx) = true; /* graph memory: returned to its graph, which keeps the address */
+        else
+            free_found_locked(ch, idx, size);
         r = RZCUDA_SUCCESS;
     }
     pthread_mutex_unlock(&emu_mem_mem_mu);
@@ -396,8 +410,86 @@ void emu_mem_free_pending(rzcu_deviceptr p)
     struct chunk *ch;
     size_t idx, size;
     uintptr_t base;
-    if (find_any_locked((uintptr_t)p, true, &ch, &idx, &base, &size) && base == (uintptr_t)p)
-        free_found_locked(ch, idx, size);
+    if (find_any_locked((uintptr_t)p, true, &ch, &idx, &base, &size) && base == (uintptr_t)p && !*graph_of(ch, idx))
+        free_found_locked(ch, idx, size); /* graph memory stays its graph's, not allocated */
+    pthread_mutex_unlock(&emu_mem_mem_mu);
+}
+
+/*
+ * Graph memory (emu_graph.c): the allocation behind a graph's allocation node. Its address is fixed for the
+ * graph's lifetime; it is allocated (live: usable by copies, memsets, lookups and frees) from the node's
+ * capture to its free node's, and from each launch of the graph until a free node, cuMemFreeAsync or
+ * cuMemFree, which give it back to the graph (not live) instead of releasing it.
+ */
+rzcu_result emu_mem_graph_alloc(struct CUctx_st *ctx, int device, size_t size, uint64_t id, rzcu_deviceptr *out)
+{
+    rzcu_result r = emu_mem_alloc(ctx, device, size, out);
+    if (r != RZCUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&emu_mem_mem_mu);
+    struct chunk *ch;
+    size_t idx, sz;
+    uintptr_t base;
+    if (find_locked((uintptr_t)*out, &ch, &idx, &base, &sz))
+        *graph_of(ch, idx) = id;
+    pthread_mutex_unlock(&emu_mem_mem_mu);
+    return RZCUDA_SUCCESS;
+}
+
+/* The allocation whose base is p, live or not; false when none. */
+static bool find_base_locked(uintptr_t p, struct chunk **ch, size_t *idx)
+{
+    uintptr_t base;
+    size_t size;
+    return (find_any_locked(p, false, ch, idx, &base, &size) || find_any_locked(p, true, ch, idx, &base, &size)) &&
+           base == p;
+}
+
+uint64_t emu_mem_graph_id(rzcu_deviceptr p)
+{
+    pthread_mutex_lock(&emu_mem_mem_mu);
+    struct chunk *ch;
+    size_t idx;
+    uint64_t id = find_base_locked((uintptr_t)p, &ch, &idx) && !*pending_of(ch, idx) ? *graph_of(ch, idx) : 0;
+    pthread_mutex_unlock(&emu_mem_mem_mu);
+    return id;
+}
+
+int emu_mem_graph_state(rzcu_deviceptr p, uint64_t id)
+{
+    pthread_mutex_lock(&emu_mem_mem_mu);
+    struct chunk *ch;
+    size_t idx;
+    int state = -1;
+    if (find_base_locked((uintptr_t)p, &ch, &idx) && *graph_of(ch, idx) == id)
+        state = !*pending_of(ch, idx);
+    pthread_mutex_unlock(&emu_mem_mem_mu);
+    return state;
+}
+
+void emu_mem_graph_set_live(rzcu_deviceptr p, uint64_t id, bool live)
+{
+    pthread_mutex_lock(&emu_mem_mem_mu);
+    struct chunk *ch;
+    size_t idx;
+    if (find_base_locked((uintptr_t)p, &ch, &idx) && *graph_of(ch, idx) == id)
+        *pending_of(ch, idx) = !live;
+    pthread_mutex_unlock(&emu_mem_mem_mu);
+}
+
+void emu_mem_graph_release(rzcu_deviceptr p, uint64_t id)
+{
+    pthread_mutex_lock(&emu_mem_mem_mu);
+    struct chunk *ch;
+    size_t idx;
+    uintptr_t base;
+    size_t size;
+    if (find_base_locked((uintptr_t)p, &ch, &idx) && *graph_of(ch, idx) == id) {
+        if (*pending_of(ch, idx) && find_any_locked((uintptr_t)p, true, &ch, &idx, &base, &size))
+            free_found_locked(ch, idx, size);
+        else
+            *graph_of(ch, idx) = 0; /* allocated by a launch and not freed: the program's, until it frees it */
+    }
     pthread_mutex_unlock(&emu_mem_mem_mu);
 }
 
@@ -413,6 +505,19 @@ bool emu_mem_is_base(rzcu_deviceptr p)
     return found;
 }
 
+
+bool emu_mem_base_serial(rzcu_deviceptr p, uint64_t *serial)
+{
+    pthread_mutex_lock(&emu_mem_mem_mu);
+    struct chunk *ch;
+    size_t idx, size;
+    uintptr_t base;
+    bool found = find_locked((uintptr_t)p, &ch, &idx, &base, &size) && base == (uintptr_t)p;
+    if (found)
+        *serial = ch->kind == CHUNK_SLAB ? ch->blks[idx].serial : ch->serial;
+    pthread_mutex_unlock(&emu_mem_mem_mu);
+    return found;
+}
 
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *pbase, size_t *psize)
 {

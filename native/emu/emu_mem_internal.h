@@ -16,7 +16,10 @@ struct blk {
     size_t size;          /* requested size; 0 when free */
     struct CUctx_st *ctx; /* owner */
     int device;           /* whose memory it is */
-    bool free_pending;    /* cuMemFreeAsync called, the stream has not reached the free yet */
+    bool free_pending;    /* cuMemFreeAsync called, the stream has not reached the free yet; or graph
+                           * memory not allocated now */
+    uint64_t graph;       /* graph memory: its id (emu_graph.c); 0 for other allocations */
+    uint64_t serial;      /* which allocation this is (never reused: an IPC handle names it) */
 };
 
 enum chunk_kind { CHUNK_SLAB = 1, CHUNK_LARGE = 2, CHUNK_VMM = 3 };
@@ -34,6 +37,8 @@ struct chunk {
     struct CUctx_st *ctx;
     int device;
     bool free_pending;
+    uint64_t graph;
+    uint64_t serial;
     /* vmm: a reservation of nchunks chunks from base */
     struct vmm_resv *resv;
 };

@@ -1,7 +1,8 @@
 /*
- * The emulated driver's stream engine and stream entry points: each stream's FIFO of operations, its worker
- * thread, inline execution on idle streams, the legacy default stream's ordering, synchronisation, and
- * CUDA_EMU_KERNEL_HOLD (emu.c's opening comment describes the rules).
+ * The emulated driver's stream engine: each stream's FIFO of operations, its worker thread, inline execution
+ * on idle streams, the legacy default stream's ordering, dependencies (cuStreamWaitEvent), synchronisation,
+ * and CUDA_EMU_KERNEL_HOLD (emu.c's opening comment describes the rules). Stream handles and entry points:
+ * emu_stream_api.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -231,6 +232,16 @@ static void pattern_set(const struct op *op)
 #endif
 }
 
+/* cuMemcpy2D/3D: row by row (rows may overlap neither side's next one: each is a memmove of its own). */
+static void box_copy(const struct op *op)
+{
+    const struct copy_box *b = &op->box;
+    for (size_t z = 0; z < b->depth; z++)
+        for (size_t y = 0; y < b->height; y++)
+            dma_copy((char *)op->dst + z * b->dst_slice + y * b->dst_pitch,
+                     (const char *)op->src + z * b->src_slice + y * b->src_pitch, b->width);
+}
+
 static void execute(struct op *op)
 {
     switch (op->kind) {
@@ -238,6 +249,9 @@ static void execute(struct op *op)
         break;
     case OP_COPY:
         dma_copy(op->dst, op->src, op->n);
+        break;
+    case OP_COPY3D:
+        box_copy(op);
         break;
     case OP_SET:
         if (op->elem <= 1 && op->rows == 0)
@@ -267,6 +281,9 @@ static void execute(struct op *op)
     case OP_KERNEL:
         op->kernel(&op->launch, op->kparams);
         break;
+    case OP_GALLOC:
+    case OP_GFREE:
+        break; /* applied by cuGraphLaunch, never queued */
     }
 }
 
@@ -305,6 +322,8 @@ static void run_queue(struct CUstream_st *s, bool idle_wait)
         pthread_mutex_unlock(&s->mu);
         for (size_t i = 0; i < op->ndeps; i++)
             emu_wait_seq(op->deps[i].s, op->deps[i].seq);
+        if (op->after.s)
+            emu_wait_seq(op->after.s, op->after.seq);
         if (op->kind == OP_KERNEL && emu_cfg.kernel_hold)
             hold_until_waited(op);
         /* After a kernel fault (CUDA_EMU_STICKY_FAULTS) the context's queued work is dropped, as on a GPU. */
@@ -364,7 +383,7 @@ static void compact_streams_locked(struct CUctx_st *ctx)
  */
 static bool runs_without_host(enum op_kind kind)
 {
-    return kind == OP_COPY || kind == OP_SET || kind == OP_BATCH || kind == OP_NOP;
+    return kind == OP_COPY || kind == OP_COPY3D || kind == OP_SET || kind == OP_BATCH || kind == OP_NOP;
 }
 
 /*
@@ -388,37 +407,38 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
     pthread_mutex_lock(&ctx->mu);
     if (s->kind == STREAM_LEGACY)
         compact_streams_locked(ctx);
-    if (s->kind == STREAM_LEGACY || !(s->flags & RZCU_STREAM_NON_BLOCKING) || op->wait_for.s) {
-        size_t needed = (s->kind == STREAM_LEGACY ? ctx->nstreams : 1) + (op->wait_for.s != NULL);
-        if (needed > capacity) {
-            struct op *bigger = realloc(op, sizeof *op + needed * sizeof(struct dep));
-            if (!bigger) {
-                pthread_mutex_unlock(&ctx->mu);
-                op->ndeps = 0;
-                emu_free_op(op);
-                return RZCUDA_ERROR_OUT_OF_MEMORY;
-            }
-            op = bigger;
+    bool implicit = s->kind == STREAM_LEGACY || !(s->flags & RZCU_STREAM_NON_BLOCKING);
+    size_t needed = (implicit ? (s->kind == STREAM_LEGACY ? ctx->nstreams : 1) : 0) + (op->wait_for.s != NULL);
+    if (needed > capacity) {
+        struct op *bigger = realloc(op, sizeof *op + needed * sizeof(struct dep));
+        if (!bigger) {
+            pthread_mutex_unlock(&ctx->mu);
+            op->ndeps = 0;
+            emu_free_op(op);
+            return RZCUDA_ERROR_OUT_OF_MEMORY;
         }
+        op = bigger;
+    }
+    if (implicit) {
         if (s->kind == STREAM_LEGACY) {
             for (size_t i = 0; i < ctx->nstreams; i++) {
                 struct CUstream_st *t = ctx->streams[i];
                 if (t != s && !(t->flags & RZCU_STREAM_NON_BLOCKING) && emu_completed(t) < t->submitted)
                     op->deps[nd++] = (struct dep){t, t->submitted};
             }
-        } else if (!(s->flags & RZCU_STREAM_NON_BLOCKING) && ctx->legacy &&
-                   emu_completed(ctx->legacy) < ctx->legacy->submitted) {
+        } else if (ctx->legacy && emu_completed(ctx->legacy) < ctx->legacy->submitted) {
             op->deps[nd++] = (struct dep){ctx->legacy, ctx->legacy->submitted};
         }
-        if (op->wait_for.s && emu_completed(op->wait_for.s) < op->wait_for.seq)
-            op->deps[nd++] = op->wait_for;
     }
+    if (op->wait_for.s && emu_completed(op->wait_for.s) < op->wait_for.seq)
+        op->deps[nd++] = op->wait_for; /* cuStreamWaitEvent: the event's work, maybe of another stream or context */
     op->ndeps = nd;
     pthread_mutex_lock(&s->mu);
     if (inline_only) {
         bool can = (wait || runs_without_host(op->kind)) && !s->head && emu_completed(s) == s->submitted;
         for (size_t i = 0; i < nd && can; i++)
             can = emu_completed(op->deps[i].s) >= op->deps[i].seq;
+        can = can && (!op->after.s || emu_completed(op->after.s) >= op->after.seq);
         if (!can) {
             pthread_mutex_unlock(&s->mu);
             pthread_mutex_unlock(&ctx->mu);
@@ -434,6 +454,7 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
         run_inline = true;
         for (size_t i = 0; i < nd && run_inline; i++)
             run_inline = emu_completed(op->deps[i].s) >= op->deps[i].seq;
+        run_inline = run_inline && (!op->after.s || emu_completed(op->after.s) >= op->after.seq);
     }
     bool drain = false;
     atomic_fetch_add(&emu_pending_ops, 1); /* inline too: cuMemFree from another thread waits for it */
@@ -541,150 +562,3 @@ void emu_sync_outstanding(void)
     if (atomic_load(&emu_pending_ops))
         emu_sync_all_contexts();
 }
-
-static struct CUstream_st *per_thread_stream(struct CUctx_st *ctx)
-{
-    struct thread_state *t = emu_thread_state();
-    if (!t)
-        return NULL;
-    unsigned gen = atomic_load(&ctx->gen);
-    for (size_t i = 0; i < t->pt_n; i++)
-        if (t->pt[i].ctx == ctx) {
-            if (t->pt[i].gen == gen && !atomic_load(&t->pt[i].s->destroyed))
-                return t->pt[i].s;
-            struct CUstream_st *s = emu_stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
-            if (s)
-                t->pt[i] = (struct per_thread_entry){ctx, gen, s};
-            return s;
-        }
-    if (t->pt_n == t->pt_cap) {
-        size_t cap = t->pt_cap ? t->pt_cap * 2 : 4;
-        struct per_thread_entry *m = realloc(t->pt, cap * sizeof *m);
-        if (!m)
-            return NULL;
-        t->pt = m;
-        t->pt_cap = cap;
-    }
-    struct CUstream_st *s = emu_stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
-    if (s)
-        t->pt[t->pt_n++] = (struct per_thread_entry){ctx, gen, s};
-    return s;
-}
-
-/* A user stream handle: a live slot of the stream table. */
-static struct CUstream_st *stream_from_handle(rzcu_stream h)
-{
-    uintptr_t p = (uintptr_t)h, base = (uintptr_t)emu_stream_pool;
-    if (!emu_stream_pool || p < base || p >= base + atomic_load(&emu_nstreams_total) * sizeof *emu_stream_pool ||
-        (p - base) % sizeof *emu_stream_pool)
-        return NULL;
-    struct CUstream_st *s = (struct CUstream_st *)h;
-    if (atomic_load(&s->magic) != STREAM_MAGIC || atomic_load(&s->destroyed) || !atomic_load(&s->ctx->alive))
-        return NULL;
-    return s;
-}
-
-/* Resolves a stream argument; NULL is the legacy stream, or the per-thread stream for _ptsz/_ptds calls. */
-rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out)
-{
-    if (!h)
-        h = per_thread ? RZCU_STREAM_PER_THREAD : RZCU_STREAM_LEGACY;
-    if (h == RZCU_STREAM_LEGACY || h == RZCU_STREAM_PER_THREAD) {
-        if (!ctx)
-            CHECK(emu_current_ctx(&ctx));
-        struct CUstream_st *s = h == RZCU_STREAM_LEGACY ? ctx->legacy : per_thread_stream(ctx);
-        if (!s)
-            return RZCUDA_ERROR_OUT_OF_MEMORY;
-        *out = s;
-        return RZCUDA_SUCCESS;
-    }
-    struct CUstream_st *s = stream_from_handle(h);
-    if (!s)
-        return RZCUDA_ERROR_INVALID_HANDLE;
-    int sticky = atomic_load(&s->ctx->sticky);
-    if (sticky)
-        return (rzcu_result)sticky;
-    *out = s;
-    return RZCUDA_SUCCESS;
-}
-
-/* ------------------------------------------------------------------------------------------------------ */
-/* streams */
-
-EMU_API rzcu_result cuStreamCreate(rzcu_stream *ps, unsigned int flags)
-{
-    ENTER(cuStreamCreate);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    if (!ps || (flags != RZCU_STREAM_DEFAULT && flags != RZCU_STREAM_NON_BLOCKING))
-        return RZCUDA_ERROR_INVALID_VALUE;
-    struct CUstream_st *s = emu_stream_new(c, flags, STREAM_USER);
-    if (!s)
-        return RZCUDA_ERROR_OUT_OF_MEMORY;
-    *ps = s;
-    return RZCUDA_SUCCESS;
-}
-
-/* Returns at once; work already queued still completes (the stream leaves the context once drained). */
-EMU_API rzcu_result cuStreamDestroy_v2(rzcu_stream hstream)
-{
-    ENTER(cuStreamDestroy_v2);
-    struct CUstream_st *s = stream_from_handle(hstream);
-    if (!s)
-        return RZCUDA_ERROR_INVALID_HANDLE;
-    uint32_t expected = STREAM_MAGIC;
-    if (!atomic_compare_exchange_strong(&s->magic, &expected, 0))
-        return RZCUDA_ERROR_INVALID_HANDLE;
-    atomic_store(&s->destroyed, true);
-    return RZCUDA_SUCCESS;
-}
-
-static rzcu_result do_stream_sync(rzcu_stream hstream, bool per_thread)
-{
-    struct CUstream_st *s;
-    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
-    CHECK(emu_capture_refuse_sync(NULL, s));
-    emu_stream_sync(s);
-    return emu_ctx_error(s->ctx);
-}
-
-EMU_API rzcu_result cuStreamSynchronize(rzcu_stream s)
-{
-    ENTER(cuStreamSynchronize);
-    return do_stream_sync(s, false);
-}
-
-EMU_API rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s)
-{
-    ENTER(cuStreamSynchronize_ptsz);
-    return do_stream_sync(s, true);
-}
-
-static rzcu_result do_launch_host_func(rzcu_stream hstream, rzcu_host_fn fn, void *user_data, bool per_thread)
-{
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    struct CUstream_st *s;
-    CHECK(emu_resolve_stream(hstream, per_thread, c, &s));
-    if (!fn)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    struct op *op = emu_op_new(s->ctx, OP_HOST);
-    if (!op)
-        return RZCUDA_ERROR_OUT_OF_MEMORY;
-    op->fn = fn;
-    op->user_data = user_data;
-    return emu_submit(s, op, false);
-}
-
-EMU_API rzcu_result cuLaunchHostFunc(rzcu_stream s, rzcu_host_fn fn, void *user_data)
-{
-    ENTER(cuLaunchHostFunc);
-    return do_launch_host_func(s, fn, user_data, false);
-}
-
-EMU_API rzcu_result cuLaunchHostFunc_ptsz(rzcu_stream s, rzcu_host_fn fn, void *user_data)
-{
-    ENTER(cuLaunchHostFunc_ptsz);
-    return do_launch_host_func(s, fn, user_data, true);
-}
-

@@ -476,12 +476,15 @@ static void end_report(void)
       (pctx, dev))                                                                                          \
     X(cuDevicePrimaryCtxRelease_v2, rzcu_fn_cuDevicePrimaryCtxRelease_v2, (rzcu_device dev), (dev))         \
     X(cuDevicePrimaryCtxReset_v2, rzcu_fn_cuDevicePrimaryCtxReset_v2, (rzcu_device dev), (dev))             \
+    X(cuDevicePrimaryCtxRelease, rzcu_fn_cuDevicePrimaryCtxRelease_v2, (rzcu_device dev), (dev))            \
+    X(cuDevicePrimaryCtxReset, rzcu_fn_cuDevicePrimaryCtxReset_v2, (rzcu_device dev), (dev))                \
     X(cuDevicePrimaryCtxGetState, rzcu_fn_cuDevicePrimaryCtxGetState, (rzcu_device dev, unsigned int *flags, int *active), \
       (dev, flags, active))                                                                                 \
     X(cuCtxCreate_v4, rzcu_fn_cuCtxCreate_v4,                                                               \
       (rzcu_context * pctx, struct CUctxCreateParams_st * params, unsigned int flags, rzcu_device dev),      \
       (pctx, params, flags, dev))                                                                           \
     X(cuCtxDestroy_v2, rzcu_fn_cuCtxDestroy_v2, (rzcu_context ctx), (ctx))                                  \
+    X(cuCtxDestroy, rzcu_fn_cuCtxDestroy_v2, (rzcu_context ctx), (ctx))                                     \
     X(cuCtxGetCurrent, rzcu_fn_cuCtxGetCurrent, (rzcu_context * pctx), (pctx))                              \
     X(cuCtxSetCurrent, rzcu_fn_cuCtxSetCurrent, (rzcu_context ctx), (ctx))                                  \
     X(cuCtxPushCurrent_v2, rzcu_fn_cuCtxPushCurrent_v2, (rzcu_context ctx), (ctx))                          \
@@ -518,10 +521,15 @@ static void end_report(void)
     X(cuMemGetInfo_v2, rzcu_fn_cuMemGetInfo_v2, (size_t * free_bytes, size_t * total_bytes), (free_bytes, total_bytes)) \
     X(cuPointerGetAttribute, rzcu_fn_cuPointerGetAttribute,                                                 \
       (void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr), (data, attribute, ptr))           \
+    X(cuPointerGetAttributes, rzcu_fn_cuPointerGetAttributes,                                               \
+      (unsigned int num, rzcu_pointer_attribute *attributes, void **data, rzcu_deviceptr ptr),              \
+      (num, attributes, data, ptr))                                                                         \
     X(cuStreamCreate, rzcu_fn_cuStreamCreate, (rzcu_stream * ps, unsigned int flags), (ps, flags))          \
     X(cuStreamDestroy_v2, rzcu_fn_cuStreamDestroy_v2, (rzcu_stream s), (s))                                 \
     X(cuStreamSynchronize, rzcu_fn_cuStreamSynchronize, (rzcu_stream s), (s))                               \
     X(cuStreamSynchronize_ptsz, rzcu_fn_cuStreamSynchronize, (rzcu_stream s), (s))                          \
+    X(cuStreamQuery, rzcu_fn_cuStreamQuery, (rzcu_stream s), (s))                                           \
+    X(cuStreamQuery_ptsz, rzcu_fn_cuStreamQuery, (rzcu_stream s), (s))                                      \
     X(cuLaunchHostFunc, rzcu_fn_cuLaunchHostFunc, (rzcu_stream s, rzcu_host_fn fn, void *user_data),        \
       (s, fn, user_data))                                                                                   \
     X(cuLaunchHostFunc_ptsz, rzcu_fn_cuLaunchHostFunc, (rzcu_stream s, rzcu_host_fn fn, void *user_data),   \
@@ -530,6 +538,7 @@ static void end_report(void)
     X(cuEventRecord, rzcu_fn_cuEventRecord, (rzcu_event e, rzcu_stream s), (e, s))                          \
     X(cuEventRecord_ptsz, rzcu_fn_cuEventRecord, (rzcu_event e, rzcu_stream s), (e, s))                     \
     X(cuEventSynchronize, rzcu_fn_cuEventSynchronize, (rzcu_event e), (e))                                  \
+    X(cuEventQuery, rzcu_fn_cuEventQuery, (rzcu_event e), (e))                                              \
     X(cuEventDestroy_v2, rzcu_fn_cuEventDestroy_v2, (rzcu_event e), (e))                                    \
     X(cuModuleLoadData, rzcu_fn_cuModuleLoadData, (rzcu_module * pmod, const void *image), (pmod, image))   \
     X(cuModuleUnload, rzcu_fn_cuModuleUnload, (rzcu_module mod), (mod))                                     \
@@ -539,6 +548,7 @@ static void end_report(void)
     X(cuFuncGetName, rzcu_fn_cuFuncGetName, (const char **name, rzcu_function f), (name, f))                \
     X(cuKernelGetName, rzcu_fn_cuKernelGetName, (const char **name, rzcu_kernel hfunc), (name, hfunc))      \
     X(cuStreamIsCapturing, rzcu_fn_cuStreamIsCapturing, (rzcu_stream s, rzcu_capture_status *status), (s, status)) \
+    X(cuThreadExchangeStreamCaptureMode, rzcu_fn_cuThreadExchangeStreamCaptureMode, (rzcu_capture_mode * mode), (mode)) \
     X(cuLaunchKernel, rzcu_fn_cuLaunchKernel,                                                               \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params, \

@@ -94,7 +94,7 @@ static void *agent_main(void *arg) {
         serve(a);
         if (atomic_load(&a->abandoned) == req && a->out_len)
             /* Nobody is waiting for this answer any more: nothing is lost, it goes to the program's log. */
-            rz__write_all(rz__log_fd(), a->out, a->out_len);
+            rz__log_text(a->out, a->out_len);
         __atomic_store_n(&a->answered, req, __ATOMIC_RELEASE); /* publishes the result and out to the requester */
         __redzone_agent_done();
     }

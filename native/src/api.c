@@ -65,16 +65,14 @@ static int raw_available(const rz_alloc_req_t *req) {
     return 0;
 }
 
-/* Install the band: on the library's stream for ordinary memory; in the program's stream order for
- * stream-ordered allocations, then waiting for it, so the band is in place before any scan reads it. */
+/* Install the band: on the library's stream for ordinary memory (waiting for it); for stream-ordered
+ * allocations a memset queued in the program's stream order, not waited for (the stream may be busy for long,
+ * or wait for the host): the caller records an event after it, and scans leave the zone alone until the
+ * event is done (streamorder.c). */
 static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_t value, size_t bytes) {
     if (!is_async(req))
         return rz__dev_fill(band, value, bytes);
-    rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
-    rzcu_result r = rz__drv.cuMemsetD8Async(band, value, bytes, s);
-    if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuStreamSynchronize(s);
-    return r;
+    return rz__drv.cuMemsetD8Async(band, value, bytes, rz__stream_of(req->stream, req->per_thread));
 }
 
 /* Once per process (again in a forked child for the agent): options, driver, exit scan, agent. The flag
@@ -104,7 +102,8 @@ static int start_locked(void) {
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.counters, sizeof RZ_STATE.counters); /* helgrind: relaxed atomics */
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.next_index, sizeof RZ_STATE.next_index);
     rz__registry_annotate();
-    rz__band_annotate();
+    rz__sync_annotate();
+    rz__streamorder_annotate();
     rz__options();
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;
@@ -273,12 +272,23 @@ static rzcu_result guard_free(const rz_zone_node_t *z) {
     return r;
 }
 
+/* A zone whose free the driver refused goes back into the registry as it was, allocation stack included (the
+ * copy taken when it was removed: its old node, and slot, may be another zone's by now). */
+static void readd_refused(const rz_zone_node_t *zone) {
+    uint64_t kept[RZ_STACK_MAX];
+    void *frames[RZ_STACK_MAX];
+    uint32_t n = rz__registry_removed_stack(zone->index, kept, RZ_STACK_MAX);
+    for (uint32_t i = 0; i < n; i++)
+        frames[i] = (void *)(uintptr_t)kept[i];
+    RZ_CHECK(rz__registry_add_stack(zone, frames, n) == RZ_OK || !"re-registering a zone whose free failed");
+}
+
 /* The free of a guard-page zone (already out of the registry): unmap, release, count. */
 __attribute__((cold, noinline)) static int free_guarded(const rz_zone_node_t *zone) {
     rzcu_result r = guard_free(zone);
     if (r != RZCUDA_SUCCESS) {
         rz__record_unmap_failure();
-        RZ_CHECK(rz__registry_add(zone) == RZ_OK || !"re-registering a zone whose free failed");
+        readd_refused(zone);
         return (int)r;
     }
     rz_devptr_t base;
@@ -401,8 +411,11 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         }
         /* Not possible here (the driver's VMM calls failed, the cap, out of memory): an ordinary band. */
     }
-    /* The front band: whole 256-byte units before the program's pointer (not for pitched blocks). */
-    uint64_t front = pad > 0 && req->kind != RZ_ALLOC_PITCH ? o->front_bytes : 0;
+    /* Allocated while its stream is captured into a graph: the memory is the graph's (a memory node). */
+    int captured = pad > 0 && is_async(req) && rz__stream_capturing(rz__stream_of(req->stream, req->per_thread));
+    /* The front band: whole 256-byte units before the program's pointer (not for pitched blocks, nor for
+     * graph memory, whose free inside the graph the library cannot move back to the driver's base). */
+    uint64_t front = pad > 0 && req->kind != RZ_ALLOC_PITCH && !captured ? o->front_bytes : 0;
     if (front > SIZE_MAX - bytes - pad) {
         rz__warn("allocation #%llu of %zu bytes: size + %llu front bytes overflows; no front band",
                  (unsigned long long)index, bytes, (unsigned long long)front);
@@ -447,12 +460,14 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         rz__registry_unlock();
         if (lazy) {
             zone.flags |= RZ_ZONE_PENDING;
-        } else if (is_async(req) && rz__stream_capturing(rz__stream_of(req->stream, req->per_thread))) {
-            /* Allocated while its stream is captured into a graph: a synchronisation there is illegal (it would
-             * invalidate the program's capture), and the memory is the graph's, valid only while it runs. The
-             * band's memset is captured with the rest (each launch writes it); the zone is not watched. */
-            rz__drv.cuMemsetD8Async(p + bytes, zone.expected, pad, rz__stream_of(req->stream, req->per_thread));
-            zone.flags |= RZ_ZONE_UNWATCHED;
+        } else if (captured) {
+            /* The band's memset is captured after the allocation node (each launch writes it; nothing may
+             * synchronise a captured stream), and the zone is checked when it is freed (policy.c); scans leave
+             * it alone: the memory is allocated only while a launch has it. */
+            if (fill_band(req, p + bytes, zone.expected, pad) == RZCUDA_SUCCESS)
+                zone.flags |= RZ_ZONE_GRAPH;
+            else
+                zone.flags |= RZ_ZONE_UNWATCHED;
         } else {
             rzcu_result f = fill_band(req, p + bytes, zone.expected, pad);
             if (f == RZCUDA_SUCCESS && front)
@@ -461,6 +476,15 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                 rz__warn("allocation #%llu: filling its band failed with %s; the zone is unpadded",
                          (unsigned long long)index, rz__cu_name(f));
                 zone.flags |= RZ_ZONE_UNWATCHED;
+            } else if (is_async(req)) {
+                f = rz__fill_event(zone.ctx, rz__stream_of(req->stream, req->per_thread), &zone.fill);
+                if (f == RZCUDA_SUCCESS) {
+                    zone.flags |= RZ_ZONE_FILLING;
+                } else {
+                    rz__warn("allocation #%llu: no event to follow its band fill (%s); the zone is not watched",
+                             (unsigned long long)index, rz__cu_name(f));
+                    zone.flags |= RZ_ZONE_UNWATCHED;
+                }
             }
         }
     }
@@ -478,6 +502,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                 rz__record_guard_install(pad + front); /* lazy: counted when the band is written */
             rz__count(RZ_C_live_zones, 1);
         }
+        if (zone.flags & RZ_ZONE_FILLING)
+            rz__fill_note(zone.ptr, zone.fill);
     }
     if (wanted && !rz__zone_watched(&zone))
         rz__count(RZ_C_unpadded_allocs, 1);
@@ -546,9 +572,25 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
     if (!known && RZ_UNLIKELY(o->front_bytes) && bad_free_in_front(dptr))
         return RZCUDA_ERROR_INVALID_VALUE;
+    rz_free_req_t ordered;
+    rzcu_stream fill_stream;
+    if (known && !req->async && (zone.flags & RZ_ZONE_FILLING) && !rz__zone_filled(&zone) &&
+        rz__zone_fill_stream(&zone, &fill_stream) && fill_stream != RZCU_STREAM_PER_THREAD &&
+        rz__drv.cuMemFreeAsync) {
+        /* A plain free of stream-ordered memory whose band memset is still queued in the allocating stream
+         * (which has not reached the allocation yet): freed now, the memory could go to another allocation
+         * before the memset writes into it. Freed in that stream's order instead, after the memset, and
+         * checked there; the program gets the driver's answer to that free (pool memory returns to its pool
+         * either way). */
+        ordered = (rz_free_req_t){.async = 1, .stream = fill_stream};
+        req = &ordered;
+    }
     int checked = 0;
-    /* A zone still waiting for its band has nothing to check: no launch, copy or memset ran since. */
-    if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE)) {
+    /* A zone still waiting for its band has nothing to check: no launch, copy or memset ran since. One whose
+     * stream-ordered fill may not have landed is checked only in stream order (its band copy then follows the
+     * memset); a plain cuMemFree of it reads the band now, so only once the fill is seen done. */
+    if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE) &&
+        (req->async || rz__zone_filled(&zone))) {
         rz__scan_before_free(&zone, req); /* reports; never changes the outcome of the free */
         checked = 1;
     }
@@ -568,7 +610,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
          * overtake it, so a refused cuMemFreeAsync leaves the band as it is. */
         if (checked && !req->async)
             refused_free_rearm(&zone);
-        RZ_CHECK(rz__registry_add(&zone) == RZ_OK || !"re-registering a zone whose free failed");
+        readd_refused(&zone);
         return (int)r;
     }
     rz__record_unmap(zone.user_bytes + zone.pad_bytes + rz__zone_front(&zone));

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rz_annotate.h"
 #include "rz_internal.h"
 
 /* One batch (one driver call per context) covers up to BATCH_ZONES bands and RZ_STAGING_MAX bytes: 1M bands of
@@ -124,6 +123,10 @@ int rz__band_judge_front(const rz_zone_node_t *z, const uint8_t *band) {
     return judge(z, band, rz__zone_front(z), 1);
 }
 
+/* Whether zone z's band can be read and written now: not graph memory (allocated only while a launch of its
+ * graph has it), and not a stream-ordered fill still queued (asks the fill's event; never waits). */
+static int band_in_place(rz_zone_node_t *z) { return !(z->flags & RZ_ZONE_GRAPH) && rz__zone_filled(z); }
+
 /* The io entries of zone z's bands at io[0] (and io[1] for a front band): how many. */
 static size_t zone_bands(const rz_zone_node_t *z, rz_band_io_t *io, uint8_t value) {
     io[0] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr + z->user_bytes, .bytes = z->pad_bytes, .value = value};
@@ -132,6 +135,41 @@ static size_t zone_bands(const rz_zone_node_t *z, rz_band_io_t *io, uint8_t valu
     io[1] = (rz_band_io_t){.ctx = z->ctx, .dev = z->ptr - rz__zone_front(z), .bytes = rz__zone_front(z),
                            .value = value, .front = 1};
     return 2;
+}
+
+/*
+ * Whether the driver still shows zone z's allocation at its address. A zone dies with its context, which
+ * redzone sees end through the wrapped calls; a context that ends some other way leaves zones whose memory
+ * the driver may since have handed out again, to a larger buffer that has the old range in its middle. So
+ * before a band is written for a zone whose context it learns from the driver (lazy install), and before a
+ * band that differs or could not be read is judged, the zone must be the block the driver shows there: an
+ * allocation that starts at the zone's base. (A later one with the same base, made through redzone, already
+ * replaced the zone in the registry; one made past redzone with the same base is not told apart.) ZONE_GONE
+ * when the driver says otherwise; ZONE_UNKNOWN when it cannot say: the zone keeps its standing. Pointer
+ * attributes need no current context (the agent thread has none). Not asked on the way of a clean scan or a
+ * poison, which stay a constant number of driver calls.
+ */
+enum { ZONE_ALIVE, ZONE_GONE, ZONE_UNKNOWN };
+
+/* 1 when the driver's allocation holding zone z's first byte starts elsewhere: a larger one has its range. */
+static int other_block_at(const rz_zone_node_t *z) {
+    rz_devptr_t raw = z->ptr - rz__zone_front(z), start = 0;
+    return rz__drv.cuPointerGetAttribute(&start, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, raw) == RZCUDA_SUCCESS &&
+           start != raw;
+}
+
+static int zone_state(const rz_zone_node_t *z) {
+    if (z->flags & RZ_ZONE_GUARD)
+        return ZONE_ALIVE; /* virtual memory redzone maps itself: freed only by redzone */
+    if (rz__drv.cuPointerGetAttribute == NULL)
+        return ZONE_UNKNOWN;
+    rzcu_context owner = NULL;
+    rzcu_result r = rz__drv.cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr - rz__zone_front(z));
+    if (r == RZCUDA_ERROR_INVALID_VALUE)
+        return ZONE_GONE; /* no allocation there (or virtual memory, which no zone of this kind is) */
+    if (r != RZCUDA_SUCCESS)
+        return ZONE_UNKNOWN;
+    return other_block_at(z) ? ZONE_GONE : ZONE_ALIVE;
 }
 
 /* The agent waits at most this long for the registry (a thread stopped by the debugger may hold it). */
@@ -188,8 +226,9 @@ static int install_pending_locked(void) {
             rz_zone_node_t *z = g_pending_nodes[i];
             rzcu_result q = z->ctx ? RZCUDA_SUCCESS
                                    : rz__drv.cuPointerGetAttribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
-            if (q == RZCUDA_ERROR_INVALID_VALUE) {
-                /* The driver no longer knows the memory (its context was destroyed): forget the zone. */
+            if (q == RZCUDA_ERROR_INVALID_VALUE || (q == RZCUDA_SUCCESS && other_block_at(z))) {
+                /* The driver no longer knows the memory, or shows another allocation there (its context ended
+                 * unseen): forget the zone, whose context the answer was not. */
                 rz__registry_drop_stale(z->ptr);
                 gone++;
                 continue;
@@ -245,7 +284,7 @@ void rz__bands_install(void) {
     t_busy = 0;
 }
 
-static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out);
+static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out);
 
 void rz__bands_context_ending(void *ctx) {
     if (ctx == NULL || begin() != RZ_OK)
@@ -256,7 +295,7 @@ void rz__bands_context_ending(void *ctx) {
     rz__dev_settle(ctx); /* the driver waits for the context's work before ending it: so do we */
     rz__registry_lock();
     uint64_t checked = 0, violated = 0;
-    int rc = scan_locked(ctx, &checked, &violated);
+    int rc = scan_locked(&ctx, 1, &checked, &violated);
     rz__registry_unlock();
     if (violated || rc != RZ_OK)
         rz__log("redzone: context ending: %llu zones checked, %llu violated%s%s", (unsigned long long)checked,
@@ -337,12 +376,9 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
         for (size_t i = 0; i < n; i++) {
             if (!g_io[i].failed || g_io[i].front)
                 continue;
-            rzcu_context owner;
             /* A guard-page zone's memory belongs to no context (the driver names none for it) and is freed only
-             * by redzone: it is never stale. */
-            if (!(g_nodes[i]->flags & RZ_ZONE_GUARD) && rz__drv.cuPointerGetAttribute &&
-                rz__drv.cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, g_nodes[i]->ptr) ==
-                    RZCUDA_ERROR_INVALID_VALUE) {
+             * by redzone: it is never stale (zone_state). */
+            if (zone_state(g_nodes[i]) == ZONE_GONE) {
                 g_io[i].failed = 2; /* stale: forgotten below, not counted as unread */
                 gone++;
             } else {
@@ -367,6 +403,25 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
         if (failed)
             rc = RZ_EDRIVER; /* the other contexts' bands were read: judge those */
     }
+    /* A band that differs is judged (and re-filled) only while the driver still shows its zone there: the
+     * bytes of another allocation where a dead zone's band was are that allocation's own. */
+    size_t gone_now = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (g_io[i].failed)
+            continue;
+        rz_zone_node_t *z = g_nodes[i];
+        rz_violation_t v;
+        uint64_t bytes = g_io[i].front ? rz__zone_front(z) : z->pad_bytes;
+        if (!rz__band_violation(z, g_io[i].host, bytes, g_io[i].front, &v) || zone_state(z) != ZONE_GONE)
+            continue;
+        size_t first = i > 0 && g_nodes[i - 1] == z ? i - 1 : i; /* a zone's entries are adjacent */
+        for (size_t j = first; j < n && g_nodes[j] == z; j++)
+            g_io[j].failed = 2; /* stale, as above */
+        rz__registry_drop_stale(z->ptr); /* the node is not reused under the lock: its entries stay readable */
+        gone_now++;
+    }
+    if (gone_now)
+        rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone_now);
     size_t nrefill = 0;
     for (size_t i = 0; i < n; i++) {
         rz_zone_node_t *z = g_nodes[i];
@@ -396,9 +451,24 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
     return rc;
 }
 
-/* Read and judge the bands of every watched zone (of context `only` when not NULL). Registry lock held,
- * waiting bands installed. */
-static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out) {
+/* Whether ctx is one of the n contexts in `only` (sorted by handle). */
+static int among(void *ctx, void *const *only, size_t n) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)only[mid] == (uintptr_t)ctx)
+            return 1;
+        if ((uintptr_t)only[mid] < (uintptr_t)ctx)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+/* Read and judge the bands of every watched zone (of the nonly contexts in `only`, sorted by handle, when
+ * nonly > 0). Registry lock held, waiting bands installed. */
+static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out) {
     uint64_t checked = 0, violated = 0, unread = 0;
     int rc = RZ_OK, rc_driver = RZ_OK;
     /* Staging holds one batch: sized for the registry up to RZ_STAGING_MAX (pages are touched only as used),
@@ -408,7 +478,8 @@ static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
-        if (!rz__zone_watched(z) || (only && z->ctx != only))
+        if (!rz__zone_watched(z) || (nonly == 1 && z->ctx != only[0]) || (nonly > 1 && !among(z->ctx, only, nonly)) ||
+            !band_in_place(z))
             continue;
         size_t zone_bytes = z->pad_bytes + rz__zone_front(z), bands = z->front_units ? 2 : 1;
         if (n > 0 && (n + bands > g_io_cap || used + zone_bytes > g_staging.size)) {
@@ -442,41 +513,17 @@ static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out
     return rc;
 }
 
-/*
- * Device work since the last scan (METRALE_REDZONE_SCAN=sync): the hooks count every copy, memset and launch
- * after the driver accepted it; a scan notes the count it started from (under the registry lock, before
- * reading any band). A synchronisation scans only when the count moved, so an idle one makes no driver call,
- * and syncs that queue for the lock behind a scan that covered their work do not repeat it. With
- * METRALE_REDZONE_INSTALL=eager (programs that reach the device by paths redzone does not see) every sync
- * scans, as before.
- */
-static _Atomic uint64_t g_work;
-static _Atomic uint64_t g_scanned_work;
-
-void rz__note_device_work(void) { atomic_fetch_add_explicit(&g_work, 1, memory_order_relaxed); }
-
-/* helgrind: the work counters are C11 atomics read without the registry lock (a hint for sync scans). */
-void rz__band_annotate(void) {
-    RZ_ANNOTATE_ATOMIC(&g_work, sizeof g_work);
-    RZ_ANNOTATE_ATOMIC(&g_scanned_work, sizeof g_scanned_work);
-}
-
-#define SCAN_AFTER_WORK 1 /* only when device work was queued since the last scan */
 #define SCAN_QUIET_EMPTY 2 /* no summary line when nothing was checked or found (the exit scan) */
-static int scan_all(int how);
+static int scan_all(int how, rz_scan_some_t *some);
 
-RZ_EXPORT int rz_scan(void) { return scan_all(0); }
+RZ_EXPORT int rz_scan(void) { return scan_all(0, NULL); }
 
-int rz__scan_at_exit(void) { return scan_all(SCAN_QUIET_EMPTY); }
+int rz__scan_at_exit(void) { return scan_all(SCAN_QUIET_EMPTY, NULL); }
 
-int rz__scan_after_sync(void) {
-    if (!rz__options()->install_eager && atomic_load_explicit(&g_work, memory_order_relaxed) ==
-                                             atomic_load_explicit(&g_scanned_work, memory_order_relaxed))
-        return 0; /* nothing ran since the last scan: nothing to read */
-    return scan_all(SCAN_AFTER_WORK);
-}
+int rz__scan_some(rz_scan_some_t *req) { return scan_all(0, req); }
 
-static int scan_all(int how) {
+/* A full scan, or (some) a scan of some contexts: see rz__scan_some. */
+static int scan_all(int how, rz_scan_some_t *some) {
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
@@ -484,22 +531,26 @@ static int scan_all(int how) {
         end();
         return rc;
     }
-    uint64_t work = atomic_load_explicit(&g_work, memory_order_relaxed);
-    if ((how & SCAN_AFTER_WORK) && !rz__options()->install_eager &&
-        work == atomic_load_explicit(&g_scanned_work, memory_order_relaxed)) {
-        rz__registry_unlock(); /* a scan that started after this sync's work ended covered it */
-        end();
-        return 0;
+    size_t nonly = 0;
+    if (some) {
+        nonly = some->pick(some->arg, some->ctxs, some->n);
+        if (nonly == 0) {
+            rz__registry_unlock(); /* a scan that began after this sync's work had completed judged it */
+            end();
+            return 0;
+        }
+        if (nonly == 1 && some->ctxs[0] == NULL)
+            nonly = 0; /* every context */
     }
     install_pending_locked();
-    rz__launch_scan_begin();
+    rz__launch_scan_begin(some ? some->whole : 1);
     RZ_STATE.last_violation_count = 0;
     g_last_unread = 0;
     g_last_read_error = RZCUDA_SUCCESS;
     uint64_t checked = 0, violated = 0;
-    rc = scan_locked(NULL, &checked, &violated);
-    if (rc == RZ_OK)
-        atomic_store_explicit(&g_scanned_work, work, memory_order_relaxed); /* a failed one is tried again */
+    rc = scan_locked(some ? some->ctxs : NULL, nonly, &checked, &violated);
+    if (some)
+        some->done(some->arg, rc); /* a failed one is tried again */
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
@@ -548,8 +599,8 @@ static int refill_all(void) {
     size_t n = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
         uint8_t want = rz__band_byte_for(z->index);
-        if (!rz__zone_watched(z) || want == z->expected)
-            continue;
+        if (!rz__zone_watched(z) || want == z->expected || !band_in_place(z))
+            continue; /* a fill still queued keeps the byte it was given (docs/design.md) */
         if (n + (z->front_units ? 2 : 1) > g_io_cap) {
             if (flush_fills(n) != RZ_OK)
                 rc = RZ_EDRIVER; /* the other batches still get the window: rolled back by the caller */

@@ -31,6 +31,8 @@ typedef struct CUfunc_st *rzcu_function;
 typedef struct CUkern_st *rzcu_kernel; /* CUkernel: a library's kernel, context-independent (CUDA 12) */
 typedef struct CUlib_st *rzcu_library;  /* CUlibrary */
 typedef unsigned int rzcu_capture_status; /* CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated */
+typedef unsigned int rzcu_capture_mode;   /* CUstreamCaptureMode: 0 global, 1 thread-local, 2 relaxed */
+#define RZCU_STREAM_CAPTURE_MODE_RELAXED 2
 typedef struct CUmemPoolHandle_st *rzcu_mem_pool;
 typedef void (*rzcu_host_fn)(void *user_data);
 
@@ -65,6 +67,7 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_NOT_SUPPORTED, 801)                     \
     X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)        \
     X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)        \
+    X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, 906)           \
     X(CUDA_ERROR_UNKNOWN, 999)
 
 enum {
@@ -211,6 +214,8 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuMemGetAddressRange_v2, rzcu_result, (rzcu_deviceptr * pbase, size_t * psize, rzcu_deviceptr dptr))  \
     X(cuMemGetInfo_v2, rzcu_result, (size_t * free_bytes, size_t * total_bytes))                            \
     X(cuPointerGetAttribute, rzcu_result, (void *data, rzcu_pointer_attribute attribute, rzcu_deviceptr ptr)) \
+    X(cuPointerGetAttributes, rzcu_result,                                                                  \
+      (unsigned int num_attributes, rzcu_pointer_attribute *attributes, void **data, rzcu_deviceptr ptr))   \
     X(cuMemsetD8_v2, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n))                         \
     X(cuMemsetD8Async, rzcu_result, (rzcu_deviceptr dst, unsigned char uc, size_t n, rzcu_stream s))        \
     X(cuMemcpyHtoD_v2, rzcu_result, (rzcu_deviceptr dst, const void *src, size_t n))                        \
@@ -225,10 +230,12 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuStreamCreate, rzcu_result, (rzcu_stream * ps, unsigned int flags))                                  \
     X(cuStreamDestroy_v2, rzcu_result, (rzcu_stream s))                                                     \
     X(cuStreamSynchronize, rzcu_result, (rzcu_stream s))                                                    \
+    X(cuStreamQuery, rzcu_result, (rzcu_stream s))                                                          \
     X(cuLaunchHostFunc, rzcu_result, (rzcu_stream s, rzcu_host_fn fn, void *user_data))                     \
     X(cuEventCreate, rzcu_result, (rzcu_event * pe, unsigned int flags))                                    \
     X(cuEventRecord, rzcu_result, (rzcu_event e, rzcu_stream s))                                            \
     X(cuEventSynchronize, rzcu_result, (rzcu_event e))                                                      \
+    X(cuEventQuery, rzcu_result, (rzcu_event e))                                                            \
     X(cuEventDestroy_v2, rzcu_result, (rzcu_event e))                                                       \
     X(cuModuleLoadData, rzcu_result, (rzcu_module * pmod, const void *image))                               \
     X(cuModuleUnload, rzcu_result, (rzcu_module mod))                                                       \
@@ -237,6 +244,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuFuncGetName, rzcu_result, (const char **name, rzcu_function f))                                     \
     X(cuKernelGetName, rzcu_result, (const char **name, rzcu_kernel hfunc))                                \
     X(cuStreamIsCapturing, rzcu_result, (rzcu_stream s, rzcu_capture_status *status))                      \
+    X(cuThreadExchangeStreamCaptureMode, rzcu_result, (rzcu_capture_mode * mode))                           \
     X(cuLaunchKernel, rzcu_result,                                                                          \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params,  \
@@ -278,6 +286,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     Y(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync_v2)   \
     Y(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync_v2) \
     Y(cuStreamSynchronize_ptsz, cuStreamSynchronize)     \
+    Y(cuStreamQuery_ptsz, cuStreamQuery)                 \
     Y(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)           \
     Y(cuMemAllocAsync_ptsz, cuMemAllocAsync)             \
     Y(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync) \
@@ -292,6 +301,17 @@ RZCU_ENTRY_POINTS(RZCU_FN_TYPEDEF)
 #define RZCU_VARIANT_TYPEDEF(variant, base) typedef rzcu_fn_##base rzcu_fn_##variant;
 RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF)
 #undef RZCU_VARIANT_TYPEDEF
+
+/*
+ * Y(exported name, newer name): older ABIs of the entry points that end a context (CUDA 2.0 cuCtxDestroy,
+ * CUDA 7.0 cuDevicePrimaryCtxRelease/Reset), with the newer one's parameters. Drivers still export them for
+ * programs built against old headers, and cuGetProcAddress hands them out for old versions; cuda.h 13 no
+ * longer declares them, so they cannot be checked against it.
+ */
+#define RZCU_LEGACY_ENTRY_POINTS(Y)                                                                          \
+    Y(cuCtxDestroy, cuCtxDestroy_v2)                                                                         \
+    Y(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                                               \
+    Y(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2)
 
 /*
  * The CUDA 11.3 entry point cuGetProcAddress (no status out-parameter). Still exported by CUDA 13 drivers

@@ -1,8 +1,8 @@
 /*
- * The device seam: every device operation the library makes goes through here, over the CUDA driver API
- * reached with dlopen("libcuda.so.1") and symbol lookup, never by linking. On a GPU machine that is the
- * NVIDIA driver; in tests and demos it is the emulated driver (a host-memory libcuda.so.1), the same code
- * path either way.
+ * The device seam: every device operation the library makes goes through here (and device_ctx.c, its
+ * per-context state), over the CUDA driver API reached with dlopen("libcuda.so.1") and symbol lookup, never
+ * by linking. On a GPU machine that is the NVIDIA driver; in tests and demos it is the emulated driver (a
+ * host-memory libcuda.so.1), the same code path either way.
  *
  * Band traffic runs on one non-blocking stream per context, owned by the library, so it never waits on the
  * program's legacy-stream work and the program's streams never wait on it; each batch ends with one
@@ -50,6 +50,7 @@ static void load(void) {
 #undef RZ_RESOLVE
 #define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)rz__real_dlsym(h, #variant);
     RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
+    RZCU_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
     rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)rz__real_dlsym(h, "cuGetProcAddress");
 #define RZ_RESOLVE_WRITER(exported, base, since, per_thread, params, args)                                   \
@@ -77,67 +78,6 @@ int rz__dev_load(void) {
 rzcu_result rz__dev_alloc(rz_devptr_t *p, size_t bytes) { return rz__drv.cuMemAlloc_v2(p, bytes); }
 
 rzcu_result rz__dev_free(rz_devptr_t p) { return rz__drv.cuMemFree_v2(p); }
-
-void *rz__dev_current_ctx(void) {
-    rzcu_context ctx = NULL;
-    if (rz__drv.cuCtxGetCurrent(&ctx) != RZCUDA_SUCCESS)
-        return NULL;
-    return ctx;
-}
-
-static rzcu_result stream_for(void *ctx, rzcu_stream *out);
-
-/* ---- library streams, one per context ---------------------------------------------------------------- */
-/* One stream per context ever used, created on first use and kept until the context ends (the driver
- * destroys a context's streams with it; rz__dev_forget_ctx drops the entry): the table grows with the
- * contexts alive, never evicts (an evicted context's next operation created another stream, and the old one
- * was never destroyed: with more than 64 contexts, one stream per scan leaked). */
-static pthread_mutex_t g_stream_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct stream_slot {
-    void *ctx;
-    rzcu_stream stream;
-} *g_streams;
-static size_t g_nstreams, g_streams_cap;
-
-/* The library's stream for the current context `ctx` (created on first use). */
-static rzcu_result stream_for(void *ctx, rzcu_stream *out) {
-    rzcu_result r = RZCUDA_SUCCESS;
-    pthread_mutex_lock(&g_stream_lock);
-    for (size_t i = 0; i < g_nstreams; i++) {
-        if (g_streams[i].ctx == ctx) {
-            *out = g_streams[i].stream;
-            goto done;
-        }
-    }
-    if (g_nstreams == g_streams_cap) {
-        size_t cap = g_streams_cap ? 2 * g_streams_cap : 16;
-        struct stream_slot *t = realloc(g_streams, cap * sizeof *t);
-        if (t == NULL) {
-            r = RZCUDA_ERROR_OUT_OF_MEMORY;
-            goto done;
-        }
-        g_streams = t;
-        g_streams_cap = cap;
-    }
-    rzcu_stream s = NULL;
-    r = rz__drv.cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING);
-    if (r != RZCUDA_SUCCESS)
-        goto done;
-    g_streams[g_nstreams].ctx = ctx;
-    g_streams[g_nstreams].stream = s;
-    g_nstreams++;
-    *out = s;
-done:
-    pthread_mutex_unlock(&g_stream_lock);
-    return r;
-}
-
-size_t rz__dev_stream_count(void) {
-    pthread_mutex_lock(&g_stream_lock);
-    size_t n = g_nstreams;
-    pthread_mutex_unlock(&g_stream_lock);
-    return n;
-}
 
 /*
  * Page-locked slots for band copies queued in the program's stream order (the check before a stream-ordered
@@ -200,102 +140,13 @@ int rz__dev_pinned_free(void *p) {
 }
 
 void rz__dev_reset(void) {
-    pthread_mutex_lock(&g_stream_lock);
-    g_nstreams = 0;
-    pthread_mutex_unlock(&g_stream_lock);
+    rz__dev_streams_reset();
     pthread_mutex_init(&g_pinned_lock, NULL); /* a fork child: the parent's registration is not its own */
     g_pinned = NULL;
     g_pinned_state = 0;
     g_npinned_free = 0;
     rz__dev_check_reset();
-}
-
-void rz__dev_forget_ctx(void *ctx) {
-    pthread_mutex_lock(&g_stream_lock);
-    for (size_t i = 0; i < g_nstreams; i++) {
-        if (g_streams[i].ctx != ctx)
-            continue;
-        g_streams[i] = g_streams[--g_nstreams]; /* the stream went with the context */
-        break;
-    }
-    pthread_mutex_unlock(&g_stream_lock);
-    rz__dev_check_forget(ctx);
-}
-
-int rz__dev_primary_active(int dev) {
-    unsigned flags;
-    int active = 0;
-    if (rz__drv.cuDevicePrimaryCtxGetState == NULL ||
-        rz__drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) != RZCUDA_SUCCESS)
-        return -1;
-    return active != 0;
-}
-
-void *rz__dev_primary_ctx(int dev) {
-    rzcu_context ctx = NULL;
-    if (rz__dev_primary_active(dev) != 1 || rz__drv.cuDevicePrimaryCtxRetain == NULL ||
-        rz__drv.cuDevicePrimaryCtxRelease_v2 == NULL)
-        return NULL;
-    /* Active: this retain only counts a reference (it creates nothing), and the release gives it back. */
-    if (rz__drv.cuDevicePrimaryCtxRetain(&ctx, dev) != RZCUDA_SUCCESS)
-        return NULL;
-    rz__drv.cuDevicePrimaryCtxRelease_v2(dev);
-    return ctx;
-}
-
-rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out) { return stream_for(ctx ? ctx : rz__dev_current_ctx(), out); }
-
-/* Make ctx current for the duration of a band operation (pushed only when it is not already current). */
-static rzcu_result enter_ctx(void *ctx, int *pushed) {
-    *pushed = 0;
-    if (ctx == NULL || ctx == rz__dev_current_ctx())
-        return RZCUDA_SUCCESS;
-    rzcu_result r = rz__drv.cuCtxPushCurrent_v2((rzcu_context)ctx);
-    if (r == RZCUDA_SUCCESS)
-        *pushed = 1;
-    return r;
-}
-
-static void leave_ctx(int pushed) {
-    if (pushed) {
-        rzcu_context ignored;
-        rz__drv.cuCtxPopCurrent_v2(&ignored);
-    }
-}
-
-rzcu_result rz__dev_enter(void *ctx, int *pushed) { return enter_ctx(ctx, pushed); }
-
-void rz__dev_leave(int pushed) { leave_ctx(pushed); }
-
-rzcu_stream rz__stream_of(rzcu_stream s, int per_thread) { return per_thread && s == NULL ? RZCU_STREAM_PER_THREAD : s; }
-
-int rz__stream_capturing(rzcu_stream s) {
-    rzcu_capture_status status = 0;
-    return rz__drv.cuStreamIsCapturing && rz__drv.cuStreamIsCapturing(s, &status) == RZCUDA_SUCCESS && status != 0;
-}
-
-rzcu_result rz__dev_settle(void *ctx) {
-    if (rz__drv.cuCtxSynchronize == NULL)
-        return RZCUDA_ERROR_NOT_SUPPORTED;
-    int pushed;
-    rzcu_result r = enter_ctx(ctx, &pushed);
-    if (r != RZCUDA_SUCCESS)
-        return r;
-    r = rz__drv.cuCtxSynchronize();
-    leave_ctx(pushed);
-    return r;
-}
-
-/* A new zone's band: one memset on the library's stream of the current context, then one sync. Called
- * without the registry lock, so it must not touch the batch scratch. */
-rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes) {
-    rzcu_stream s;
-    rzcu_result r = stream_for(rz__dev_current_ctx(), &s);
-    if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuMemsetD8Async(p, value, bytes, s);
-    if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuStreamSynchronize(s);
-    return r;
+    rz__streamorder_reset();
 }
 
 /*
@@ -626,13 +477,13 @@ typedef rzcu_result band_op(rz_band_io_t *, const uint32_t *, size_t, rzcu_strea
 /* Run op on one context's entries; on failure mark them, so the other contexts' results are still used. */
 static rzcu_result one_ctx(rz_band_io_t *io, void *ctx, const uint32_t *order, size_t m, band_op *op) {
     int pushed;
-    rzcu_result r = enter_ctx(ctx, &pushed);
+    rzcu_result r = rz__dev_enter(ctx, &pushed);
     if (r == RZCUDA_SUCCESS) {
         rzcu_stream s;
-        r = stream_for(ctx ? ctx : rz__dev_current_ctx(), &s);
+        r = rz__dev_stream(ctx, &s);
         if (r == RZCUDA_SUCCESS)
             r = op(io, order, m, s);
-        leave_ctx(pushed);
+        rz__dev_leave(pushed);
     }
     if (r != RZCUDA_SUCCESS)
         for (size_t x = 0; x < m; x++)
@@ -708,9 +559,9 @@ static void release(const struct retired *r) {
     }
     if (r->dev) {
         int pushed;
-        if (enter_ctx(r->ctx, &pushed) == RZCUDA_SUCCESS) {
+        if (rz__dev_enter(r->ctx, &pushed) == RZCUDA_SUCCESS) {
             rz__drv.cuMemFree_v2(r->dev);
-            leave_ctx(pushed);
+            rz__dev_leave(pushed);
         }
     }
 }

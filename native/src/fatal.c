@@ -31,8 +31,8 @@ static atomic_int g_fired;
 
 /* One line to the log, with write() only. */
 static void say(const char *a, const char *b) {
-    char line[256];
-    size_t n = 0;
+    char line[320];
+    size_t n = rz__log_line_start(line); /* the pid, where log lines carry it */
     for (const char *c = a; *c && n < sizeof line - 1; c++)
         line[n++] = *c;
     for (const char *c = b; *c && n < sizeof line - 1; c++)

@@ -107,6 +107,10 @@ static const char *zone_state(const rz_zone_node_t *z) {
         return "unwatched";
     if (z->flags & RZ_ZONE_PENDING)
         return "pending";
+    if (z->flags & RZ_ZONE_GRAPH)
+        return "graph";
+    if (z->flags & RZ_ZONE_FILLING)
+        return "filling";
     return "watched";
 }
 

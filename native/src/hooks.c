@@ -163,6 +163,8 @@ rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_d
     }
     if (z == NULL && __atomic_load_n(&RZ_STATE.guard_live, __ATOMIC_RELAXED))
         z = rz__guard_zone_containing(dptr); /* the driver answered with the whole guard mapping */
+    if (z && size < rz__zone_mapped_bytes(z))
+        z = NULL; /* a smaller block than the zone's (its context ended unseen): the driver's own answer */
     if (z && (z->pad_bytes || (z->flags & RZ_ZONE_GUARD))) {
         if (dptr < z->ptr || dptr >= z->ptr + z->user_bytes) {
             r = RZCUDA_ERROR_NOT_FOUND; /* inside a band: no allocation of the program's */
@@ -209,6 +211,34 @@ rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute attribute, 
     return r;
 }
 
+/* The plural answers the same way: for band bytes, what the driver answers for an address no allocation
+ * holds (asked of the driver for address 0: success with each attribute's default value, as documented);
+ * RANGE_START_ADDR/RANGE_SIZE for the program's range. */
+RZ_EXPORT rzcu_fn_cuPointerGetAttributes cuPointerGetAttributes;
+rzcu_result cuPointerGetAttributes(unsigned int num, rzcu_pointer_attribute *attributes, void **data,
+                                   rzcu_deviceptr ptr) {
+    rzcu_fn_cuPointerGetAttributes *real = REAL(cuPointerGetAttributes);
+    if (real == NULL)
+        return missing();
+    if (t_in_hook || attributes == NULL || data == NULL ||
+        rz__options()->pad_bytes + rz__options()->front_bytes == 0 || rz__drv.cuMemGetAddressRange_v2 == NULL)
+        return real(num, attributes, data, ptr);
+    rzcu_deviceptr base = 0, user_base = 0;
+    size_t size = 0, user_size = 0;
+    int in_block = rz__drv.cuMemGetAddressRange_v2(&base, &size, ptr) == RZCUDA_SUCCESS;
+    rzcu_result mine = cuMemGetAddressRange_v2(&user_base, &user_size, ptr); /* the program's view */
+    if (in_block && mine == RZCUDA_ERROR_NOT_FOUND)
+        return real(num, attributes, data, 0); /* a band byte */
+    rzcu_result r = real(num, attributes, data, ptr);
+    for (unsigned i = 0; r == RZCUDA_SUCCESS && mine == RZCUDA_SUCCESS && i < num; i++) {
+        if (attributes[i] == RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR && data[i])
+            *(rzcu_deviceptr *)data[i] = user_base;
+        else if (attributes[i] == RZCU_POINTER_ATTRIBUTE_RANGE_SIZE && data[i])
+            *(size_t *)data[i] = user_size;
+    }
+    return r;
+}
+
 /* ---- bands waiting to be written (lazy install) ------------------------------------------------------ */
 /* Before anything that lets the program's work touch device memory; one load when nothing waits. */
 static inline void install_bands(void) {
@@ -228,7 +258,6 @@ static rzcu_result launched(const rz_launch_call_t *call, rzcu_result (*go)(cons
     struct rz_check *c = rz__launch_pre(call);
     t_in_hook = 0;
     rzcu_result r = go(args);
-    rz__note_device_work();
     t_in_hook = 1;
     rz__launch_post(c, call, r);
     t_in_hook = 0;
@@ -304,8 +333,26 @@ static rzcu_result graph_launch(int per_thread, void *ret, void *const *ret_slot
     return launched(&call, go_graph, &a);
 }
 
-/* Copies, memsets, cooperative and graph launches: install, then forward untouched; the launches among them
- * go through launched() (below: RZ_WRITER_CALL picks the way by base name). */
+/* The stream among a writer's arguments: its one rzcu_stream argument, or NULL (a synchronous copy or memset,
+ * which runs on the default stream), whatever its position. */
+#define RZ_STREAM_ARG(a) _Generic((a), rzcu_stream: (a), default: (rzcu_stream)NULL)
+#define RZ_SA1(a) RZ_STREAM_ARG(a)
+#define RZ_SA2(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA1(__VA_ARGS__))
+#define RZ_SA3(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA2(__VA_ARGS__))
+#define RZ_SA4(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA3(__VA_ARGS__))
+#define RZ_SA5(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA4(__VA_ARGS__))
+#define RZ_SA6(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA5(__VA_ARGS__))
+#define RZ_SA7(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA6(__VA_ARGS__))
+#define RZ_SA8(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA7(__VA_ARGS__))
+#define RZ_SA9(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA8(__VA_ARGS__))
+#define RZ_SA10(a, ...) (RZ_STREAM_ARG(a) ? RZ_STREAM_ARG(a) : RZ_SA9(__VA_ARGS__))
+#define RZ_SA_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, name, ...) name
+#define RZ_STREAM_IN(...)                                                                                    \
+    RZ_SA_PICK(__VA_ARGS__, RZ_SA10, RZ_SA9, RZ_SA8, RZ_SA7, RZ_SA6, RZ_SA5, RZ_SA4, RZ_SA3, RZ_SA2, RZ_SA1)(__VA_ARGS__)
+
+/* Copies, memsets, cooperative and graph launches: install, then forward untouched (the launches among them
+ * through launched(): RZ_WRITER_CALL picks the way by base name); the work is noted after the driver accepted
+ * it, with its stream (sync scans judge a context once its work is complete). */
 #define RZ_WRITER_WRAPPER(exported, base, since, per_thread, params, args)                                   \
     RZ_EXPORT rzcu_wfn_##exported exported;                                                                  \
     rzcu_result exported params {                                                                            \
@@ -313,8 +360,9 @@ static rzcu_result graph_launch(int per_thread, void *ret, void *const *ret_slot
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
-        rzcu_result r = RZ_WRITER_CALL(base, per_thread, real, args);                                \
-        rz__note_device_work(); /* after the call: a sync scan that began before it sees it next time */   \
+        rzcu_result r = RZ_WRITER_CALL(base, per_thread, real, args);                                        \
+        if (r == RZCUDA_SUCCESS)                                                                             \
+            rz__note_device_work(RZ_STREAM_IN args, per_thread);                                             \
         return r;                                                                                            \
     }
 RZCU_DEVICE_WRITERS(RZ_WRITER_WRAPPER)
@@ -322,61 +370,52 @@ RZCU_DEVICE_WRITERS(RZ_WRITER_WRAPPER)
 
 /* ---- synchronisation: METRALE_REDZONE_SCAN=sync ------------------------------------------------------ */
 /* Waiting bands are installed before a synchronisation too, so a program that only synchronises (work
- * reached the device some way redzone does not see) still gets its bands within one sync. */
-static rzcu_result after_sync(rzcu_result r) {
-    if (r == RZCUDA_SUCCESS && !t_in_hook)
+ * reached the device some way redzone does not see) still gets its bands within one sync. The ticket is
+ * taken before the driver's call: the work noted up to it is what the call waits for. */
+static rzcu_result after_sync(rzcu_result r, const rz_sync_t *what, uint64_t ticket) {
+    if (r == RZCUDA_SUCCESS && !t_in_hook) {
         rz__judge_deferred(); /* stream-ordered checks that completed while the registry was busy */
+        rz__fills_settle();   /* band fills done by now lose their mark (one load when none is waiting) */
+    }
     if (r == RZCUDA_SUCCESS && !t_in_hook && (rz__options()->scan & RZ_SCAN_SYNC)) {
         ENTER();
-        rz__scan_after_sync(); /* only when device work happened since the last one */
+        rz__scan_after_sync(what, ticket); /* the contexts with complete work since their last scan */
         LEAVE();
     }
     return r;
 }
 
-RZ_EXPORT rzcu_fn_cuCtxSynchronize cuCtxSynchronize;
-rzcu_result cuCtxSynchronize(void) {
-    rzcu_fn_cuCtxSynchronize *real = REAL(cuCtxSynchronize);
-    if (real == NULL)
-        return missing();
-    install_bands();
-    return after_sync(real());
-}
+#define SYNC_WRAPPER(name, type, params, args, ...)                                                          \
+    RZ_EXPORT rzcu_fn_##type name;                                                                           \
+    rzcu_result name params {                                                                                \
+        rzcu_fn_##type *real = REAL(name);                                                                   \
+        if (real == NULL)                                                                                    \
+            return missing();                                                                                \
+        install_bands();                                                                                     \
+        const rz_sync_t what = __VA_ARGS__;                                                                  \
+        uint64_t ticket = rz__sync_ticket();                                                                 \
+        return after_sync(real args, &what, ticket);                                                         \
+    }
+SYNC_WRAPPER(cuCtxSynchronize, cuCtxSynchronize, (void), (), {.kind = RZ_SYNC_CTX})
+SYNC_WRAPPER(cuCtxSynchronize_v2, cuCtxSynchronize_v2, (rzcu_context ctx), (ctx), {.kind = RZ_SYNC_CTX, .ctx = ctx})
+SYNC_WRAPPER(cuStreamSynchronize, cuStreamSynchronize, (rzcu_stream s), (s), {.kind = RZ_SYNC_STREAM, .stream = s})
+SYNC_WRAPPER(cuStreamSynchronize_ptsz, cuStreamSynchronize, (rzcu_stream s), (s),
+             {.kind = RZ_SYNC_STREAM, .stream = s, .per_thread = 1})
+SYNC_WRAPPER(cuEventSynchronize, cuEventSynchronize, (rzcu_event e), (e), {.kind = RZ_SYNC_EVENT})
+#undef SYNC_WRAPPER
 
-RZ_EXPORT rzcu_fn_cuCtxSynchronize_v2 cuCtxSynchronize_v2;
-rzcu_result cuCtxSynchronize_v2(rzcu_context ctx) {
-    rzcu_fn_cuCtxSynchronize_v2 *real = REAL(cuCtxSynchronize_v2);
+/* A destroyed stream's handle may name another stream later: sync scans forget it first. */
+RZ_EXPORT rzcu_fn_cuStreamDestroy_v2 cuStreamDestroy_v2;
+rzcu_result cuStreamDestroy_v2(rzcu_stream s) {
+    rzcu_fn_cuStreamDestroy_v2 *real = REAL(cuStreamDestroy_v2);
     if (real == NULL)
         return missing();
-    install_bands();
-    return after_sync(real(ctx));
-}
-
-RZ_EXPORT rzcu_fn_cuStreamSynchronize cuStreamSynchronize;
-rzcu_result cuStreamSynchronize(rzcu_stream s) {
-    rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize);
-    if (real == NULL)
-        return missing();
-    install_bands();
-    return after_sync(real(s));
-}
-
-RZ_EXPORT rzcu_fn_cuStreamSynchronize_ptsz cuStreamSynchronize_ptsz;
-rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s) {
-    rzcu_fn_cuStreamSynchronize *real = REAL(cuStreamSynchronize_ptsz);
-    if (real == NULL)
-        return missing();
-    install_bands();
-    return after_sync(real(s));
-}
-
-RZ_EXPORT rzcu_fn_cuEventSynchronize cuEventSynchronize;
-rzcu_result cuEventSynchronize(rzcu_event e) {
-    rzcu_fn_cuEventSynchronize *real = REAL(cuEventSynchronize);
-    if (real == NULL)
-        return missing();
-    install_bands();
-    return after_sync(real(e));
+    if (!t_in_hook && (rz__options()->scan & RZ_SCAN_SYNC)) {
+        ENTER();
+        rz__sync_stream_destroying(s);
+        LEAVE();
+    }
+    return real(s);
 }
 
 /* ---- the end of a context ---------------------------------------------------------------------------- */
@@ -386,9 +425,7 @@ rzcu_result cuEventSynchronize(rzcu_event e) {
  * been); after, they and the library's stream and kernel state for the handle are forgotten. A primary
  * context ends on its last release (the driver says whether it is still active) or on a reset.
  */
-RZ_EXPORT rzcu_fn_cuCtxDestroy_v2 cuCtxDestroy_v2;
-rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
-    rzcu_fn_cuCtxDestroy_v2 *real = REAL(cuCtxDestroy_v2);
+static rzcu_result ctx_destroy(rzcu_fn_cuCtxDestroy_v2 *real, rzcu_context ctx) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
@@ -396,15 +433,16 @@ rzcu_result cuCtxDestroy_v2(rzcu_context ctx) {
     ENTER();
     rz__bands_context_ending(ctx);
     rzcu_result r = real(ctx);
-    if (r == RZCUDA_SUCCESS)
-        rz__bands_context_ended(ctx), rz__launch_forget_ctx(ctx);
+    if (r == RZCUDA_SUCCESS) {
+        rz__bands_context_ended(ctx);
+        rz__sync_context_ended(ctx);
+        rz__launch_forget_ctx(ctx);
+    }
     LEAVE();
     return r;
 }
 
-RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease_v2;
-rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
-    rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real = REAL(cuDevicePrimaryCtxRelease_v2);
+static rzcu_result primary_release(rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real, rzcu_device dev) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
@@ -415,15 +453,16 @@ rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
      * case it is (a release that is not costs the check, as a synchronisation with METRALE_REDZONE_SCAN=sync). */
     rz__bands_context_ending(ctx);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0)
-        rz__bands_context_ended(ctx), rz__launch_forget_ctx(ctx);
+    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0) {
+        rz__bands_context_ended(ctx);
+        rz__sync_context_ended(ctx);
+        rz__launch_forget_ctx(ctx);
+    }
     LEAVE();
     return r;
 }
 
-RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2;
-rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
-    rzcu_fn_cuDevicePrimaryCtxReset_v2 *real = REAL(cuDevicePrimaryCtxReset_v2);
+static rzcu_result primary_reset(rzcu_fn_cuDevicePrimaryCtxReset_v2 *real, rzcu_device dev) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
@@ -432,11 +471,31 @@ rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) {
     void *ctx = rz__dev_primary_ctx(dev);
     rz__bands_context_ending(ctx);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx)
-        rz__bands_context_ended(ctx), rz__launch_forget_ctx(ctx);
+    if (r == RZCUDA_SUCCESS && ctx) {
+        rz__bands_context_ended(ctx);
+        rz__sync_context_ended(ctx);
+        rz__launch_forget_ctx(ctx);
+    }
     LEAVE();
     return r;
 }
+
+/* Each under its current name and under the older ABI's (cu.h: RZCU_LEGACY_ENTRY_POINTS), which a program
+ * built against old headers calls, and cuGetProcAddress hands out for an old version: a context ended that
+ * way ends for redzone too. */
+RZ_EXPORT rzcu_fn_cuCtxDestroy_v2 cuCtxDestroy_v2, cuCtxDestroy;
+rzcu_result cuCtxDestroy_v2(rzcu_context ctx) { return ctx_destroy(REAL(cuCtxDestroy_v2), ctx); }
+rzcu_result cuCtxDestroy(rzcu_context ctx) { return ctx_destroy(REAL(cuCtxDestroy), ctx); }
+
+RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease;
+rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
+    return primary_release(REAL(cuDevicePrimaryCtxRelease_v2), dev);
+}
+rzcu_result cuDevicePrimaryCtxRelease(rzcu_device dev) { return primary_release(REAL(cuDevicePrimaryCtxRelease), dev); }
+
+RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset;
+rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) { return primary_reset(REAL(cuDevicePrimaryCtxReset_v2), dev); }
+rzcu_result cuDevicePrimaryCtxReset(rzcu_device dev) { return primary_reset(REAL(cuDevicePrimaryCtxReset), dev); }
 
 /* ---- launches: kernel attribution and METRALE_REDZONE_SCAN=launch ------------------------------------ */
 struct launch_args {
@@ -462,7 +521,8 @@ static rzcu_result go_launch(const void *p) {
         install_bands();                                                                                     \
         if (RZ_LIKELY(!(rz__options()->scan & RZ_SCAN_LAUNCH))) { /* as before the launch policy */        \
             rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                       \
-            rz__note_device_work();                                                                          \
+            if (r == RZCUDA_SUCCESS)                                                                         \
+                rz__note_device_work(s, per_thread_);                                                        \
             if (r == RZCUDA_SUCCESS && !t_in_hook)                                                           \
                 rz__launch_record(f);                                                                        \
             return r;                                                                                        \
@@ -470,7 +530,10 @@ static rzcu_result go_launch(const void *p) {
         rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = f, .grid = {gx, gy, gz}, .block = {bx, by, bz}, \
                                  .stream = s, .per_thread = per_thread_, RZ_LAUNCH_CALLER};                  \
         struct launch_args a = {real, f, gx, gy, gz, bx, by, bz, shared, s, params, extra};                  \
-        return launched(&call, go_launch, &a);                                                               \
+        rzcu_result r = launched(&call, go_launch, &a);                                                      \
+        if (r == RZCUDA_SUCCESS)                                                                             \
+            rz__note_device_work(s, per_thread_);                                                            \
+        return r;                                                                                            \
     }
 LAUNCH(cuLaunchKernel, cuLaunchKernel, 0)
 LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz, 1)
@@ -501,7 +564,10 @@ static rzcu_result go_launch_ex(const void *p) {
             call.block[2] = config->blockDimZ, call.stream = config->hStream;                                \
         }                                                                                                    \
         struct launch_ex_args a = {real, config, f, params, extra};                                          \
-        return config ? launched(&call, go_launch_ex, &a) : real(config, f, params, extra);                  \
+        rzcu_result r = config ? launched(&call, go_launch_ex, &a) : real(config, f, params, extra);         \
+        if (r == RZCUDA_SUCCESS)                                                                             \
+            rz__note_device_work(config ? config->hStream : NULL, per_thread_);                              \
+        return r;                                                                                            \
     }
 LAUNCH_EX(cuLaunchKernelEx, cuLaunchKernelEx, 0)
 LAUNCH_EX(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz, 1)
@@ -539,7 +605,8 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize) X(cuLaunchKernel)               \
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
-    X(cuPointerGetAttribute) X(cuModuleUnload) X(cuLibraryUnload)
+    X(cuPointerGetAttribute) X(cuStreamDestroy_v2) X(cuCtxDestroy) X(cuDevicePrimaryCtxRelease)                \
+    X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes) X(cuModuleUnload) X(cuLibraryUnload)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

@@ -609,6 +609,8 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
             drop(c);
         return;
     }
+    if (call->kind != RZ_LAUNCH_KERNEL && !(rz__options()->scan & RZ_SCAN_LAUNCH))
+        return; /* the other policies' candidate lists name cuLaunchKernel/Ex launches only, as they always did */
     char name[RZ_KERNEL_NAME] = "(graph)";
     if (call->kind != RZ_LAUNCH_GRAPH) {
         if (c == NULL) { /* not checked: as under the other policies */

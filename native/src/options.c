@@ -118,27 +118,45 @@ static void parse_BYTE(rz_options_t *o, const char *name, const char *value, uin
     *field = (uint8_t)v;
 }
 
-static void parse_PATH(rz_options_t *o, const char *name, const char *value, char (*field)[RZ_PATH_MAX]) {
-    char out[RZ_PATH_MAX];
+void rz__format_pid(char *out) {
+    char rev[24];
+    size_t n = 0;
+    for (unsigned long v = (unsigned long)getpid(); n == 0 || v; v /= 10)
+        rev[n++] = (char)('0' + v % 10);
+    for (size_t i = 0; i < n; i++)
+        out[i] = rev[n - 1 - i];
+    out[n] = '\0';
+}
+
+/* Async-signal-safe (a forked child's log is opened from the fatal-signal handler too): no stdio. */
+int rz__expand_path(const char *value, char *out, size_t cap) {
     size_t n = 0;
     for (const char *s = value; *s; s++) {
         char piece[32];
-        const char *add = piece;
         if (s[0] == '%' && s[1] == 'p') {
-            snprintf(piece, sizeof piece, "%ld", (long)getpid());
+            rz__format_pid(piece);
             s++;
         } else {
             piece[0] = *s;
             piece[1] = '\0';
         }
-        size_t len = strlen(add);
-        if (n + len >= sizeof out) {
-            warn_line(o, "redzone: warning: %s is longer than %zu bytes; using the default", name, sizeof out - 1);
-            return;
-        }
-        memcpy(out + n, add, len);
+        size_t len = strlen(piece);
+        if (n + len >= cap)
+            return -1;
+        memcpy(out + n, piece, len);
         n += len;
     }
+    out[n] = '\0';
+    return 0;
+}
+
+static void parse_PATH(rz_options_t *o, const char *name, const char *value, char (*field)[RZ_PATH_MAX]) {
+    char out[RZ_PATH_MAX];
+    if (rz__expand_path(value, out, sizeof out) != 0) {
+        warn_line(o, "redzone: warning: %s is longer than %zu bytes; using the default", name, sizeof out - 1);
+        return;
+    }
+    size_t n = strlen(out);
     if (n == 0) {
         warn_line(o, "redzone: warning: %s is empty; using the default", name);
         return;
@@ -288,13 +306,20 @@ void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) {
 static rz_options_t g_options;
 static pthread_once_t g_options_once = PTHREAD_ONCE_INIT;
 
+static void options_help(void (*emit)(int fd, const char *text, size_t len), int fd);
+/* The help table to the log, the pid on each line where log lines carry it. */
+static void log_text_to(int fd, const char *text, size_t len) {
+    (void)fd;
+    rz__log_text(text, len);
+}
+
 static const char *process_getenv(const char *name) { return getenv(name); }
 
 static void options_load(void) {
     rz__options_parse(process_getenv, &g_options);
-    rz__log_open(g_options.log_path[0] ? g_options.log_path : NULL);
+    rz__log_open(g_options.log_path[0] ? g_options.log_path : NULL, getenv("METRALE_REDZONE_LOG"));
     if (g_options.warnings[0])
-        rz__write_all(rz__log_fd(), g_options.warnings, strlen(g_options.warnings));
+        rz__log_text(g_options.warnings, strlen(g_options.warnings));
     RZ_STATE.pad_bytes = g_options.pad_bytes;
     RZ_STATE.min_idx = g_options.min_idx;
     RZ_STATE.trace_idx = g_options.trace_idx;
@@ -309,7 +334,7 @@ static void options_load(void) {
     }
     __atomic_store_n(&RZ_STATE.options_loaded, 1, __ATOMIC_RELEASE);
     if (g_options.help)
-        rz_options_help(rz__log_fd());
+        options_help(log_text_to, 0);
 }
 
 const rz_options_t *rz__options(void) {
@@ -341,17 +366,19 @@ static const char *type_name(const char *t) {
     return "0|1";
 }
 
-RZ_EXPORT void rz_options_help(int fd) {
+static void options_help(void (*emit)(int fd, const char *text, size_t len), int fd) {
     char line[1024];
     int n = snprintf(line, sizeof line, "redzone options (environment variables):\n");
-    rz__write_all(fd, line, (size_t)n);
+    emit(fd, line, (size_t)n);
 #define RZ_OPTION(field, var, type, shown, desc)                                                             \
     n = snprintf(line, sizeof line, "  %-26s %-6s default %s\n      %s\n", var, type_name(#type), shown, desc); \
     if (n > 0)                                                                                               \
-        rz__write_all(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        emit(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 #include "options.inc"
 #undef RZ_OPTION
 }
+
+RZ_EXPORT void rz_options_help(int fd) { options_help(rz__write_all, fd); }
 
 void rz__options_markdown(int fd) {
     char line[1024];

@@ -1,7 +1,7 @@
 /*
  * Scans without a debugger (METRALE_REDZONE_SCAN): the check of a zone's band just before it is freed,
  * the exit scan and its summary line, and kernel attribution (which kernels ran since a violated zone was
- * last known clean). The sync policy lives in the interposed synchronisation calls (hooks.c).
+ * last known clean). The sync policy (which contexts a synchronisation judges) is syncscan.c.
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -139,13 +139,15 @@ void rz__launch_record(rzcu_function f) { rz__launch_record_name(rz__launch_kern
 
 static void judge_deferred_locked(void);
 
-/* Under the registry lock, at the start of a full scan. */
-void rz__launch_scan_begin(void) {
+/* Under the registry lock, at the start of a scan. A sync scan that leaves out a context with work still
+ * running (syncscan.c) keeps the mark: that context's zones were not seen clean now. */
+void rz__launch_scan_begin(int whole) {
     judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (below) */
     rz__launch_checks_locked(); /* launch checks too, and the bands they reported written back */
     pthread_mutex_lock(&g_ring_lock);
     L.report_since = L.scan_start;
-    L.scan_start = L.seq;
+    if (whole)
+        L.scan_start = L.seq;
     pthread_mutex_unlock(&g_ring_lock);
 }
 
@@ -230,24 +232,25 @@ void rz__judge_deferred(void) {
     rz__registry_unlock();
 }
 
+/* Whether the band read into c differs from what the zone's band holds: the judge is pure, so a clean band
+ * (nearly every free) needs no lock; a violated one is reported under it. */
+static int freed_band_violated(const struct async_check *c) {
+    rz_violation_t v;
+    return rz__band_violation(&c->zone, c->band, c->zone.pad_bytes, 0, &v) ||
+           (c->zone.front_units &&
+            rz__band_violation(&c->zone, c->band + c->zone.pad_bytes, rz__zone_front(&c->zone), 1, &v));
+}
+
 static void judge_freed(const struct async_check *c) {
+    if (!freed_band_violated(c) && RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
+        return;
     rz__registry_lock();
     judge_deferred_locked();
     judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
     rz__registry_unlock();
 }
 
-/* Host function in the program's stream: the band copy before it has completed; no CUDA calls here, and
- * no waiting for the registry lock (see above): a timeout of 0 only tries it. */
-static void async_check_cb(void *arg) {
-    struct async_check *c = arg;
-    if (rz__registry_lock_timed(0) == RZ_OK) {
-        judge_deferred_locked();
-        judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
-        rz__registry_unlock();
-        check_free(c);
-        return;
-    }
+static void defer_check(struct async_check *c) {
     pthread_mutex_lock(&g_deferred_lock);
     c->next = NULL;
     *g_deferred_tail = c;
@@ -256,12 +259,85 @@ static void async_check_cb(void *arg) {
     pthread_mutex_unlock(&g_deferred_lock);
 }
 
+/* Host function in the program's stream: the band copy before it has completed; no CUDA calls here, and
+ * no waiting for the registry lock (see above): a timeout of 0 only tries it. */
+static void async_check_cb(void *arg) {
+    struct async_check *c = arg;
+    if (!freed_band_violated(c) && RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire))) {
+        check_free(c);
+        return;
+    }
+    if (rz__registry_lock_timed(0) == RZ_OK) {
+        judge_deferred_locked();
+        judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
+        rz__registry_unlock();
+        check_free(c);
+        return;
+    }
+    defer_check(c);
+}
+
+/*
+ * A cuMemFreeAsync captured into a graph, of memory the graph allocates (RZ_ZONE_GRAPH): the band copy and
+ * this host function are captured before the free node and run at every launch, as long as the graph lives,
+ * which the library cannot see end. So their buffer is a page-locked slot held for good (streamorder.c), and
+ * this function only reads it: never frees it, never queues it (a copy goes to the deferred list when the
+ * lock is busy). Launches of one executable run one after another, so no launch's copy overwrites the slot
+ * while the previous launch's check reads it.
+ */
+static void graph_check_cb(void *arg) {
+    const struct async_check *c = arg;
+    if (rz__registry_lock_timed(0) == RZ_OK) {
+        judge_deferred_locked();
+        judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
+        rz__registry_unlock();
+        return;
+    }
+    size_t size = sizeof *c + c->zone.pad_bytes + rz__zone_front(&c->zone);
+    struct async_check *copy = malloc(size);
+    if (copy == NULL) {
+        rz__warn("alloc#%llu: no host memory to judge its band at this graph launch",
+                 (unsigned long long)c->zone.index);
+        return;
+    }
+    memcpy(copy, c, size);
+    defer_check(copy);
+}
+
+/* Capture the check of graph zone `zone` (its stack in c) into the graph s is capturing. */
+static void capture_graph_check(const struct async_check *c, rzcu_stream s) {
+    const rz_zone_node_t *zone = &c->zone;
+    size_t size = sizeof *c + zone->pad_bytes + rz__zone_front(zone);
+    struct async_check *g = rz__graph_slot_take(size);
+    if (g == NULL) {
+        static atomic_int warned;
+        if (!atomic_exchange(&warned, 1))
+            rz__warn("alloc#%llu: a free captured into a graph is not checked: no page-locked slot left for it (or "
+                     "none can be had); later ones neither", (unsigned long long)zone->index);
+        return;
+    }
+    memcpy(g, c, sizeof *g);
+    rzcu_result r = rz__drv.cuMemcpyDtoHAsync_v2(g->band, zone->ptr + zone->user_bytes, zone->pad_bytes, s);
+    if (r == RZCUDA_SUCCESS && zone->front_units)
+        r = rz__drv.cuMemcpyDtoHAsync_v2(g->band + zone->pad_bytes, zone->ptr - rz__zone_front(zone),
+                                         rz__zone_front(zone), s);
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuLaunchHostFunc(s, graph_check_cb, g);
+    if (r != RZCUDA_SUCCESS) /* the slot stays taken: a copy captured already may write it at each launch */
+        rz__warn("alloc#%llu: capturing its band check into the graph failed with %s; not checked",
+                 (unsigned long long)zone->index, rz__cu_name(r));
+}
+
 void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     rz_devptr_t band = zone->ptr + zone->user_bytes, front = zone->ptr - rz__zone_front(zone);
     /* In stream order the band is copied into page-locked memory when it fits: a copy into pageable memory
      * would return only once the stream's earlier work is done (a hidden host wait in cuMemFreeAsync). */
     size_t size = sizeof(struct async_check) + zone->pad_bytes + rz__zone_front(zone);
-    struct async_check *c = req->async ? rz__dev_pinned_alloc(size) : NULL;
+    rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
+    /* Captured: no pinned slot from the pool (its first use registers memory, which a capture in the global
+     * mode refuses); the graph's check has slots of its own. */
+    int captured = req->async && rz__stream_capturing(s);
+    struct async_check *c = req->async && !captured ? rz__dev_pinned_alloc(size) : NULL;
     if (c == NULL)
         c = malloc(size);
     if (c == NULL) {
@@ -271,10 +347,12 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     c->zone = *zone;
     c->nframes = rz__registry_removed_stack(zone->index, c->frames, RZ_STACK_MAX);
     if (req->async) {
-        rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
-        if (rz__stream_capturing(s)) {
-            /* A free captured into a graph: a host function freeing its buffer would run at every launch
-             * (the second would use freed memory), and the stream must not be synchronised. Not checked. */
+        if (captured) {
+            /* A free captured into a graph: nothing may synchronise the stream, and what is captured runs at
+             * every launch. Graph memory is checked in the graph; any other free the driver refuses during
+             * capture (a free node takes graph memory only), so nothing is captured for it. */
+            if (zone->flags & RZ_ZONE_GRAPH)
+                capture_graph_check(c, s);
             check_free(c);
             return;
         }

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <execinfo.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +21,40 @@ static int g_log_fd = 2;
 static _Atomic unsigned g_warnings;
 static RZ_TLS int t_in_log;
 
-void rz__log_open(const char *path) {
+/*
+ * Which process wrote a line. A log file whose name has no %p may be shared: a script runs several programs
+ * under one `redzone run --log FILE`, or a program starts others; so every line written to such a file starts
+ * with `redzone[<pid>]: `, the line itself unchanged after it. A %p file is one process's (a forked child that
+ * inherited its parent's gets its own at the fork), and stderr is the program's own stream: no prefix there.
+ */
+static _Atomic int g_log_pid_prefix;
+static char g_log_template[RZ_PATH_MAX]; /* METRALE_REDZONE_LOG as given, %p unexpanded (per-process files) */
+
+static int open_log(const char *path) { return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644); }
+
+/* A forked child that inherited a per-process log: its lines go to its own file, opened with its first line
+ * (a child that only execs creates none); failing that, to the inherited one, with its pid on every line. */
+static _Atomic int g_log_reopen;
+
+static void log_after_fork(void) { atomic_store(&g_log_reopen, 1); }
+
+static void log_reopen(void) {
+    if (RZ_LIKELY(!atomic_load_explicit(&g_log_reopen, memory_order_relaxed)) || !atomic_exchange(&g_log_reopen, 0))
+        return;
+    char path[RZ_PATH_MAX];
+    int fd = rz__expand_path(g_log_template, path, sizeof path) == 0 ? open_log(path) : -1;
+    if (fd < 0) {
+        atomic_store(&g_log_pid_prefix, 1);
+        return;
+    }
+    dup3(fd, g_log_fd, O_CLOEXEC); /* in place: a thread writing now writes to one file or the other */
+    close(fd);
+}
+
+void rz__log_open(const char *path, const char *template) {
     if (path == NULL)
         return;
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open_log(path);
     if (fd < 0) {
         char buf[768];
         int n = snprintf(buf, sizeof buf, "redzone: warning: cannot open METRALE_REDZONE_LOG=\"%s\" (%s); using stderr\n",
@@ -33,9 +64,14 @@ void rz__log_open(const char *path) {
     }
     g_log_fd = fd;
     RZ_STATE.log_fd = fd;
+    if (template && strstr(template, "%p") && strlen(template) < sizeof g_log_template) {
+        memcpy(g_log_template, template, strlen(template) + 1);
+        pthread_atfork(NULL, NULL, log_after_fork);
+    } else {
+        atomic_store(&g_log_pid_prefix, 1);
+    }
 }
 
-int rz__log_fd(void) { return g_log_fd; }
 
 void rz__write_all(int fd, const char *buf, size_t len) {
     while (len > 0) {
@@ -49,21 +85,64 @@ void rz__write_all(int fd, const char *buf, size_t len) {
     }
 }
 
+/* The `redzone[<pid>]: ` a line in the log gets (empty where lines carry no pid); its length. out holds 64. */
+static size_t pid_prefix(char *out) {
+    if (!atomic_load_explicit(&g_log_pid_prefix, memory_order_relaxed))
+        return 0;
+    char pid[24];
+    rz__format_pid(pid);
+    size_t n = 0;
+    for (const char *parts[] = {"redzone[", pid, "]: "}, **p = parts; p < parts + 3; p++)
+        for (const char *c = *p; *c; c++)
+            out[n++] = *c;
+    out[n] = '\0';
+    return n;
+}
+
+size_t rz__log_line_start(char *out) {
+    log_reopen();
+    return pid_prefix(out);
+}
+
 static void vlog(const char *prefix, const char *fmt, va_list ap) {
     if (t_in_log)
         return;
     t_in_log = 1;
     char buf[1024];
-    size_t n = (size_t)snprintf(buf, sizeof buf, "%s", prefix);
+    int agent = rz__is_agent_thread(); /* a debugger's request: gdb prints it, the program's log does not get it */
+    if (!agent)
+        log_reopen();
+    size_t pid = agent ? 0 : pid_prefix(buf);
+    size_t n = pid + (size_t)snprintf(buf + pid, sizeof buf - pid, "%s", prefix);
     int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
     if (m > 0)
         n += (size_t)m < sizeof buf - n - 1 ? (size_t)m : sizeof buf - n - 2;
     buf[n++] = '\n';
-    if (rz__is_agent_thread())
-        rz__agent_capture(buf, n); /* a debugger's request: gdb prints it, the program's log does not get it */
+    if (agent)
+        rz__agent_capture(buf, n);
     else
         rz__write_all(g_log_fd, buf, n);
     t_in_log = 0;
+}
+
+void rz__log_text(const char *text, size_t len) {
+    char pid[64];
+    size_t np = rz__log_line_start(pid);
+    while (len > 0) {
+        const char *nl = memchr(text, '\n', len);
+        size_t line = nl ? (size_t)(nl - text) + 1 : len;
+        char buf[1024];
+        if (np && np + line <= sizeof buf) {
+            memcpy(buf, pid, np); /* one write per line, as every other line */
+            memcpy(buf + np, text, line);
+            rz__write_all(g_log_fd, buf, np + line);
+        } else {
+            rz__write_all(g_log_fd, pid, np);
+            rz__write_all(g_log_fd, text, line);
+        }
+        text += line;
+        len -= line;
+    }
 }
 
 void rz__log(const char *fmt, ...) {

@@ -96,8 +96,19 @@ void rz__options_markdown(int fd);
 
 /* ---- output (report.c) ------------------------------------------------------------------------------ */
 /* Every line goes through here: fixed buffer, no allocation, recursion guard. */
-void rz__log_open(const char *path);
-int rz__log_fd(void);
+/* path: METRALE_REDZONE_LOG with %p expanded; template: as given (a %p in it: one file per process, forked
+ * children included, lines without the pid; else every line starts with `redzone[<pid>]: `). */
+void rz__log_open(const char *path, const char *template);
+/* Lines already formatted ('\n'-terminated) to the log, each with the pid where log lines carry it. */
+void rz__log_text(const char *text, size_t len);
+/* A path option's value with each %p replaced by the process id: 0, or -1 when it does not fit. */
+int rz__expand_path(const char *value, char *out, size_t cap);
+/* The process id in decimal into out (at least 21 bytes), NUL-terminated; async-signal-safe. */
+void rz__format_pid(char *out);
+/* For writers that cannot use rz__log (the fatal-signal handler), async-signal-safe: a forked child's own
+ * per-process log opened if it is still to be, then the `redzone[<pid>]: ` a line gets (empty where lines
+ * carry no pid) in out (at least 64 bytes); returns its length. */
+size_t rz__log_line_start(char *out);
 void rz__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rz__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rz__write_all(int fd, const char *buf, size_t len);
@@ -140,7 +151,7 @@ typedef struct rz_zone_node {
     uint8_t flags; /* RZ_ZONE_UNWATCHED: pad bytes were allocated but hold no known band */
     uint8_t reserved0;
     uint16_t front_units; /* front band (METRALE_REDZONE_FRONT) in units of RZ_FRONT_UNIT bytes, before ptr */
-    uint8_t reserved[2];
+    uint16_t fill; /* RZ_ZONE_FILLING: the event slot and generation that follow its band fill (streamorder.c) */
 } rz_zone_node_t;
 
 /* The front band keeps the driver's alignment for the pointer the program gets: whole 256-byte units. */
@@ -154,6 +165,13 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
 #define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
 #define RZ_ZONE_STREAM_ORDERED 0x10 /* from cuMemAllocAsync/FromPoolAsync: cuMemFree of it does not wait */
 #define RZ_ZONE_QUEUED 0x20 /* transient, registry lock held: kept once while compacting the pending list */
+/* Stream-ordered band fill queued in the program's stream and not yet seen done (`fill` names its event): not
+ * read or judged until it is (rz__zone_filled), so a scan never judges a band the memset has not reached. */
+#define RZ_ZONE_FILLING 0x40
+/* Allocated while its stream was captured into a graph: the memory is the graph's, allocated only while a
+ * launch has it, and the band is written by a memset node at each launch. Scans and poisons leave it alone;
+ * its free (in the graph, or by the program after a launch) checks it. */
+#define RZ_ZONE_GRAPH 0x80
 /* Device bytes a zone holds, as counted in current_mapped_bytes: the user bytes and bands, or for a guard-page
  * zone its whole mapping (its 256-byte rounding up to whole granules). */
 static inline uint64_t rz__zone_mapped_bytes(const rz_zone_node_t *z) {
@@ -174,6 +192,8 @@ void rz__registry_lock(void);
 /* The agent's way in: RZ_OK, or RZ_EBUSY after timeout_ms (a stopped thread may hold the lock). */
 int rz__registry_lock_timed(unsigned timeout_ms);
 void rz__registry_unlock(void);
+/* How many times the registry lock has been taken (exact when read with no other thread using it). */
+uint64_t rz__registry_locks_taken(void);
 /* Record a live allocation. Returns RZ_OK or RZ_ENOMEM (then nothing is recorded). Takes the lock. */
 int rz__registry_add(const rz_zone_node_t *zone);
 /* Remove the zone whose user pointer is ptr, copying it to *out. RZ_ENOTFOUND if unknown. Takes the lock. */
@@ -208,8 +228,6 @@ int rz__in_redzone(uintptr_t addr);
 uint32_t rz__registry_pending(void);
 /* Tell valgrind's helgrind which registry words are atomics (nothing without REDZONE_VALGRIND; rz_annotate.h). */
 void rz__registry_annotate(void);
-/* The same for the band engine's work counters (band.c). */
-void rz__band_annotate(void);
 /* Under the lock: up to cap pending zones, oldest first, no longer marked pending (the caller installs them
  * or marks them unwatched). Returns how many. Call it until it returns 0, after writing the last batch. */
 size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap);
@@ -334,6 +352,7 @@ typedef struct rz_driver {
 #undef RZ_DRIVER_FIELD
 #define RZ_DRIVER_VARIANT(variant, base) rzcu_fn_##base *variant;
     RZCU_PER_THREAD_VARIANTS(RZ_DRIVER_VARIANT)
+    RZCU_LEGACY_ENTRY_POINTS(RZ_DRIVER_VARIANT)
 #undef RZ_DRIVER_VARIANT
     rzcu_fn_cuGetProcAddress *cuGetProcAddress;
     struct { /* the entry points hooks.c wraps to install bands first, by exported name */
@@ -372,11 +391,6 @@ typedef struct rz_band_io {
     uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
 } rz_band_io_t;
 
-/* The program queued device work (a copy, memset or launch accepted by the driver): counted for sync scans. */
-void rz__note_device_work(void);
-/* METRALE_REDZONE_SCAN=sync: rz_scan() when device work was queued since the last scan began; else 0 and no
- * driver call. */
-int rz__scan_after_sync(void);
 /* rz_scan() for the exit scan: no summary line when it checked and found nothing (the exit line says it). */
 int rz__scan_at_exit(void);
 /* A batch grouped by context (linear time): group k is context ctx[k], its entries' indices are
@@ -402,6 +416,32 @@ void rz__dev_set_per_band(int per_band);
 rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out);
 /* How many contexts have a library stream now (one each, dropped when the context ends). */
 size_t rz__dev_stream_count(void);
+/* ---- what the library leaves in a program's stream (streamorder.c) ------------------------------------- */
+/* Record an event after a stream-ordered band fill queued on s (of ctx, the current context): *fill, for the
+ * zone's `fill`, names it. Never waits. RZCUDA_ERROR_OUT_OF_MEMORY when no event can be had (every slot waits on
+ * other streams): the zone is then not watched. */
+rzcu_result rz__fill_event(void *ctx, rzcu_stream s, uint16_t *fill);
+/* Whether zone z's band is written (no RZ_ZONE_FILLING, or its event done: then the mark is cleared). Never
+ * waits. Registry lock held, or z is a copy out of the registry. */
+int rz__zone_filled(rz_zone_node_t *z);
+/* The stream zone z's fill was queued on, while its event is not seen done: 1 and *s; else 0. */
+int rz__zone_fill_stream(const rz_zone_node_t *z, rzcu_stream *s);
+/* Note a zone just registered with RZ_ZONE_FILLING; rz__fills_settle (at successful synchronisations) clears
+ * the marks of noted zones whose fill is done, so a debugger that cannot ask events sees them soon. Takes the
+ * registry lock (one load when nothing is noted). */
+void rz__fill_note(uint64_t ptr, uint16_t fill);
+void rz__fills_settle(void);
+/* Tell helgrind which of these are atomics read without a lock (rz_annotate.h). */
+void rz__streamorder_annotate(void);
+/* Context ctx has ended: its events went with it. */
+void rz__fill_forget_ctx(void *ctx);
+/* Events the fill slots hold now (tests: bounded, released with their contexts). */
+unsigned rz__fill_events(void);
+/* A page-locked slot of `bytes` (at most 4 KiB) for a check captured into a graph, held for the rest of the
+ * process (the graph may be launched any time); NULL when none is left or pinning is not possible. */
+void *rz__graph_slot_take(size_t bytes);
+/* Forget the above (fork child). */
+void rz__streamorder_reset(void);
 /* Make ctx current for a band operation (pushed only when it is not); undo with rz__dev_leave. */
 rzcu_result rz__dev_enter(void *ctx, int *pushed);
 void rz__dev_leave(int pushed);
@@ -449,6 +489,8 @@ void rz__dev_release_retired(void);
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 /* Forget cached streams (fork child). */
 void rz__dev_reset(void);
+/* The stream part of it (device_ctx.c). */
+void rz__dev_streams_reset(void);
 /* A page-locked buffer of `bytes` (at most 4 KiB) for a copy queued in a program's stream, or NULL (use
  * pageable memory); give it back with rz__dev_pinned_free, which returns 0 for memory that is not one.
  * Both take only a mutex: callable from a stream's host function. */
@@ -497,6 +539,30 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
  * `flags`, or NULL when redzone does not wrap that symbol at that version (procmap.c). */
 const char *rz__proc_exported_name(const char *symbol, int version, rzcu_uint64 flags);
 
+/* ---- sync scans (syncscan.c) ------------------------------------------------------------------------ */
+/* The program queued device work (a copy, memset or launch the driver accepted) on stream s (as the call
+ * named it; per_thread: through a _ptsz/_ptds entry point). */
+void rz__note_device_work(rzcu_stream s, int per_thread);
+/* What a successful synchronisation waited for: a stream, a context (NULL: the current one), or an event. */
+enum { RZ_SYNC_STREAM, RZ_SYNC_CTX, RZ_SYNC_EVENT };
+typedef struct rz_sync {
+    int kind;
+    rzcu_stream stream; /* RZ_SYNC_STREAM */
+    int per_thread;     /* RZ_SYNC_STREAM through a _ptsz entry point */
+    void *ctx;          /* RZ_SYNC_CTX */
+} rz_sync_t;
+/* Taken just before the synchronisation is called: the work noted up to it is what it waits for. */
+uint64_t rz__sync_ticket(void);
+/* METRALE_REDZONE_SCAN=sync, after a successful synchronisation: judge the contexts that received device work
+ * since their last scan and whose work is all complete. 0 and no driver call when no work was noted since
+ * every context was judged; else what rz_scan() returns (0 when nothing was scanned). */
+int rz__scan_after_sync(const rz_sync_t *what, uint64_t ticket);
+/* The program destroys stream s (called before the driver does) / context ctx has ended. */
+void rz__sync_stream_destroying(rzcu_stream s);
+void rz__sync_context_ended(void *ctx);
+/* helgrind annotations and the fork handler (once, at start-up). */
+void rz__sync_annotate(void);
+
 /* ---- scans without a debugger (policy.c) ------------------------------------------------------------ */
 /* Install the fatal-signal scan's handlers where the program has none (fatal.c). */
 void rz__fatal_arm(void);
@@ -513,8 +579,10 @@ uint64_t rz__launch_record_name(const char *name);
 /* The kernel's name as the driver gives it (its storage), "(unnamed kernel)" when it gives none. */
 const char *rz__launch_kernel_name(rzcu_function f);
 void rz__launch_report(const rz_zone_node_t *zone, const uint8_t *band, uint64_t bytes, int front);
-/* Launch sequence number at the start of the last full scan. */
-void rz__launch_scan_begin(void);
+/* Under the registry lock, at the start of a scan: judge queued free-time checks (and launch checks); with
+ * `whole` (every zone that may have been touched since the last such scan is covered), move the "last seen
+ * clean" mark. */
+void rz__launch_scan_begin(int whole);
 
 /* ---- METRALE_REDZONE_SCAN=launch (launch_check.c, attribution.c) ------------------------------------- */
 typedef enum { RZ_LAUNCH_KERNEL = 0, RZ_LAUNCH_COOPERATIVE = 1, RZ_LAUNCH_GRAPH = 2 } rz_launch_kind_t;
@@ -599,6 +667,19 @@ void rz__bands_install(void);
 /* Wait for the program's work in every context that holds a watched zone (before the exit scan: work still
  * queued or running at exit may write past an end). Never under the registry lock. */
 void rz__bands_settle(void);
+/* A scan of some contexts (sync scans): ctxs[0..n) sorted by handle, or one NULL for every context. Under the
+ * registry lock, before any band is read, pick(arg, ctxs, n) keeps in ctxs the contexts still to judge and
+ * returns how many (0: no scan); after the scan, under the same hold, done(arg, rc). `whole`: as for
+ * rz__launch_scan_begin. Returns what rz_scan() returns (0 when nothing was scanned). */
+typedef struct rz_scan_some {
+    void **ctxs;
+    size_t n;
+    size_t (*pick)(void *arg, void **ctxs, size_t n);
+    void (*done)(void *arg, int rc);
+    void *arg;
+    int whole;
+} rz_scan_some_t;
+int rz__scan_some(rz_scan_some_t *req);
 /* Zones the last full scan could not read, and the driver's error (call after rz_scan, on its thread). */
 uint64_t rz__scan_unread(rzcu_result *error);
 /* A context is about to end (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset):

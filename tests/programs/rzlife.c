@@ -6,6 +6,9 @@
  *   rzlife fork-nocuda CODE       overrun zone, fork; the child exits with CODE without touching CUDA
  *   rzlife fork-cuda CODE         fork before any CUDA call; the child initialises, overruns a zone it
  *                                 never frees and exits with CODE; then the parent does the same with 0
+ *                                 (the parent prints both pids)
+ *   rzlife fork-abort             overrun zone, fork; the child aborts (its fatal-signal lines go to the log it
+ *                                 inherited), the parent frees the zone; both print their pids
  *   rzlife exec CODE              overrun zone never freed, then exec itself as `after-exec CODE`
  *   rzlife after-exec CODE        (the exec'd image) overrun zone, freed; exit with CODE
  *   rzlife thread-exit CODE       overrun zone never freed; another thread calls exit(CODE)
@@ -165,10 +168,22 @@ int main(int argc, char **argv) {
             printf("rzlife: child agent thread %d\n", has_thread("redzone-agent"));
             exit(code);
         }
+        printf("rzlife: child pid %ld, parent pid %ld\n", (long)child, (long)getpid());
         printf("rzlife: child status %d\n", wait_child(child));
         setup();
         overrun_zone(32);
         printf("rzlife: parent agent thread %d\n", has_thread("redzone-agent"));
+        return 0;
+    }
+    if (strcmp(mode, "fork-abort") == 0) {
+        setup();
+        rzcu_deviceptr p = overrun_zone(128);
+        pid_t child = fork();
+        if (child == 0)
+            abort(); /* the fatal-signal scan's lines, from a child that inherited the parent's log */
+        printf("rzlife: child pid %ld, parent pid %ld\n", (long)child, (long)getpid());
+        printf("rzlife: child status %d\n", wait_child(child));
+        CHECK(d.free(p));
         return 0;
     }
     if (strcmp(mode, "exec") == 0) {

@@ -21,6 +21,12 @@
  *                                       after allocating, after a memset, and counts the driver calls
  *   rzprog idlesync                     (METRALE_REDZONE_SCAN=sync) band driver calls of synchronisations
  *                                       with no device work since the last, around one overrun
+ *   rzprog ctxsync                      (METRALE_REDZONE_SCAN=sync) 100 zones in each of two contexts, device
+ *                                       work in both, a sync; then an idle sync, and work in one context
+ *                                       followed by a sync: every driver call of each counted
+ *   rzprog asyncbusy                    a stream-ordered allocation behind a kernel that waits for the host,
+ *                                       then rzprog_stop(1) (a debugger stops there); the kernel released, the
+ *                                       stream synchronised, one byte past the end written, rzprog_stop(2)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -305,6 +311,54 @@ static int mode_idlesync(void) {
     return 0;
 }
 
+/* Every driver call made so far, the program's and the preloaded library's (the emulated driver counts both). */
+static unsigned long long all_calls(void) {
+    static const char *const names[] = {
+#define NAME(name, ret, params) #name,
+        RZCU_ENTRY_POINTS(NAME)
+#undef NAME
+#define VARIANT(variant, base) #variant,
+        RZCU_PER_THREAD_VARIANTS(VARIANT)
+#undef VARIANT
+    };
+    unsigned long long n = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        n += cuEmuCallCount(names[i]);
+    return n;
+}
+
+static int mode_ctxsync(void) {
+    enum { N = 100 };
+    rzcu_deviceptr a[N], b[N];
+    rzcu_context other, popped;
+    setup(0);
+    CHECK(cuCtxCreate_v4(&other, NULL, 0, 0)); /* current now */
+    for (int i = 0; i < N; i++)
+        CHECK(cuMemAlloc_v2(&b[i], 64));
+    CHECK(cuMemsetD8_v2(b[0], 0, 64));
+    CHECK(cuCtxPopCurrent_v2(&popped));
+    for (int i = 0; i < N; i++)
+        CHECK(cuMemAlloc_v2(&a[i], 64));
+    CHECK(cuMemsetD8_v2(a[0], 0, 64));
+    CHECK(cuCtxSynchronize());
+    printf("ctxsync: work in both contexts synchronised\n");
+    cuEmuResetCallCounts();
+    CHECK(cuCtxSynchronize());
+    printf("ctxsync: driver calls of an idle sync: %llu\n", all_calls());
+    cuEmuResetCallCounts();
+    CHECK(cuMemsetD8_v2(a[1], 0, 64)); /* work in this context only */
+    unsigned long long memset_calls = all_calls();
+    CHECK(cuCtxSynchronize());
+    printf("ctxsync: driver calls of a memset: %llu; of the sync after it: %llu, %llu batch copies, %llu context "
+           "pushes, %llu stream queries\n",
+           memset_calls, all_calls() - memset_calls, cuEmuCallCount("cuMemcpyBatchAsync_v2"),
+           cuEmuCallCount("cuCtxPushCurrent_v2"), cuEmuCallCount("cuStreamQuery"));
+    for (int i = 0; i < N; i++)
+        CHECK(cuMemFree_v2(a[i]));
+    CHECK(cuCtxDestroy_v2(other));
+    return 0;
+}
+
 /* Zones whose bands were never written outlive their context (destroyed, freeing their memory): one whose
  * address the driver hands out again, and one whose address it does not. */
 static int mode_ctxgone(void) {
@@ -390,6 +444,42 @@ static int mode_front(void) {
     CHECK(cuMemsetD8_v2(q - 40, 0x22, 8)); /* bytes 40..33 before the start, never freed: the exit scan */
     CHECK(cuMemFree_v2(p));
     CHECK(cuMemFree_v2(pitched));
+    return 0;
+}
+
+volatile int g_rzprog_where;
+void rzprog_stop(int where);
+__attribute__((noinline)) void rzprog_stop(int where) { g_rzprog_where = where; }
+
+CUDA_EMU_KERNEL(wait_host, sizeof(rzcu_deviceptr)) {
+    while (!__atomic_load_n((volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0), __ATOMIC_ACQUIRE)) {
+    }
+}
+
+static int mode_asyncbusy(void) {
+    setup(0);
+    rzcu_module mod;
+    rzcu_function wait;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&wait, mod, "wait_host"));
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    int *flag;
+    CHECK(cuMemAllocHost_v2((void **)&flag, sizeof *flag));
+    *flag = 0;
+    rzcu_deviceptr host_flag = (rzcu_deviceptr)(uintptr_t)flag, p;
+    void *params[] = {&host_flag};
+    CHECK(cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    CHECK(cuMemAllocAsync(&p, 1000, s));
+    rzprog_stop(1);
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    CHECK(cuStreamSynchronize(s));
+    overrun(p, 1000);
+    rzprog_stop(2);
+    CHECK(cuMemFreeAsync(p, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemFreeHost(flag));
+    printf("rzprog: asyncbusy done\n");
     return 0;
 }
 
@@ -479,8 +569,12 @@ int main(int argc, char **argv) {
         CHECK(cuMemFree_v2(p));
         return atoi(argv[2]);
     }
+    if (strcmp(mode, "asyncbusy") == 0)
+        return mode_asyncbusy();
     if (strcmp(mode, "idlesync") == 0)
         return mode_idlesync();
+    if (strcmp(mode, "ctxsync") == 0)
+        return mode_ctxsync();
     if (strcmp(mode, "data") == 0) {
         /* Checksums of the program's own bytes and the driver's answers to bad calls. */
         rzcu_deviceptr bufs[5];

@@ -26,16 +26,32 @@
  *                      its CUkernel passed as the CUfunction, writes past the end; and one launched through
  *                      cuKernelGetFunction
  *   rzreal freeasync   a stream-ordered buffer overrun by a kernel queued on its stream, then cuMemFreeAsync on
- *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1 and
- *                      CUDA_EMU_PAGEABLE_SYNC=1: a copy into pageable memory would wait)
- *   rzreal capture     a stream-ordered allocation made while its stream is captured into a graph, a kernel
- *                      using it captured too; the graph instantiated and launched twice
+ *                      that stream: whether the free waited for the stream (run with CUDA_EMU_KERNEL_HOLD=1; a
+ *                      copy into pageable memory would wait, as the emulated driver's do)
+ *   rzreal capture inside|past
+ *                      a stream-ordered allocation, a kernel writing all its 1000 bytes (and with `past` 8 more)
+ *                      and its stream-ordered free, captured into a graph (memory nodes); the graph
+ *                      instantiated and launched twice, then destroyed
+ *   rzreal asyncalloc  a stream-ordered allocation made while a kernel earlier on its stream waits for a flag the
+ *                      host sets only after the allocation returns (a deadlock if the allocation waits for the
+ *                      stream); how many host waits it made; a synchronisation of another stream then (before
+ *                      the band's memset has run); then the flag, and a kernel writing 8 bytes past the end
  *   rzreal managed free|sync
  *                      a host store one byte past the end of managed memory (host-accessible), before any
  *                      device work, then the free (after a cuCtxSynchronize with `sync`)
+ *   rzreal syncother nonblocking|legacy|perthread|thread|event|destroyed
+ *                      a kernel writes 8 bytes past the end of a 1000-byte buffer in two halves and, between
+ *                      them, waits for the program; meanwhile the program synchronises another stream (or an
+ *                      event recorded on it), then lets the kernel finish and synchronises the kernel's stream:
+ *                      a non-blocking one, the legacy stream, the per-thread stream, another thread's
+ *                      per-thread stream (that thread synchronises it), with `event` a non-blocking one again,
+ *                      with `destroyed` a non-blocking one destroyed while the kernel runs (then the context
+ *                      is synchronised) (run with METRALE_REDZONE_SCAN=sync)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,12 +82,110 @@ CUDA_EMU_KERNEL(past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
     memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
 }
 
-static rzcu_function past_fn(void) {
+static rzcu_function kernel_fn(const char *name) {
     rzcu_module mod;
     rzcu_function f;
     CHECK(cuModuleLoadData(&mod, "emulated module"));
-    CHECK(cuModuleGetFunction(&f, mod, "past"));
+    CHECK(cuModuleGetFunction(&f, mod, name));
     return f;
+}
+
+static rzcu_function past_fn(void) { return kernel_fn("past"); }
+
+/* syncother: the kernel says when half of its overrun is written (g_half) and waits for the program (g_go);
+ * g_thread_sync lets the other thread synchronise its per-thread stream. */
+static sem_t g_half, g_go, g_thread_sync;
+
+static void wait_sem(sem_t *s) {
+    while (sem_wait(s) != 0)
+        ;
+}
+
+/* Writes n bytes of 0x5a from p + at, in two halves, waiting for the program between them. */
+CUDA_EMU_KERNEL(halfpast, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    size_t at = CUDA_EMU_PARAM(size_t, 1), n = CUDA_EMU_PARAM(size_t, 2);
+    memset(p + at, 0x5a, n / 2);
+    sem_post(&g_half);
+    wait_sem(&g_go);
+    memset(p + at + n / 2, 0x5a, n - n / 2);
+}
+
+struct halfpast_launch {
+    rzcu_context ctx;
+    rzcu_function f;
+    void **params;
+};
+
+/* The other thread: launches on its per-thread stream, synchronises it when told. */
+static void *halfpast_thread(void *arg) {
+    struct halfpast_launch *l = arg;
+    CHECK(cuCtxSetCurrent(l->ctx));
+    CHECK(cuLaunchKernel_ptsz(l->f, 1, 1, 1, 1, 1, 1, 0, NULL, l->params, NULL));
+    wait_sem(&g_thread_sync);
+    CHECK(cuStreamSynchronize_ptsz(NULL));
+    printf("rzreal: the other thread synchronised its stream\n");
+    return NULL;
+}
+
+static int mode_syncother(const char *how) {
+    rzcu_context ctx = setup();
+    sem_init(&g_half, 0, 0);
+    sem_init(&g_go, 0, 0);
+    sem_init(&g_thread_sync, 0, 0);
+    rzcu_function f = kernel_fn("halfpast");
+    rzcu_deviceptr p;
+    CHECK(cuMemAlloc_v2(&p, 1000));
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    rzcu_stream a = NULL, b;
+    CHECK(cuStreamCreate(&b, RZCU_STREAM_NON_BLOCKING));
+    pthread_t thread;
+    memset(&thread, 0, sizeof thread);
+    struct halfpast_launch l = {ctx, f, params};
+    int destroyed = strcmp(how, "destroyed") == 0;
+    if (strcmp(how, "nonblocking") == 0 || strcmp(how, "event") == 0 || destroyed) {
+        CHECK(cuStreamCreate(&a, RZCU_STREAM_NON_BLOCKING));
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, a, params, NULL));
+    } else if (strcmp(how, "legacy") == 0) {
+        CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    } else if (strcmp(how, "perthread") == 0) {
+        CHECK(cuLaunchKernel_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    } else if (strcmp(how, "thread") == 0) {
+        if (pthread_create(&thread, NULL, halfpast_thread, &l) != 0)
+            return 100;
+    } else {
+        fprintf(stderr, "rzreal: syncother %s?\n", how);
+        return 2;
+    }
+    wait_sem(&g_half);
+    printf("rzreal: half of the overrun written, the kernel still running\n");
+    if (destroyed)
+        CHECK(cuStreamDestroy_v2(a)); /* its work still completes */
+    if (strcmp(how, "event") == 0) {
+        rzcu_event e;
+        CHECK(cuEventCreate(&e, 0));
+        CHECK(cuEventRecord(e, b));
+        CHECK(cuEventSynchronize(e));
+        CHECK(cuEventDestroy_v2(e));
+    } else {
+        CHECK(cuStreamSynchronize(b));
+    }
+    printf("rzreal: another stream synchronised\n");
+    sem_post(&g_go);
+    if (strcmp(how, "thread") == 0) {
+        sem_post(&g_thread_sync);
+        pthread_join(thread, NULL);
+    } else if (strcmp(how, "perthread") == 0) {
+        CHECK(cuStreamSynchronize_ptsz(NULL));
+    } else if (destroyed) {
+        CHECK(cuCtxSynchronize());
+    } else {
+        CHECK(cuStreamSynchronize(a)); /* NULL: the legacy stream */
+    }
+    printf("rzreal: the kernel's stream synchronised\n");
+    CHECK(cuMemFree_v2(p));
+    return 0;
 }
 
 static int mode_inflight(const char *how) {
@@ -278,7 +392,7 @@ static int mode_freeasync(void) {
     return 0;
 }
 
-static int mode_capture(void) {
+static int mode_capture(const char *how) {
     setup();
     rzcu_function f = past_fn();
     rzcu_stream s;
@@ -286,9 +400,10 @@ static int mode_capture(void) {
     rzcu_deviceptr p;
     CHECK(cuStreamBeginCapture_v2(s, 0));
     CHECK(cuMemAllocAsync(&p, 1000, s));
-    size_t at = 0, n = 1000;
+    size_t at = 0, n = strcmp(how, "past") == 0 ? 1008 : 1000;
     void *params[] = {&p, &at, &n};
     CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    CHECK(cuMemFreeAsync(p, s));
     struct CUgraph_st *graph = NULL;
     printf("rzreal: end of capture: %u\n", cuStreamEndCapture(s, &graph));
     if (graph == NULL)
@@ -296,13 +411,56 @@ static int mode_capture(void) {
     struct CUgraphExec_st *exec;
     CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
     CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    printf("rzreal: graph launched once\n");
     CHECK(cuGraphLaunch(exec, s));
     CHECK(cuStreamSynchronize(s));
     printf("rzreal: graph launched twice\n");
     CHECK(cuGraphExecDestroy(exec));
     CHECK(cuGraphDestroy(graph));
+    return 0;
+}
+
+/* Runs until the host sets *flag (a consumer waiting for its producer, as cuStreamWaitValue32 makes one). */
+CUDA_EMU_KERNEL(wait_host, sizeof(rzcu_deviceptr)) {
+    while (!__atomic_load_n((volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0), __ATOMIC_ACQUIRE)) {
+    }
+}
+
+static int mode_asyncalloc(void) {
+    setup();
+    rzcu_function f = past_fn(), wait;
+    rzcu_module mod;
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&wait, mod, "wait_host"));
+    rzcu_stream s, other;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&other, RZCU_STREAM_NON_BLOCKING));
+    int *flag;
+    CHECK(cuMemAllocHost_v2((void **)&flag, sizeof *flag));
+    *flag = 0;
+    rzcu_deviceptr host_flag = (rzcu_deviceptr)(uintptr_t)flag, p;
+    void *wait_params[] = {&host_flag};
+    CHECK(cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, s, wait_params, NULL));
+    cuEmuResetCallCounts();
+    CHECK(cuMemAllocAsync(&p, 1000, s));
+    static const char *const waits[] = {"cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
+                                        "cuCtxSynchronize_v2", "cuEventSynchronize"};
+    unsigned long long n_waits = 0;
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++)
+        n_waits += cuEmuCallCount(waits[i]);
+    printf("rzreal: allocated behind a kernel waiting for the host; host waits: %llu\n", n_waits);
+    CHECK(cuStreamSynchronize(other));
+    printf("rzreal: another stream synchronised before the band's memset ran\n");
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    size_t at = 1000, n = 8;
+    void *params[] = {&p, &at, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    CHECK(cuStreamSynchronize(s));
+    printf("rzreal: written past the end after the band landed\n");
     CHECK(cuMemFreeAsync(p, s));
     CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemFreeHost(flag));
     return 0;
 }
 
@@ -311,8 +469,10 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (strcmp(mode, "inflight") == 0 && argc > 2)
         return mode_inflight(argv[2]);
-    if (strcmp(mode, "capture") == 0)
-        return mode_capture();
+    if (strcmp(mode, "capture") == 0 && argc > 2)
+        return mode_capture(argv[2]);
+    if (strcmp(mode, "asyncalloc") == 0)
+        return mode_asyncalloc();
     if (strcmp(mode, "freeasync") == 0)
         return mode_freeasync();
     if (strcmp(mode, "library") == 0)
@@ -329,6 +489,8 @@ int main(int argc, char **argv) {
         return mode_ctxend(argv[2]);
     if (strcmp(mode, "managed") == 0 && argc > 2)
         return mode_managed(argv[2]);
+    if (strcmp(mode, "syncother") == 0 && argc > 2)
+        return mode_syncother(argv[2]);
     fprintf(stderr, "usage: rzreal MODE ...\n");
     return 2;
 }

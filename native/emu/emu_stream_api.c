@@ -1,0 +1,183 @@
+/*
+ * The emulated driver's stream handles and stream entry points: cuStreamCreate/Destroy, cuStreamSynchronize,
+ * cuLaunchHostFunc, and the resolution of a stream argument (the legacy stream, a thread's per-thread stream,
+ * a user handle). The work itself runs in the stream engine (emu_stream.c).
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+
+#include "emu_engine.h"
+
+static struct CUstream_st *per_thread_stream(struct CUctx_st *ctx)
+{
+    struct thread_state *t = emu_thread_state();
+    if (!t)
+        return NULL;
+    unsigned gen = atomic_load(&ctx->gen);
+    for (size_t i = 0; i < t->pt_n; i++)
+        if (t->pt[i].ctx == ctx) {
+            if (t->pt[i].gen == gen && !atomic_load(&t->pt[i].s->destroyed))
+                return t->pt[i].s;
+            struct CUstream_st *s = emu_stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
+            if (s)
+                t->pt[i] = (struct per_thread_entry){ctx, gen, s};
+            return s;
+        }
+    if (t->pt_n == t->pt_cap) {
+        size_t cap = t->pt_cap ? t->pt_cap * 2 : 4;
+        struct per_thread_entry *m = realloc(t->pt, cap * sizeof *m);
+        if (!m)
+            return NULL;
+        t->pt = m;
+        t->pt_cap = cap;
+    }
+    struct CUstream_st *s = emu_stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
+    if (s)
+        t->pt[t->pt_n++] = (struct per_thread_entry){ctx, gen, s};
+    return s;
+}
+
+/* A user stream handle: a live slot of the stream table. */
+static struct CUstream_st *stream_from_handle(rzcu_stream h)
+{
+    uintptr_t p = (uintptr_t)h, base = (uintptr_t)emu_stream_pool;
+    if (!emu_stream_pool || p < base || p >= base + atomic_load(&emu_nstreams_total) * sizeof *emu_stream_pool ||
+        (p - base) % sizeof *emu_stream_pool)
+        return NULL;
+    struct CUstream_st *s = (struct CUstream_st *)h;
+    if (atomic_load(&s->magic) != STREAM_MAGIC || atomic_load(&s->destroyed) || !atomic_load(&s->ctx->alive))
+        return NULL;
+    return s;
+}
+
+/* Resolves a stream argument; NULL is the legacy stream, or the per-thread stream for _ptsz/_ptds calls. */
+rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out)
+{
+    if (!h)
+        h = per_thread ? RZCU_STREAM_PER_THREAD : RZCU_STREAM_LEGACY;
+    if (h == RZCU_STREAM_LEGACY || h == RZCU_STREAM_PER_THREAD) {
+        if (!ctx)
+            CHECK(emu_current_ctx(&ctx));
+        struct CUstream_st *s = h == RZCU_STREAM_LEGACY ? ctx->legacy : per_thread_stream(ctx);
+        if (!s)
+            return RZCUDA_ERROR_OUT_OF_MEMORY;
+        *out = s;
+        return RZCUDA_SUCCESS;
+    }
+    struct CUstream_st *s = stream_from_handle(h);
+    if (!s)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    int sticky = atomic_load(&s->ctx->sticky);
+    if (sticky)
+        return (rzcu_result)sticky;
+    *out = s;
+    return RZCUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------------------------------------ */
+/* streams */
+
+EMU_API rzcu_result cuStreamCreate(rzcu_stream *ps, unsigned int flags)
+{
+    ENTER(cuStreamCreate);
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    if (!ps || (flags != RZCU_STREAM_DEFAULT && flags != RZCU_STREAM_NON_BLOCKING))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *s = emu_stream_new(c, flags, STREAM_USER);
+    if (!s)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    *ps = s;
+    return RZCUDA_SUCCESS;
+}
+
+/* Returns at once; work already queued still completes (the stream leaves the context once drained). */
+EMU_API rzcu_result cuStreamDestroy_v2(rzcu_stream hstream)
+{
+    ENTER(cuStreamDestroy_v2);
+    struct CUstream_st *s = stream_from_handle(hstream);
+    if (!s)
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    uint32_t expected = STREAM_MAGIC;
+    if (!atomic_compare_exchange_strong(&s->magic, &expected, 0))
+        return RZCUDA_ERROR_INVALID_HANDLE;
+    atomic_store(&s->destroyed, true);
+    return RZCUDA_SUCCESS;
+}
+
+static rzcu_result do_stream_sync(rzcu_stream hstream, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    CHECK(emu_capture_refuse_sync(NULL, s));
+    emu_stream_sync(s);
+    return emu_ctx_error(s->ctx);
+}
+
+EMU_API rzcu_result cuStreamSynchronize(rzcu_stream s)
+{
+    ENTER(cuStreamSynchronize);
+    return do_stream_sync(s, false);
+}
+
+EMU_API rzcu_result cuStreamSynchronize_ptsz(rzcu_stream s)
+{
+    ENTER(cuStreamSynchronize_ptsz);
+    return do_stream_sync(s, true);
+}
+
+/* Whether the stream's work so far is complete, without waiting (and so without starting kernels held by
+ * CUDA_EMU_KERNEL_HOLD, which only a wait releases). On a stream being captured it is illegal, as
+ * synchronising it is: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the capture is invalidated. */
+static rzcu_result do_stream_query(rzcu_stream hstream, bool per_thread)
+{
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
+    CHECK(emu_capture_refuse_sync(NULL, s));
+    CHECK(emu_ctx_error(s->ctx));
+    pthread_mutex_lock(&s->mu);
+    uint64_t target = s->submitted;
+    pthread_mutex_unlock(&s->mu);
+    return emu_completed(s) >= target ? RZCUDA_SUCCESS : RZCUDA_ERROR_NOT_READY;
+}
+
+EMU_API rzcu_result cuStreamQuery(rzcu_stream s)
+{
+    ENTER(cuStreamQuery);
+    return do_stream_query(s, false);
+}
+
+EMU_API rzcu_result cuStreamQuery_ptsz(rzcu_stream s)
+{
+    ENTER(cuStreamQuery_ptsz);
+    return do_stream_query(s, true);
+}
+
+static rzcu_result do_launch_host_func(rzcu_stream hstream, rzcu_host_fn fn, void *user_data, bool per_thread)
+{
+    struct CUctx_st *c;
+    CHECK(emu_current_ctx(&c));
+    struct CUstream_st *s;
+    CHECK(emu_resolve_stream(hstream, per_thread, c, &s));
+    if (!fn)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    struct op *op = emu_op_new(s->ctx, OP_HOST);
+    if (!op)
+        return RZCUDA_ERROR_OUT_OF_MEMORY;
+    op->fn = fn;
+    op->user_data = user_data;
+    return emu_submit(s, op, false);
+}
+
+EMU_API rzcu_result cuLaunchHostFunc(rzcu_stream s, rzcu_host_fn fn, void *user_data)
+{
+    ENTER(cuLaunchHostFunc);
+    return do_launch_host_func(s, fn, user_data, false);
+}
+
+EMU_API rzcu_result cuLaunchHostFunc_ptsz(rzcu_stream s, rzcu_host_fn fn, void *user_data)
+{
+    ENTER(cuLaunchHostFunc_ptsz);
+    return do_launch_host_func(s, fn, user_data, true);
+}
+

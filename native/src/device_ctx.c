@@ -1,0 +1,164 @@
+/*
+ * The device seam's per-context state (device.c has the rest): the current context, the library's own stream
+ * in each context, making a context current for a band operation and waiting for its work, the handle of a
+ * device's primary context, and forgetting all of it when a context ends, so a context that later gets the
+ * same handle starts afresh.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "rz_internal.h"
+
+void *rz__dev_current_ctx(void) {
+    rzcu_context ctx = NULL;
+    if (rz__drv.cuCtxGetCurrent(&ctx) != RZCUDA_SUCCESS)
+        return NULL;
+    return ctx;
+}
+
+/* ---- library streams, one per context ---------------------------------------------------------------- */
+/* One stream per context ever used, created on first use and kept until the context ends (the driver
+ * destroys a context's streams with it; rz__dev_forget_ctx drops the entry): the table grows with the
+ * contexts alive, never evicts (an evicted context's next operation created another stream, and the old one
+ * was never destroyed: with more than 64 contexts, one stream per scan leaked). */
+static pthread_mutex_t g_stream_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stream_slot {
+    void *ctx;
+    rzcu_stream stream;
+} *g_streams;
+static size_t g_nstreams, g_streams_cap;
+
+/* The library's stream for the current context `ctx` (created on first use). */
+static rzcu_result stream_for(void *ctx, rzcu_stream *out) {
+    rzcu_result r = RZCUDA_SUCCESS;
+    pthread_mutex_lock(&g_stream_lock);
+    for (size_t i = 0; i < g_nstreams; i++) {
+        if (g_streams[i].ctx == ctx) {
+            *out = g_streams[i].stream;
+            goto done;
+        }
+    }
+    if (g_nstreams == g_streams_cap) {
+        size_t cap = g_streams_cap ? 2 * g_streams_cap : 16;
+        struct stream_slot *t = realloc(g_streams, cap * sizeof *t);
+        if (t == NULL) {
+            r = RZCUDA_ERROR_OUT_OF_MEMORY;
+            goto done;
+        }
+        g_streams = t;
+        g_streams_cap = cap;
+    }
+    rzcu_stream s = NULL;
+    r = rz__drv.cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING);
+    if (r != RZCUDA_SUCCESS)
+        goto done;
+    g_streams[g_nstreams].ctx = ctx;
+    g_streams[g_nstreams].stream = s;
+    g_nstreams++;
+    *out = s;
+done:
+    pthread_mutex_unlock(&g_stream_lock);
+    return r;
+}
+
+size_t rz__dev_stream_count(void) {
+    pthread_mutex_lock(&g_stream_lock);
+    size_t n = g_nstreams;
+    pthread_mutex_unlock(&g_stream_lock);
+    return n;
+}
+
+void rz__dev_streams_reset(void) {
+    pthread_mutex_lock(&g_stream_lock);
+    g_nstreams = 0;
+    pthread_mutex_unlock(&g_stream_lock);
+}
+
+void rz__dev_forget_ctx(void *ctx) {
+    pthread_mutex_lock(&g_stream_lock);
+    for (size_t i = 0; i < g_nstreams; i++) {
+        if (g_streams[i].ctx != ctx)
+            continue;
+        g_streams[i] = g_streams[--g_nstreams]; /* the stream went with the context */
+        break;
+    }
+    pthread_mutex_unlock(&g_stream_lock);
+    rz__dev_check_forget(ctx);
+    rz__fill_forget_ctx(ctx);
+}
+
+int rz__dev_primary_active(int dev) {
+    unsigned flags;
+    int active = 0;
+    if (rz__drv.cuDevicePrimaryCtxGetState == NULL ||
+        rz__drv.cuDevicePrimaryCtxGetState(dev, &flags, &active) != RZCUDA_SUCCESS)
+        return -1;
+    return active != 0;
+}
+
+void *rz__dev_primary_ctx(int dev) {
+    rzcu_context ctx = NULL;
+    if (rz__dev_primary_active(dev) != 1 || rz__drv.cuDevicePrimaryCtxRetain == NULL ||
+        rz__drv.cuDevicePrimaryCtxRelease_v2 == NULL)
+        return NULL;
+    /* Active: this retain only counts a reference (it creates nothing), and the release gives it back. */
+    if (rz__drv.cuDevicePrimaryCtxRetain(&ctx, dev) != RZCUDA_SUCCESS)
+        return NULL;
+    rz__drv.cuDevicePrimaryCtxRelease_v2(dev);
+    return ctx;
+}
+
+rzcu_result rz__dev_stream(void *ctx, rzcu_stream *out) { return stream_for(ctx ? ctx : rz__dev_current_ctx(), out); }
+
+/* Make ctx current for the duration of a band operation (pushed only when it is not already current). */
+static rzcu_result enter_ctx(void *ctx, int *pushed) {
+    *pushed = 0;
+    if (ctx == NULL || ctx == rz__dev_current_ctx())
+        return RZCUDA_SUCCESS;
+    rzcu_result r = rz__drv.cuCtxPushCurrent_v2((rzcu_context)ctx);
+    if (r == RZCUDA_SUCCESS)
+        *pushed = 1;
+    return r;
+}
+
+static void leave_ctx(int pushed) {
+    if (pushed) {
+        rzcu_context ignored;
+        rz__drv.cuCtxPopCurrent_v2(&ignored);
+    }
+}
+
+rzcu_result rz__dev_enter(void *ctx, int *pushed) { return enter_ctx(ctx, pushed); }
+
+void rz__dev_leave(int pushed) { leave_ctx(pushed); }
+
+rzcu_stream rz__stream_of(rzcu_stream s, int per_thread) { return per_thread && s == NULL ? RZCU_STREAM_PER_THREAD : s; }
+
+int rz__stream_capturing(rzcu_stream s) {
+    rzcu_capture_status status = 0;
+    return rz__drv.cuStreamIsCapturing && rz__drv.cuStreamIsCapturing(s, &status) == RZCUDA_SUCCESS && status != 0;
+}
+
+rzcu_result rz__dev_settle(void *ctx) {
+    if (rz__drv.cuCtxSynchronize == NULL)
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    int pushed;
+    rzcu_result r = enter_ctx(ctx, &pushed);
+    if (r != RZCUDA_SUCCESS)
+        return r;
+    r = rz__drv.cuCtxSynchronize();
+    leave_ctx(pushed);
+    return r;
+}
+
+/* A new zone's band: one memset on the library's stream of the current context, then one sync. Called
+ * without the registry lock, so it must not touch the batch scratch. */
+rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes) {
+    rzcu_stream s;
+    rzcu_result r = stream_for(rz__dev_current_ctx(), &s);
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuMemsetD8Async(p, value, bytes, s);
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuStreamSynchronize(s);
+    return r;
+}

@@ -1,0 +1,163 @@
+/*
+ * What the library leaves in a program's stream without waiting (streamorder.c): stream-ordered band fills
+ * followed by events from a bounded pool, zones not judged until their fill is done, and the pool released
+ * with its context. Allocations go through rz__alloc as the interposed cuMemAllocAsync does.
+ */
+#include "rz_test.h"
+
+CUDA_EMU_KERNEL(wait_host, sizeof(rzcu_deviceptr)) {
+    while (!__atomic_load_n((volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0), __ATOMIC_ACQUIRE)) {
+    }
+}
+
+/* A kernel on s that runs until *flag is set by the host. */
+static void hold_stream(rzcu_stream s, int *flag) {
+    rzcu_module mod;
+    rzcu_function f;
+    cr_assert_eq(cuModuleLoadData(&mod, "emulated module"), RZCUDA_SUCCESS);
+    cr_assert_eq(cuModuleGetFunction(&f, mod, "wait_host"), RZCUDA_SUCCESS);
+    static rzcu_deviceptr host_flag;
+    host_flag = (rzcu_deviceptr)(uintptr_t)flag;
+    void *params[] = {&host_flag};
+    cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL), RZCUDA_SUCCESS);
+}
+
+static rzcu_result alloc_async(rz_devptr_t *p, size_t bytes, rzcu_stream s) {
+    rz_alloc_req_t req = {.kind = RZ_ALLOC_ASYNC, .stream = s, .interposed = 1};
+    return (rzcu_result)rz__alloc(p, bytes, &req);
+}
+
+static const char *const waits[] = {"cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuCtxSynchronize",
+                                    "cuCtxSynchronize_v2", "cuEventSynchronize"};
+
+static unsigned long long host_waits(void) {
+    unsigned long long n = 0;
+    for (size_t i = 0; i < sizeof waits / sizeof waits[0]; i++)
+        n += cuEmuCallCount(waits[i]);
+    return n;
+}
+
+/* Behind a kernel that waits for the host, the allocation returns without waiting (it used to synchronise the
+ * stream: a deadlock); a scan then leaves the zone alone, and judges it once the fill has landed. */
+Test(streamorder, allocation_behind_busy_work_waits_for_nothing_and_is_judged_once_filled, .timeout = 60) {
+    setenv("METRALE_REDZONE", "64", 1);
+    const char *log = rzt_log_to_file();
+    rzt_context(0);
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    int *flag;
+    cr_assert_eq(cuMemAllocHost_v2((void **)&flag, sizeof *flag), RZCUDA_SUCCESS);
+    *flag = 0;
+    hold_stream(s, flag);
+    cuEmuResetCallCounts();
+    rz_devptr_t p;
+    cr_assert_eq(alloc_async(&p, 1000, s), RZCUDA_SUCCESS);
+    cr_assert_eq(host_waits(), 0, "the allocation waited for the program's stream");
+    cr_assert_eq(cuEmuCallCount("cuMemsetD8Async"), 1);
+    cr_assert_eq(cuEmuCallCount("cuEventRecord"), 1);
+    cr_assert_eq(rz_scan(), 0, "the band has not landed: nothing to judge");
+    cr_assert_eq(RZ_STATE.last_scan_checked, 0);
+    /* A poison leaves it alone too: a 0x00 written now would be overwritten by the memset still queued. */
+    cr_assert_eq(rz_poison(5, 10), RZ_OK);
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(RZ_STATE.last_scan_checked, 1, "judged once its fill is done");
+    cr_assert_eq(rz_unpoison(), RZ_OK);
+    uint8_t past[8];
+    memset(past, 0x5a, sizeof past);
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 1000, past, sizeof past), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 1, "an overrun after the band landed is reported");
+    char *text = rzt_read_log(log);
+    cr_assert(strstr(text, "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=64 : bytes [0..=7] past the end were "
+                           "written (8 of 64 pad bytes changed), first bad value 0x5a\n"), "%s", text);
+    cr_assert_eq(rzt_count(text, "REDZONE VIOLATION"), 1, "%s", text);
+    free(text);
+    rz_free_req_t fr = {.async = 1, .stream = s};
+    cr_assert_eq(rz__free(p, &fr), RZCUDA_SUCCESS);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    cr_assert_eq(cuMemFreeHost(flag), RZCUDA_SUCCESS);
+}
+
+/* A plain cuMemFree of a zone whose fill has not landed neither reads its band now (it would judge the bytes
+ * before the memset) nor frees it under the memset still queued: it is freed and checked in the allocating
+ * stream's order. A stream-ordered free's check runs after the memset anyway. */
+Test(streamorder, free_before_the_fill_landed_reports_nothing_false, .timeout = 60) {
+    setenv("METRALE_REDZONE", "64", 1);
+    const char *log = rzt_log_to_file();
+    rzt_context(0);
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    int *flag;
+    cr_assert_eq(cuMemAllocHost_v2((void **)&flag, sizeof *flag), RZCUDA_SUCCESS);
+    *flag = 0;
+    hold_stream(s, flag);
+    rz_devptr_t a, b;
+    cr_assert_eq(alloc_async(&a, 1000, s), RZCUDA_SUCCESS);
+    cr_assert_eq(alloc_async(&b, 1000, s), RZCUDA_SUCCESS);
+    rz_free_req_t sync_free = {.async = 0}, async_free = {.async = 1, .stream = s};
+    cuEmuResetCallCounts();
+    cr_assert_eq(rz__free(a, &sync_free), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__free(b, &async_free), RZCUDA_SUCCESS);
+    cr_assert_eq(cuEmuCallCount("cuMemFree_v2"), 0, "not freed under the queued memset");
+    cr_assert_eq(cuEmuCallCount("cuMemFreeAsync"), 2);
+    cr_assert_eq(host_waits(), 0);
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    rz__judge_deferred();
+    char *text = rzt_read_log(log);
+    cr_assert(!strstr(text, "REDZONE"), "%s", text);
+    free(text);
+    rz_stats_t st;
+    rz_stats_get(&st);
+    cr_assert_eq(st.violations, 0);
+    cr_assert_eq(st.live_zones, 0);
+    cr_assert_eq(cuMemFreeHost(flag), RZCUDA_SUCCESS);
+}
+
+/* More fills in flight than event slots, all behind one waiting kernel: the slots are shared on that stream
+ * (recorded again), every zone stays watched, and each is judged once the stream has run. Bounded: the pool
+ * never holds more than its slots, and its events go with their context. */
+Test(streamorder, event_pool_is_bounded_shared_and_released_with_its_context, .timeout = 120) {
+    setenv("METRALE_REDZONE", "64", 1);
+    const char *log = rzt_log_to_file();
+    cr_assert_eq(cuInit(0), RZCUDA_SUCCESS);
+    rzcu_context ctx;
+    cr_assert_eq(cuCtxCreate_v4(&ctx, NULL, 0, 0), RZCUDA_SUCCESS);
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    int *flag;
+    cr_assert_eq(cuMemAllocHost_v2((void **)&flag, sizeof *flag), RZCUDA_SUCCESS);
+    *flag = 0;
+    hold_stream(s, flag);
+    enum { N = 1500 };
+    cuEmuResetCallCounts();
+    for (int i = 0; i < N; i++) {
+        rz_devptr_t p;
+        cr_assert_eq(alloc_async(&p, 100, s), RZCUDA_SUCCESS);
+    }
+    cr_assert_eq(host_waits(), 0);
+    unsigned held = rz__fill_events();
+    cr_assert(held > 0 && held <= 1024, "%u events", held);
+    cr_assert_eq(cuEmuCallCount("cuEventCreate"), held, "one event per slot, made once");
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(RZ_STATE.last_scan_checked, 0, "every fill still waits");
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(RZ_STATE.last_scan_checked, N, "every zone judged once its fill is done");
+    /* Idle now: new fills reuse done slots, no new events. */
+    for (int i = 0; i < 200; i++) {
+        rz_devptr_t p;
+        cr_assert_eq(alloc_async(&p, 100, s), RZCUDA_SUCCESS);
+    }
+    cr_assert_eq(cuEmuCallCount("cuEventCreate"), held);
+    char *text = rzt_read_log(log);
+    cr_assert(!strstr(text, "not watched"), "%s", text);
+    cr_assert(!strstr(text, "REDZONE"), "%s", text);
+    free(text);
+    rz__bands_context_ending(ctx);
+    cr_assert_eq(cuCtxDestroy_v2(ctx), RZCUDA_SUCCESS);
+    rz__bands_context_ended(ctx);
+    cr_assert_eq(rz__fill_events(), 0, "the context's events went with it"); /* and flag, its host memory */
+}
