@@ -196,8 +196,10 @@ rz_zone_node_t *rz__registry_find(uint64_t ptr);
 uint64_t rz__registry_count(void);
 /* As rz__registry_add, also keeping the allocation's stack (n frames, at most RZ_STATE.stack_depth). */
 int rz__registry_add_stack(const rz_zone_node_t *zone, void *const *frames, uint32_t n);
-/* Under the lock: the stack kept for a registry node (NULL, 0 when none). */
+/* Under the lock: the stack kept for a registry node (NULL, 0 when none), and its depot id (0: none). The
+ * frames stay valid after the lock is released (the depot never changes them). */
 const uint64_t *rz__registry_stack(const rz_zone_node_t *node, uint32_t *n);
+uint32_t rz__registry_stack_id(const rz_zone_node_t *node);
 /* The program's frames of the current call, without redzone's own leading ones (at most max). */
 int rz__capture_stack(void **frames, int max);
 /* Zones waiting for their band (lazy install), plus 1 while a lock holder is installing some; read without
@@ -215,9 +217,20 @@ uint64_t rz__registry_bytes(void);
 /* Drop every zone (tests and fork children only; does not free device memory). */
 void rz__registry_reset(void);
 
+/* ---- stack depot (depot.c) ------------------------------------------------------------------------- */
+#define RZ_DEPOT_SHIFT 18     /* words per depot chunk: 2 MiB */
+#define RZ_DEPOT_CHUNKS 1024  /* at most 2 GiB of distinct stacks */
+/* The id of this stack (n frames, at most RZ_STACK_MAX kept), stored once; 0 when n is 0 or the depot is
+ * full or out of memory. Takes the depot's own lock (never while waiting for the registry's). */
+uint32_t rz__depot_put(const uint64_t *frames, uint32_t n);
+/* The frames of stack `id` (they never change or move) and their count; 0 for id 0. No lock. */
+uint32_t rz__depot_get(uint32_t id, const uint64_t **frames);
+/* Host bytes the depot holds (stacks and its hash table). */
+uint64_t rz__depot_bytes(void);
+
 /* ---- exported state (state.c) ----------------------------------------------------------------------- */
 #define RZ_STATE_MAGIC UINT64_C(0x3145544154535a52) /* the bytes "RZSTATE1" in memory order */
-#define RZ_STATE_VERSION 4
+#define RZ_STATE_VERSION 5
 #define RZ_LAST_VIOLATIONS 16
 
 typedef struct rz_state {
@@ -253,11 +266,14 @@ typedef struct rz_state {
     _Atomic uint32_t lock;          /* the registry lock (registry.c): 0 free, 1 held, 2 held with waiters; a
                                      * debugger judging bands itself refuses while it is held */
     rz_violation_t last_violations[RZ_LAST_VIOLATIONS];
-    /* allocation stacks (METRALE_REDZONE_STACKS): per node id a slot of stack_depth + 1 words, the frame
-     * count then the return addresses, in chunks parallel to the node chunks (NULL: none yet) */
+    /* allocation stacks (METRALE_REDZONE_STACKS): per node id a 4-byte stack id (0: none), in chunks parallel
+     * to the node chunks (NULL: none yet); the stacks themselves, each stored once, in the depot's chunks
+     * (depot.c: a header word, frame count in its low 32 bits, then the return addresses; id - 1 is the
+     * header's word position, chunk << depot_shift | word) */
     uint32_t stack_depth; /* 0: off */
-    uint32_t reserved2;
-    uint64_t *stack_chunks[RZ_MAX_CHUNKS];
+    uint32_t depot_shift; /* RZ_DEPOT_SHIFT */
+    uint32_t *stack_ids[RZ_MAX_CHUNKS];
+    uint64_t *depot_chunks[RZ_DEPOT_CHUNKS];
     /* guard-page allocations now: how many, bytes of device memory and address space they hold, the cap */
     uint64_t guard_live;
     uint64_t guard_bytes;
