@@ -1,7 +1,11 @@
 /* Performance at scale (issue 20), where a count can be asserted exactly: library streams bounded by the
  * contexts used and released with them, driver calls per scan independent of how zones spread over
- * contexts. Timings are bench/run's (bench/scale_bench.c), not asserted here. */
+ * contexts, reports printed after the registry lock. Timings are bench/run's (bench/scale_bench.c,
+ * bench/mem_bench.c, bench/report_bench.c), not asserted here. */
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
+#include <time.h>
 
 #include "rz_test.h"
 
@@ -116,4 +120,69 @@ Test(scale, guard_cap_checked_before_any_driver_call) {
     cr_assert_eq(cuEmuCallCount("cuMemAlloc_v2"), 1, "an ordinary allocation instead");
     cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
     __atomic_store_n(&RZ_STATE.guard_bytes, 0, __ATOMIC_RELAXED);
+}
+
+/* Reports are printed after the scan releases the registry lock (issue 20.6). The log is a pipe nobody reads
+ * yet: the scan fills it and blocks writing its reports. The registry must be free by then: the scan's
+ * allocation stacks are symbolized and its lines written after the lock, so a program's allocations and
+ * frees never wait for them. (Printed under the lock, as before, the blocked writer held it.) Then every
+ * report is complete, in order: its line, its stack, the next one. */
+static void *scan_thread(void *arg) {
+    (void)arg;
+    return (void *)(intptr_t)rz_scan();
+}
+
+Test(scale, reports_are_printed_after_the_registry_lock, .timeout = 60) {
+    enum { N = 1500 };
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    char path[32];
+    snprintf(path, sizeof path, "/dev/fd/%d", fds[1]);
+    setenv("METRALE_REDZONE_LOG", path, 1);
+    setenv("METRALE_REDZONE_STACKS", "4", 1);
+    for (int i = 0; i < N; i++) {
+        rz_devptr_t p;
+        cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+        cr_assert_eq(cuMemsetD8_v2(p + 64, 0x5a, 1), RZCUDA_SUCCESS); /* one byte into the band */
+    }
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, scan_thread, NULL), 0);
+    /* Wait (bounded) until the pipe is all but full: the scan has written a pipe's worth of reports and
+     * cannot finish writing them. */
+    int cap = fcntl(fds[0], F_GETPIPE_SZ), queued = 0;
+    for (int waited = 0; waited < 20000 && queued < cap - 4096; waited++) {
+        struct timespec ms = {.tv_nsec = 1000000};
+        nanosleep(&ms, NULL);
+        cr_assert_eq(ioctl(fds[0], FIONREAD, &queued), 0);
+    }
+    cr_assert_geq(queued, cap - 4096, "the reports fill the pipe (%d of %d bytes)", queued, cap);
+    cr_assert_eq(rz__registry_lock_timed(3000), RZ_OK, "the registry is free while the reports are written");
+    rz__registry_unlock();
+    size_t size = 4 << 20, len = 0;
+    char *out = malloc(size);
+    const char *summary = "redzone scan: 1500 zones checked, 1500 violated\n";
+    while (len < size - 1) {
+        ssize_t got = read(fds[0], out + len, size - 1 - len);
+        cr_assert_gt(got, 0);
+        len += (size_t)got;
+        out[len] = '\0';
+        if (strstr(out, summary))
+            break;
+    }
+    void *rc;
+    cr_assert_eq(pthread_join(t, &rc), 0);
+    cr_assert_eq((intptr_t)rc, N);
+    cr_assert_eq(rzt_count(out, "REDZONE VIOLATION alloc#"), N, "%.2000s", out);
+    cr_assert_eq(rzt_count(out, " was allocated at:\n    #0 0x"), N, "each report with its stack: %.2000s", out);
+    /* In order: each report's stack comes right after its line, before the next report. */
+    for (const char *v = strstr(out, "REDZONE VIOLATION alloc#"); v; v = strstr(v + 1, "REDZONE VIOLATION alloc#")) {
+        unsigned long long index = strtoull(v + strlen("REDZONE VIOLATION alloc#"), NULL, 10);
+        char at[64];
+        snprintf(at, sizeof at, "\n  alloc#%llu was allocated at:\n", index);
+        const char *next = strstr(v + 1, "REDZONE VIOLATION alloc#");
+        const char *stack = strstr(v, at);
+        cr_assert(stack && (next == NULL || stack < next), "alloc#%llu's stack follows its report", index);
+    }
+    cr_assert(strstr(out, summary) > strstr(out, " was allocated at:"), "the summary comes last");
+    free(out);
 }

@@ -100,6 +100,19 @@ int rz__log_fd(void);
 void rz__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rz__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rz__write_all(int fd, const char *buf, size_t len);
+/* Write lines already formatted (one or more, '\n'-terminated) where rz__log writes. */
+void rz__log_raw(const char *buf, size_t len);
+/* Lines held back: while a thread has set one with rz__log_hold, its rz__log lines are appended to it (in
+ * memory mapped on first use, at most RZ_LOG_HELD_MAX bytes; a line that does not fit goes out at once)
+ * instead of written; rz__log_hold(NULL) stops that. The caller writes them (rz__log_raw) and releases the
+ * memory. */
+#define RZ_LOG_HELD_MAX ((size_t)16 << 20)
+typedef struct rz_log_held {
+    char *text;
+    size_t len;
+} rz_log_held_t;
+void rz__log_hold(rz_log_held_t *held);
+void rz__log_held_release(rz_log_held_t *held);
 /* Name of a driver result, from the driver when loaded, else from cu.h's table. */
 const char *rz__cu_name(rzcu_result r);
 void rz__backtrace(uint64_t index);
@@ -554,6 +567,19 @@ static inline int rz__frame_is_ours(const char *func, int in_redzone_object) {
 }
 /* The function containing `rel` in a mapped ELF image (elf_symbols.c), its offset in *offset; NULL if none. */
 const char *rz__elf_lookup(const unsigned char *img, size_t size, uint64_t rel, uint64_t *offset);
+/* The same answer from a table made once per image: its .symtab functions (dynamic 0) or its .dynsym ones
+ * (1), sorted by address. rz__elf_funcs_fill with out NULL (or cap too small) returns how many there are; with
+ * room, fills and sorts them (no allocation) and returns the count. rz__elf_funcs_find looks in one table:
+ * rz__elf_lookup's answer is the .symtab table's, or when that has none, the .dynsym table's. */
+typedef struct rz_elf_func {
+    uint64_t start, end; /* [start, end): a function of size 0 covers one byte */
+    uint64_t reach;      /* the largest end among this entry and every one before it */
+    uint32_t name;       /* offset of its name in the image */
+    uint32_t order;      /* its place in the file's symbol order: the first containing function wins */
+} rz_elf_func_t;
+size_t rz__elf_funcs_fill(const unsigned char *img, size_t size, int dynamic, rz_elf_func_t *out, size_t cap);
+const char *rz__elf_funcs_find(const unsigned char *img, const rz_elf_func_t *t, size_t n, uint64_t rel,
+                               uint64_t *offset);
 /* The kernel-candidates line of a report for zone index `index`: launches after `since` still kept in
  * the ring that were made after the zone existed (0 when there are none). */
 size_t rz__format_launch_candidates(const rz_launches_t *ring, uint64_t since, uint64_t index, char *out, size_t cap);
