@@ -106,6 +106,32 @@ Test(scale, scan_calls_per_context_independent_of_zone_count, .timeout = 120) {
     cr_assert_leq(calls[1], 5 * C, "%llu calls for %d contexts", calls[1], C);
 }
 
+/* Bounded batches (issue 20.8): a scan's scratch stays within one batch's worth however many zones there are
+ * (it was sized for the whole registry: some 150 bytes a zone, kept after the first scan), and a registry
+ * larger than a batch costs 3 driver calls per batch: one at 100k zones, three at 300k (114,688 bands of 64
+ * bytes a batch). */
+Test(scale, scan_scratch_bounded_three_calls_per_batch, .timeout = 300) {
+    enum { FIRST = 100000, ALL = 300000 };
+    rz_devptr_t p;
+    for (int i = 0; i < FIRST; i++)
+        cr_assert_eq(rz__alloc_interposed(&p, 64), RZCUDA_SUCCESS); /* lazy: installed by the first scan */
+    cr_assert_eq(rz_scan(), 0);
+    cuEmuResetCallCounts();
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(scan_calls(), 3, "100k zones: one batch, %llu calls", scan_calls());
+    for (int i = FIRST; i < ALL; i++)
+        cr_assert_eq(rz__alloc_interposed(&p, 64), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 0);
+    cuEmuResetCallCounts();
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(scan_calls(), 9, "300k zones: three batches, %llu calls", scan_calls());
+    rz__registry_lock();
+    uint64_t scratch = rz__band_scratch_bytes();
+    rz__registry_unlock();
+    cr_assert_leq(scratch, (uint64_t)18 << 20, "scratch of %llu bytes for %d zones", (unsigned long long)scratch, ALL);
+    cr_assert_geq(scratch, (uint64_t)7 << 20, "the staging and the entries of a batch: %llu", (unsigned long long)scratch);
+}
+
 /* A guard-page allocation that cannot fit under the 1 GiB cap makes no virtual-memory driver call before
  * the cap says so (issue 20.9): it gets an ordinary band. */
 Test(scale, guard_cap_checked_before_any_driver_call) {

@@ -8,19 +8,24 @@
  * band holds now (`expected`), and scans compare against that.
  *
  * Scans and poisons run under the registry lock, so a zone cannot be freed (and its address reused by a
- * new allocation) between reading its band and judging it.
+ * new allocation) between reading its band and judging it. A violation's report is judge.c's; a scan's
+ * reports are printed after the lock is released.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "rz_annotate.h"
 #include "rz_internal.h"
 
-/* One batch (one driver call per context) covers up to BATCH_ZONES bands and RZ_STAGING_MAX bytes: 1M bands of
- * 64 bytes in one call. Scratch grows to what the registry needs, never beyond these. */
-#define BATCH_ZONES ((size_t)1 << 20)
-
+/*
+ * Bounded batches (issue 20.8). One batch (per context one batch copy, then one synchronisation) covers at most
+ * RZ_BATCH_ENTRIES bands and RZ_BATCH_STAGING bytes of them; its scratch (the entries here, the copy lists in
+ * device.c, the staging) is sized for what the registry needs up to that, reused by every scan, poison and
+ * install, and never grows past it: about 16 MiB with 64-byte bands (114,688 of them a batch), however many
+ * zones. (Scratch sized for the whole registry held some 150 bytes a zone after the first scan at 1M zones,
+ * for good, and the first scan spent its time faulting those pages in.) A registry larger than one batch
+ * takes one more batch, 3 driver calls, per batch's worth of bands: 100k zones are still one.
+ */
 static RZ_TLS int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
 
 /* The last full scan's bands that could not be read (zones) and the driver's error for them. */
@@ -31,204 +36,42 @@ static rz_staging_t g_staging;
 static rz_band_io_t *g_io;
 static rz_zone_node_t **g_nodes;
 static uint8_t *g_suspect; /* the device check's answer, per batch entry */
-static rz_zone_node_t **g_pending_nodes; /* zones taken for installing (each one or two entries of g_io) */
 static size_t g_io_cap;
+_Static_assert(sizeof(rz_band_io_t) == 32, "a batch entry: 32 bytes");
 
 uint8_t rz__band_byte_for(uint64_t index) {
     return rz__window_byte(RZ_STATE.poison_active, RZ_STATE.poison_lo, RZ_STATE.poison_hi, RZ_STATE.fill, index);
 }
 
-RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) {
-    /* Empty on purpose: a debugger breaks here. The asm keeps the call from being optimised away. */
-    __asm__ volatile("" : : "r"(violation) : "memory");
-}
-
-/* Room for one batch: `staging` bytes of bands and as many entries as the registry can fill. */
+/* Room for one batch: `staging` bytes of bands and as many entries as the registry can fill, up to a batch
+ * (grown geometrically: a registry that grows by a little between scans does not reallocate at each). */
 static int ensure_scratch(size_t staging) {
-    size_t zones = rz__registry_count();
-    zones = zones < 16 ? 16 : (zones > BATCH_ZONES ? BATCH_ZONES : zones);
+    size_t want = rz__registry_count();
     if (rz__options()->front_bytes)
-        zones *= 2; /* two bands a zone */
-    if (zones > g_io_cap) {
-        rz_band_io_t *io = realloc(g_io, zones * sizeof *io);
+        want *= 2; /* two bands a zone */
+    want = want < 16 ? 16 : (want > RZ_BATCH_ENTRIES ? RZ_BATCH_ENTRIES : want);
+    if (want > g_io_cap) {
+        size_t cap = 2 * g_io_cap > want ? 2 * g_io_cap : want;
+        cap = cap > RZ_BATCH_ENTRIES ? RZ_BATCH_ENTRIES : cap;
+        rz_band_io_t *io = realloc(g_io, cap * sizeof *io);
         if (io)
             g_io = io;
-        rz_zone_node_t **nodes = realloc(g_nodes, zones * sizeof *nodes);
+        rz_zone_node_t **nodes = realloc(g_nodes, cap * sizeof *nodes);
         if (nodes)
             g_nodes = nodes;
-        uint8_t *suspect = realloc(g_suspect, zones);
+        uint8_t *suspect = realloc(g_suspect, cap);
         if (suspect)
             g_suspect = suspect;
-        rz_zone_node_t **pending = realloc(g_pending_nodes, zones * sizeof *pending);
-        if (pending)
-            g_pending_nodes = pending;
-        if (!io || !nodes || !suspect || !pending)
+        if (!io || !nodes || !suspect)
             return RZ_ENOMEM;
-        g_io_cap = zones;
+        g_io_cap = cap;
     }
     return rz__dev_staging_reserve(&g_staging, staging);
 }
 
-static void record_violation(const rz_violation_t *v) {
-    uint32_t k = RZ_STATE.last_violation_count;
-    if (k < RZ_LAST_VIOLATIONS) {
-        RZ_STATE.last_violations[k] = *v;
-        RZ_STATE.last_violation_count = k + 1;
-    }
-}
-
-/*
- * A scan's reports are printed after it releases the registry lock (issue 20.6: symbolizing the allocation
- * stacks of 2000 violated zones held the lock for seconds). While the scan holds the lock its lines are held
- * back (rz__log_hold), and each violated zone is queued: where its lines stop for its allocation stack, the
- * stack's depot id (a stack never changes, while the zone's node may be reused once the lock is released),
- * where its lines end, and its record for the __redzone_violation hook. After the lock, zone by zone in the
- * order found: its lines, its stack symbolized in place, then the hook, so a debugger stopped there has the
- * report before it and the registry free. Counters and the state block's records are still updated under
- * the lock. Memory is mapped on the first violation and unmapped after printing (no heap: the fatal-signal
- * scan runs while the crashing thread may hold malloc's lock); a queue that fills up (REPORT_ITEMS zones, or
- * lines within REPORT_ROOM of RZ_LOG_HELD_MAX) is printed at once, under the lock.
- */
-#define REPORT_ITEMS ((size_t)1 << 16)
-#define REPORT_ROOM ((size_t)64 << 10) /* more than one zone's lines and any warnings between two zones */
-
-struct report_item {
-    size_t stack_at, end; /* offsets in the held lines */
-    uint32_t stack;       /* depot id; 0: none to print */
-    rz_violation_t v;
-};
-
-struct reports {
-    rz_log_held_t lines;
-    struct report_item *items;
-    size_t n;
-};
-
-static RZ_TLS struct reports *t_reports; /* set while this thread's scan holds the registry lock */
-
-static void reports_begin(struct reports *r) {
-    memset(r, 0, sizeof *r);
-    t_reports = r;
-    rz__log_hold(&r->lines);
-}
-
-static void print_stack(uint32_t stack) {
-    const uint64_t *kept;
-    uint32_t n = rz__depot_get(stack, &kept);
-    void *frames[RZ_STACK_MAX];
-    n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
-    for (uint32_t i = 0; i < n; i++)
-        frames[i] = (void *)(uintptr_t)kept[i];
-    if (n)
-        rz__symbolize_frames(frames, (int)n);
-}
-
-/* Print what is queued, and empty the queue (lines are held back again when the scan goes on). */
-static void reports_print(struct reports *r, int go_on) {
-    rz__log_hold(NULL);
-    size_t at = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct report_item *it = &r->items[i];
-        rz__log_raw(r->lines.text + at, it->stack_at - at);
-        print_stack(it->stack);
-        rz__log_raw(r->lines.text + it->stack_at, it->end - it->stack_at);
-        at = it->end;
-        __redzone_violation(&it->v);
-    }
-    if (r->lines.len > at)
-        rz__log_raw(r->lines.text + at, r->lines.len - at);
-    r->n = 0;
-    r->lines.len = 0;
-    if (go_on)
-        rz__log_hold(&r->lines);
-}
-
-static void reports_end(struct reports *r) {
-    t_reports = NULL;
-    reports_print(r, 0);
-    rz__log_held_release(&r->lines);
-    if (r->items)
-        munmap(r->items, REPORT_ITEMS * sizeof *r->items);
-    r->items = NULL;
-}
-
-/* Room for one more zone's report in the queue (printing it now, under the lock, when full); 0 without
- * memory for the queue: then the zone is reported at once. */
-static int reports_room(struct reports *r) {
-    if (r->items == NULL) {
-        void *p = mmap(NULL, REPORT_ITEMS * sizeof *r->items, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
-        if (p == MAP_FAILED)
-            return 0;
-        r->items = p;
-    }
-    if (r->n == REPORT_ITEMS || RZ_LOG_HELD_MAX - r->lines.len < REPORT_ROOM)
-        reports_print(r, 1);
-    return 1;
-}
-
-/* Report one violated band of zone z (front: the band before its pointer); its allocation stack is taken from
- * the registry, or given (`stack`, for a zone already removed from it). */
-static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
-                      uint32_t ngiven);
-
-static int judge(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
-    return judge_with(z, band, bytes, front, NULL, 0);
-}
-
-int rz__band_judge_freed(const rz_zone_node_t *z, const uint8_t *band, const uint64_t *frames, uint32_t nframes) {
-    int bad = judge_with(z, band, z->pad_bytes, 0, frames, nframes);
-    if (z->front_units)
-        bad |= judge_with(z, band + z->pad_bytes, rz__zone_front(z), 1, frames, nframes);
-    return bad;
-}
-
-static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
-                      uint32_t ngiven) {
-    rz_violation_t v;
-    if (!rz__band_violation(z, band, bytes, front, &v))
-        return 0;
-    char line[512];
-    rz__format_violation(&v, line, sizeof line);
-    struct reports *r = t_reports;
-    if (r && reports_room(r)) {
-        uint32_t stack = given ? rz__depot_put(given, ngiven) : rz__registry_stack_id(z);
-        const uint64_t *kept;
-        uint32_t nframes = rz__depot_get(stack, &kept);
-        rz__log("%s", line);
-        if (nframes)
-            rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
-        size_t stack_at = r->lines.len;
-        rz__launch_report(z);
-        rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
-        record_violation(&v);
-        r->items[r->n++] = (struct report_item){.stack_at = stack_at, .end = r->lines.len, .stack = nframes ? stack : 0,
-                                                .v = v};
-        return 1;
-    }
-    rz__log("%s", line);
-    uint32_t nframes = ngiven;
-    const uint64_t *stack = given;
-    if (stack == NULL)
-        stack = rz__registry_stack(z, &nframes);
-    if (nframes) {
-        void *frames[RZ_STACK_MAX];
-        for (uint32_t i = 0; i < nframes && i < RZ_STACK_MAX; i++)
-            frames[i] = (void *)(uintptr_t)stack[i];
-        rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
-        rz__symbolize_frames(frames, (int)(nframes < RZ_STACK_MAX ? nframes : RZ_STACK_MAX));
-    }
-    rz__launch_report(z);
-    rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
-    record_violation(&v);
-    __redzone_violation(&v);
-    return 1;
-}
-
-int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) { return judge(z, band, z->pad_bytes, 0); }
-
-int rz__band_judge_front(const rz_zone_node_t *z, const uint8_t *band) {
-    return judge(z, band, rz__zone_front(z), 1);
+uint64_t rz__band_scratch_bytes(void) {
+    return (uint64_t)g_io_cap * (sizeof *g_io + sizeof *g_nodes + sizeof *g_suspect) + g_staging.size +
+           rz__dev_scratch_bytes();
 }
 
 /* The io entries of zone z's bands at io[0] (and io[1] for a front band): how many. */
@@ -244,22 +87,9 @@ static size_t zone_bands(const rz_zone_node_t *z, rz_band_io_t *io, uint8_t valu
 /* The agent waits at most this long for the registry (a thread stopped by the debugger may hold it). */
 #define AGENT_LOCK_TIMEOUT_MS 1500
 
-/* This thread entered a scan while in one: a signal handler (calling exit, say) interrupted it. What the scan
- * held back goes out now, without stacks (symbolizing could wait for a lock the interrupted code holds), and
- * from here its reports are printed as found, so nothing is lost if it never resumes. */
-static void reports_spill(struct reports *r) {
-    rz__log_hold(NULL);
-    if (r->lines.len)
-        rz__log_raw(r->lines.text, r->lines.len);
-    r->lines.len = 0;
-    r->n = 0;
-    t_reports = NULL;
-}
-
 static int begin(void) {
     if (t_busy) {
-        if (t_reports)
-            reports_spill(t_reports);
+        rz__reports_spill(); /* a signal handler (calling exit) interrupted this thread's scan */
         return RZ_EBUSY;
     }
     rz__options();
@@ -302,12 +132,15 @@ static int install_pending_locked(void) {
         return RZ_ENOMEM;
     int rc = RZ_OK;
     size_t n;
-    size_t per_round = rz__options()->front_bytes ? g_io_cap / 2 : g_io_cap; /* entries per zone: 1 or 2 */
-    while ((n = rz__registry_take_pending(g_pending_nodes, per_round)) > 0) {
+    /* The zones taken go at the end of g_nodes, their entries from its start: entry k of zone i is at most at
+     * 2i + 1 < per_round + i (one or two entries a zone), so no zone is overwritten before it is read. */
+    size_t per_round = rz__options()->front_bytes ? g_io_cap / 2 : g_io_cap;
+    rz_zone_node_t **taken = g_nodes + (g_io_cap - per_round);
+    while ((n = rz__registry_take_pending(taken, per_round)) > 0) {
         size_t k = 0, gone = 0, unknown = 0;
         rzcu_result last_error = RZCUDA_SUCCESS;
         for (size_t i = 0; i < n; i++) {
-            rz_zone_node_t *z = g_pending_nodes[i];
+            rz_zone_node_t *z = taken[i];
             rzcu_result q = z->ctx ? RZCUDA_SUCCESS
                                    : rz__drv.cuPointerGetAttribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
             if (q == RZCUDA_ERROR_INVALID_VALUE) {
@@ -378,11 +211,11 @@ void rz__bands_context_ending(void *ctx) {
     rz__dev_settle(ctx); /* the driver waits for the context's work before ending it: so do we */
     rz__registry_lock();
     uint64_t checked = 0, violated = 0;
-    struct reports reports;
-    reports_begin(&reports);
+    rz_reports_t reports;
+    rz__reports_begin(&reports);
     int rc = scan_locked(ctx, &checked, &violated);
     rz__registry_unlock();
-    reports_end(&reports);
+    rz__reports_end(&reports);
     if (violated || rc != RZ_OK)
         rz__log("redzone: context ending: %llu zones checked, %llu violated%s%s", (unsigned long long)checked,
                 (unsigned long long)violated, rc != RZ_OK ? "; failed: " : "", rc != RZ_OK ? rz_strerror(rc) : "");
@@ -526,10 +359,10 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
 static int scan_locked(void *only, uint64_t *checked_out, uint64_t *violated_out) {
     uint64_t checked = 0, violated = 0, unread = 0;
     int rc = RZ_OK, rc_driver = RZ_OK;
-    /* Staging holds one batch: sized for the registry up to RZ_STAGING_MAX (pages are touched only as used),
-     * and grown, between batches, for a band wider than it (its address must not move within a batch). */
+    /* Staging holds one batch: sized for the registry up to RZ_BATCH_STAGING, and grown, between batches, for
+     * a zone whose bands are wider than that (its address must not move within a batch). */
     uint64_t want = rz__registry_count() * (RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes + rz__options()->front_bytes : 16);
-    if (ensure_scratch(want < RZ_STAGING_MAX ? (size_t)want : RZ_STAGING_MAX) != RZ_OK)
+    if (ensure_scratch(want < RZ_BATCH_STAGING ? (size_t)want : RZ_BATCH_STAGING) != RZ_OK)
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
@@ -616,8 +449,8 @@ static int scan_all(int how) {
         end();
         return 0;
     }
-    struct reports reports;
-    reports_begin(&reports);
+    rz_reports_t reports;
+    rz__reports_begin(&reports);
     install_pending_locked();
     rz__launch_scan_begin();
     RZ_STATE.last_violation_count = 0;
@@ -630,7 +463,7 @@ static int scan_all(int how) {
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
-    reports_end(&reports); /* the reports, symbolized, after the lock */
+    rz__reports_end(&reports); /* the reports, symbolized, after the lock */
     rz__count(RZ_C_scans, 1);
     if (rc == RZ_OK && (how & SCAN_QUIET_EMPTY) && checked == 0 && violated == 0) {
         /* The exit scan of a program whose zones were all freed (and judged then): a "0 zones checked, 0

@@ -387,12 +387,13 @@ int rz__stream_capturing(rzcu_stream s);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 
-/* One band transfer: device range [dev, dev+bytes) of context ctx; host buffer or fill value. */
+/* One band transfer: device range [dev, dev+bytes) of context ctx; host buffer or fill value. 32 bytes: a
+ * batch holds RZ_BATCH_ENTRIES of them. */
 typedef struct rz_band_io {
     void *ctx;
     rz_devptr_t dev;
-    size_t bytes;
     uint8_t *host;  /* read: destination */
+    uint32_t bytes; /* a band: at most RZ_PAD_MAX or RZ_FRONT_MAX */
     uint8_t value;  /* fill: byte to write; scan: the byte expected */
     uint8_t front;  /* the zone's front band (before its pointer), not the one after its end */
     uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
@@ -422,6 +423,9 @@ void rz__io_group_unlock(void);
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
 /* Fill n bands with their values (per context, one sync each). */
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
+/* Host bytes of the batch scratch held now (the copy lists and grouping here; band.c adds its own). Registry
+ * lock held. */
+uint64_t rz__dev_scratch_bytes(void);
 /* 1: move bands one by one (the fallback for drivers without batch copies); 0: batched when possible. */
 void rz__dev_set_per_band(int per_band);
 /* The library's stream for ctx (the current context when NULL), created on first use. */
@@ -460,8 +464,10 @@ void rz__dev_check_reset(void);
 int rz__dev_check_wanted(void);
 void rz__dev_check_load(void);
 
-/* Host staging for band reads: page-locked when the driver allows; one batch reads at most this much. */
-#define RZ_STAGING_MAX ((size_t)64 << 20)
+/* One batch of band transfers: at most this many bands, and (reads) this many bytes of them in host staging,
+ * page-locked when the driver allows (band.c: bounded batches). */
+#define RZ_BATCH_ENTRIES ((size_t)1 << 17)
+#define RZ_BATCH_STAGING ((size_t)7 << 20) /* 114,688 bands of 64 bytes */
 typedef struct rz_staging {
     uint8_t *p;
     size_t size;
@@ -594,6 +600,8 @@ void rz__bands_install(void);
 /* Wait for the program's work in every context that holds a watched zone (before the exit scan: work still
  * queued or running at exit may write past an end). Never under the registry lock. */
 void rz__bands_settle(void);
+/* Host bytes of every scan's, poison's and install's scratch held now (bounded: band.c). Registry lock held. */
+uint64_t rz__band_scratch_bytes(void);
 /* Zones the last full scan could not read, and the driver's error (call after rz_scan, on its thread). */
 uint64_t rz__scan_unread(rzcu_result *error);
 /* A context is about to end (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset):
@@ -601,6 +609,19 @@ uint64_t rz__scan_unread(rzcu_result *error);
 void rz__bands_context_ending(void *ctx);
 /* It has ended: forget its zones and the library's state for it. */
 void rz__bands_context_ended(void *ctx);
+/* ---- the judge's reports (judge.c) ------------------------------------------------------------------- */
+/* A scan's reports, held back while it holds the registry lock: rz__reports_begin after taking the lock (this
+ * thread's judge calls queue their reports from then on), rz__reports_end after releasing it (prints them,
+ * each stack symbolized, each hook called, in order, and frees the memory). rz__reports_spill: this thread's
+ * scan was interrupted by a signal handler that scans again (exit): print what it held, stop holding. */
+typedef struct rz_reports {
+    rz_log_held_t lines;
+    struct report_item *items; /* mapped on the first violation */
+    size_t n;
+} rz_reports_t;
+void rz__reports_begin(rz_reports_t *r);
+void rz__reports_end(rz_reports_t *r);
+void rz__reports_spill(void);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 /* The same for a zone no longer in the registry (a free-time check), with its allocation stack. */
