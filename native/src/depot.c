@@ -97,9 +97,16 @@ static uint64_t place(uint64_t words) {
     return w;
 }
 
+/* A child forked while another thread held the lock: the lock is the child's own now (an entry being added
+ * then is not in the table yet: at worst its words are lost). */
+static void after_fork(void) { pthread_mutex_init(&g_lock, NULL); }
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, after_fork); }
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+
 uint32_t rz__depot_put(const uint64_t *frames, uint32_t n) {
     if (n == 0)
         return 0;
+    pthread_once(&g_fork_once, register_fork_handler);
     if (n > RZ_STACK_MAX)
         n = RZ_STACK_MAX;
     uint32_t h = hash_frames(frames, n);

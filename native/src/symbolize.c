@@ -245,8 +245,16 @@ static int resolve_cached(void *addr, struct addr_slot *out) {
     return 1;
 }
 
+/* A child forked while another thread symbolized: the lock is the child's own now. Registered at the first
+ * stack captured or symbolized outside the agent (pthread_atfork may allocate: never on the fatal path, where
+ * stacks shown were captured before). */
+static void after_fork(void) { pthread_mutex_init(&g_lock, NULL); }
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, after_fork); }
+static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+
 static int lock_for_symbols(void) {
     if (!rz__is_agent_thread()) {
+        pthread_once(&g_fork_once, register_fork_handler);
         pthread_mutex_lock(&g_lock);
         return 1;
     }
@@ -315,6 +323,7 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 int rz__capture_stack(void **frames, int max) {
+    pthread_once(&g_fork_once, register_fork_handler);
     if (g_self_hi == 0)
         dl_iterate_phdr(find_self, (void *)(uintptr_t)rz__capture_stack);
     void *all[64 + 16];
