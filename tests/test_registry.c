@@ -218,3 +218,51 @@ Test(registry, pending_hint_covers_an_install_in_progress) {
     cr_assert_eq(rz__registry_pending(), 0);
     rz__registry_unlock();
 }
+
+/* METRALE_REDZONE_STACKS=32 (issue 20.8): a stack is stored once however many zones share it, and a zone keeps
+ * a 4-byte id (a slot of 33 words per zone cost 264 bytes each); distinct stacks keep their own frames, a
+ * removed zone's stack is still there for the free-time check, and a reused node does not show the stack of
+ * the zone it held before. */
+Test(registry, allocation_stacks_are_stored_once) {
+    enum { ZONES = 20000, DEPTH = 32 };
+    RZ_STATE.stack_depth = DEPTH;
+    void *site[DEPTH], *other[DEPTH];
+    for (int i = 0; i < DEPTH; i++) {
+        site[i] = (void *)(uintptr_t)(0x400000 + 16 * i);
+        other[i] = (void *)(uintptr_t)(0x500000 + 16 * i);
+    }
+    uint64_t before = rz__depot_bytes();
+    for (uint64_t i = 0; i < ZONES; i++) {
+        rz_zone_node_t z = {.ptr = 0x100000000ull + 256 * i, .index = i, .pad_bytes = 16, .user_bytes = 64};
+        cr_assert_eq(rz__registry_add_stack(&z, i % 1000 == 7 ? other : site, i % 1000 == 7 ? 3 : DEPTH), RZ_OK);
+    }
+    uint64_t grown = rz__depot_bytes() - before;
+    cr_assert_leq(grown, 16384, "two distinct stacks took %llu depot bytes", (unsigned long long)grown);
+    rz__registry_lock();
+    uint32_t shared = 0;
+    for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
+        uint32_t n;
+        const uint64_t *f = rz__registry_stack(z, &n);
+        int is_other = z->index % 1000 == 7;
+        cr_assert_eq(n, is_other ? 3u : (uint32_t)DEPTH, "zone %llu", (unsigned long long)z->index);
+        cr_assert_eq(f[n - 1], (uint64_t)(uintptr_t)(is_other ? other : site)[n - 1]);
+        if (!is_other) {
+            cr_assert(shared == 0 || rz__registry_stack_id(z) == shared, "one id for one stack");
+            shared = rz__registry_stack_id(z);
+        }
+    }
+    rz__registry_unlock();
+    uint64_t frames[RZ_STACK_MAX];
+    rz_zone_node_t out;
+    cr_assert_eq(rz__registry_remove(0x100000000ull + 256 * 7, &out), RZ_OK);
+    cr_assert_eq(rz__registry_removed_stack(7, frames, RZ_STACK_MAX), 3, "the removed zone's stack is kept");
+    cr_assert_eq(frames[2], (uint64_t)(uintptr_t)other[2]);
+    /* The freed node is reused by a zone registered without a stack: it must not inherit one. */
+    rz_zone_node_t fresh = {.ptr = 0x9000, .index = ZONES, .pad_bytes = 16, .user_bytes = 8};
+    cr_assert_eq(rz__registry_add_stack(&fresh, site, 0), RZ_OK);
+    rz__registry_lock();
+    uint32_t n;
+    cr_assert_null(rz__registry_stack(rz__registry_find(0x9000), &n));
+    cr_assert_eq(n, 0);
+    rz__registry_unlock();
+}

@@ -1,10 +1,14 @@
 /* Performance at scale (issue 20), where a count can be asserted exactly: library streams bounded by the
  * contexts used and released with them, driver calls per scan independent of how zones spread over
- * contexts. Timings are bench/run's (bench/scale_bench.c), not asserted here. */
+ * contexts, reports printed after the registry lock. Timings are bench/run's (bench/scale_bench.c,
+ * bench/mem_bench.c, bench/report_bench.c), not asserted here. */
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <time.h>
 
 #include "rz_test.h"
 
@@ -156,6 +160,32 @@ Test(scale, concurrent_syncs_after_the_same_work_scan_once) {
     cr_assert_eq(cuEmuCallCount("cuMemcpyBatchAsync_v2"), 1);
 }
 
+/* Bounded batches (issue 20.8): a scan's scratch stays within one batch's worth however many zones there are
+ * (it was sized for the whole registry: some 150 bytes a zone, kept after the first scan), and a registry
+ * larger than a batch costs 3 driver calls per batch: one at 100k zones, three at 300k (114,688 bands of 64
+ * bytes a batch). */
+Test(scale, scan_scratch_bounded_three_calls_per_batch, .timeout = 300) {
+    enum { FIRST = 100000, ALL = 300000 };
+    rz_devptr_t p;
+    for (int i = 0; i < FIRST; i++)
+        cr_assert_eq(rz__alloc_interposed(&p, 64), RZCUDA_SUCCESS); /* lazy: installed by the first scan */
+    cr_assert_eq(rz_scan(), 0);
+    cuEmuResetCallCounts();
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(scan_calls(), 3, "100k zones: one batch, %llu calls", scan_calls());
+    for (int i = FIRST; i < ALL; i++)
+        cr_assert_eq(rz__alloc_interposed(&p, 64), RZCUDA_SUCCESS);
+    cr_assert_eq(rz_scan(), 0);
+    cuEmuResetCallCounts();
+    cr_assert_eq(rz_scan(), 0);
+    cr_assert_eq(scan_calls(), 9, "300k zones: three batches, %llu calls", scan_calls());
+    rz__registry_lock();
+    uint64_t scratch = rz__band_scratch_bytes();
+    rz__registry_unlock();
+    cr_assert_leq(scratch, (uint64_t)18 << 20, "scratch of %llu bytes for %d zones", (unsigned long long)scratch, ALL);
+    cr_assert_geq(scratch, (uint64_t)7 << 20, "the staging and the entries of a batch: %llu", (unsigned long long)scratch);
+}
+
 /* A guard-page allocation that cannot fit under the 1 GiB cap makes no virtual-memory driver call before
  * the cap says so (issue 20.9): it gets an ordinary band. */
 Test(scale, guard_cap_checked_before_any_driver_call) {
@@ -170,4 +200,69 @@ Test(scale, guard_cap_checked_before_any_driver_call) {
     cr_assert_eq(cuEmuCallCount("cuMemAlloc_v2"), 1, "an ordinary allocation instead");
     cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
     __atomic_store_n(&RZ_STATE.guard_bytes, 0, __ATOMIC_RELAXED);
+}
+
+/* Reports are printed after the scan releases the registry lock (issue 20.6). The log is a pipe nobody reads
+ * yet: the scan fills it and blocks writing its reports. The registry must be free by then: the scan's
+ * allocation stacks are symbolized and its lines written after the lock, so a program's allocations and
+ * frees never wait for them. (Printed under the lock, as before, the blocked writer held it.) Then every
+ * report is complete, in order: its line, its stack, the next one. */
+static void *scan_thread(void *arg) {
+    (void)arg;
+    return (void *)(intptr_t)rz_scan();
+}
+
+Test(scale, reports_are_printed_after_the_registry_lock, .timeout = 60) {
+    enum { N = 1500 };
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    char path[32];
+    snprintf(path, sizeof path, "/dev/fd/%d", fds[1]);
+    setenv("METRALE_REDZONE_LOG", path, 1);
+    setenv("METRALE_REDZONE_STACKS", "4", 1);
+    for (int i = 0; i < N; i++) {
+        rz_devptr_t p;
+        cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+        cr_assert_eq(cuMemsetD8_v2(p + 64, 0x5a, 1), RZCUDA_SUCCESS); /* one byte into the band */
+    }
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, scan_thread, NULL), 0);
+    /* Wait (bounded) until the pipe is all but full: the scan has written a pipe's worth of reports and
+     * cannot finish writing them. */
+    int cap = fcntl(fds[0], F_GETPIPE_SZ), queued = 0;
+    for (int waited = 0; waited < 20000 && queued < cap - 4096; waited++) {
+        struct timespec ms = {.tv_nsec = 1000000};
+        nanosleep(&ms, NULL);
+        cr_assert_eq(ioctl(fds[0], FIONREAD, &queued), 0);
+    }
+    cr_assert_geq(queued, cap - 4096, "the reports fill the pipe (%d of %d bytes)", queued, cap);
+    cr_assert_eq(rz__registry_lock_timed(3000), RZ_OK, "the registry is free while the reports are written");
+    rz__registry_unlock();
+    size_t size = 4 << 20, len = 0;
+    char *out = malloc(size);
+    const char *summary = "redzone scan: 1500 zones checked, 1500 violated\n";
+    while (len < size - 1) {
+        ssize_t got = read(fds[0], out + len, size - 1 - len);
+        cr_assert_gt(got, 0);
+        len += (size_t)got;
+        out[len] = '\0';
+        if (strstr(out, summary))
+            break;
+    }
+    void *rc;
+    cr_assert_eq(pthread_join(t, &rc), 0);
+    cr_assert_eq((intptr_t)rc, N);
+    cr_assert_eq(rzt_count(out, "REDZONE VIOLATION alloc#"), N, "%.2000s", out);
+    cr_assert_eq(rzt_count(out, " was allocated at:\n    #0 0x"), N, "each report with its stack: %.2000s", out);
+    /* In order: each report's stack comes right after its line, before the next report. */
+    for (const char *v = strstr(out, "REDZONE VIOLATION alloc#"); v; v = strstr(v + 1, "REDZONE VIOLATION alloc#")) {
+        unsigned long long index = strtoull(v + strlen("REDZONE VIOLATION alloc#"), NULL, 10);
+        char at[64];
+        snprintf(at, sizeof at, "\n  alloc#%llu was allocated at:\n", index);
+        const char *next = strstr(v + 1, "REDZONE VIOLATION alloc#");
+        const char *stack = strstr(v, at);
+        cr_assert(stack && (next == NULL || stack < next), "alloc#%llu's stack follows its report", index);
+    }
+    cr_assert(strstr(out, summary) > strstr(out, " was allocated at:"), "the summary comes last");
+    free(out);
 }

@@ -107,19 +107,29 @@ class Registry:
 
 
 def stack_of(state_bytes, id1):
-    """The allocation stack kept for node id1 (METRALE_REDZONE_STACKS): return addresses, maybe none."""
+    """The allocation stack kept for node id1 (METRALE_REDZONE_STACKS): return addresses, maybe none. The
+    node's 4-byte stack id, then the stack in the library's depot (native/src/depot.c)."""
     depth = view.u32(state_bytes, view.offset("state.stack_depth"))
     if depth == 0 or id1 == 0:
         return []
     shift = view.size("chunk_shift")
     i = id1 - 1
-    chunk = view.u64(state_bytes, view.offset("state.stack_chunks") + 8 * (i >> shift))
+    ids = view.u64(state_bytes, view.offset("state.stack_ids") + 8 * (i >> shift))
+    if not ids:
+        return []
+    sid = view.u32(read(ids + (i & ((1 << shift) - 1)) * 4, 4), 0)
+    if sid == 0:
+        return []
+    w, dshift = sid - 1, view.u32(state_bytes, view.offset("state.depot_shift"))
+    if w >> dshift >= view.size("depot_chunks"):
+        return []
+    chunk = view.u64(state_bytes, view.offset("state.depot_chunks") + 8 * (w >> dshift))
     if not chunk:
         return []
-    words = depth + 1
-    data = read(chunk + (i & ((1 << shift) - 1)) * words * 8, words * 8)
-    n = min(view.u64(data, 0), depth)
-    return [view.u64(data, 8 * (1 + k)) for k in range(n)]
+    at = chunk + (w & ((1 << dshift) - 1)) * 8
+    n = min(view.u32(read(at, 8), 0), depth)
+    data = read(at + 8, 8 * n) if n else b""
+    return [view.u64(data, 8 * k) for k in range(n)]
 
 
 def describe_pc(pc):

@@ -8,17 +8,23 @@
  * band holds now (`expected`), and scans compare against that.
  *
  * Scans and poisons run under the registry lock, so a zone cannot be freed (and its address reused by a
- * new allocation) between reading its band and judging it.
+ * new allocation) between reading its band and judging it. A violation's report is judge.c's; a scan's
+ * reports are printed after the lock is released.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "rz_internal.h"
 
-/* One batch (one driver call per context) covers up to BATCH_ZONES bands and RZ_STAGING_MAX bytes: 1M bands of
- * 64 bytes in one call. Scratch grows to what the registry needs, never beyond these. */
-#define BATCH_ZONES ((size_t)1 << 20)
-
+/*
+ * Bounded batches (issue 20.8). One batch (per context one batch copy, then one synchronisation) covers at most
+ * RZ_BATCH_ENTRIES bands and RZ_BATCH_STAGING bytes of them; its scratch (the entries here, the copy lists in
+ * device.c, the staging) is sized for what the registry needs up to that, reused by every scan, poison and
+ * install, and never grows past it: about 16 MiB with 64-byte bands (114,688 of them a batch), however many
+ * zones. (Scratch sized for the whole registry held some 150 bytes a zone after the first scan at 1M zones,
+ * for good, and the first scan spent its time faulting those pages in.) A registry larger than one batch
+ * takes one more batch, 3 driver calls, per batch's worth of bands: 100k zones are still one.
+ */
 static RZ_TLS int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
 
 /* The last full scan's bands that could not be read (zones) and the driver's error for them. */
@@ -29,98 +35,42 @@ static rz_staging_t g_staging;
 static rz_band_io_t *g_io;
 static rz_zone_node_t **g_nodes;
 static uint8_t *g_suspect; /* the device check's answer, per batch entry */
-static rz_zone_node_t **g_pending_nodes; /* zones taken for installing (each one or two entries of g_io) */
 static size_t g_io_cap;
+_Static_assert(sizeof(rz_band_io_t) == 32, "a batch entry: 32 bytes");
 
 uint8_t rz__band_byte_for(uint64_t index) {
     return rz__window_byte(RZ_STATE.poison_active, RZ_STATE.poison_lo, RZ_STATE.poison_hi, RZ_STATE.fill, index);
 }
 
-RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) {
-    /* Empty on purpose: a debugger breaks here. The asm keeps the call from being optimised away. */
-    __asm__ volatile("" : : "r"(violation) : "memory");
-}
-
-/* Room for one batch: `staging` bytes of bands and as many entries as the registry can fill. */
+/* Room for one batch: `staging` bytes of bands and as many entries as the registry can fill, up to a batch
+ * (grown geometrically: a registry that grows by a little between scans does not reallocate at each). */
 static int ensure_scratch(size_t staging) {
-    size_t zones = rz__registry_count();
-    zones = zones < 16 ? 16 : (zones > BATCH_ZONES ? BATCH_ZONES : zones);
+    size_t want = rz__registry_count();
     if (rz__options()->front_bytes)
-        zones *= 2; /* two bands a zone */
-    if (zones > g_io_cap) {
-        rz_band_io_t *io = realloc(g_io, zones * sizeof *io);
+        want *= 2; /* two bands a zone */
+    want = want < 16 ? 16 : (want > RZ_BATCH_ENTRIES ? RZ_BATCH_ENTRIES : want);
+    if (want > g_io_cap) {
+        size_t cap = 2 * g_io_cap > want ? 2 * g_io_cap : want;
+        cap = cap > RZ_BATCH_ENTRIES ? RZ_BATCH_ENTRIES : cap;
+        rz_band_io_t *io = realloc(g_io, cap * sizeof *io);
         if (io)
             g_io = io;
-        rz_zone_node_t **nodes = realloc(g_nodes, zones * sizeof *nodes);
+        rz_zone_node_t **nodes = realloc(g_nodes, cap * sizeof *nodes);
         if (nodes)
             g_nodes = nodes;
-        uint8_t *suspect = realloc(g_suspect, zones);
+        uint8_t *suspect = realloc(g_suspect, cap);
         if (suspect)
             g_suspect = suspect;
-        rz_zone_node_t **pending = realloc(g_pending_nodes, zones * sizeof *pending);
-        if (pending)
-            g_pending_nodes = pending;
-        if (!io || !nodes || !suspect || !pending)
+        if (!io || !nodes || !suspect)
             return RZ_ENOMEM;
-        g_io_cap = zones;
+        g_io_cap = cap;
     }
     return rz__dev_staging_reserve(&g_staging, staging);
 }
 
-static void record_violation(const rz_violation_t *v) {
-    uint32_t k = RZ_STATE.last_violation_count;
-    if (k < RZ_LAST_VIOLATIONS) {
-        RZ_STATE.last_violations[k] = *v;
-        RZ_STATE.last_violation_count = k + 1;
-    }
-}
-
-/* Report one violated band of zone z (front: the band before its pointer); its allocation stack is taken from
- * the registry, or given (`stack`, for a zone already removed from it). */
-static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
-                      uint32_t ngiven);
-
-static int judge(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
-    return judge_with(z, band, bytes, front, NULL, 0);
-}
-
-int rz__band_judge_freed(const rz_zone_node_t *z, const uint8_t *band, const uint64_t *frames, uint32_t nframes) {
-    int bad = judge_with(z, band, z->pad_bytes, 0, frames, nframes);
-    if (z->front_units)
-        bad |= judge_with(z, band + z->pad_bytes, rz__zone_front(z), 1, frames, nframes);
-    return bad;
-}
-
-static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
-                      uint32_t ngiven) {
-    rz_violation_t v;
-    if (!rz__band_violation(z, band, bytes, front, &v))
-        return 0;
-    char line[512];
-    rz__format_violation(&v, line, sizeof line);
-    rz__log("%s", line);
-    uint32_t nframes = ngiven;
-    const uint64_t *stack = given;
-    if (stack == NULL)
-        stack = rz__registry_stack(z, &nframes);
-    if (nframes) {
-        void *frames[32];
-        for (uint32_t i = 0; i < nframes && i < 32; i++)
-            frames[i] = (void *)(uintptr_t)stack[i];
-        rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
-        rz__symbolize_frames(frames, (int)(nframes < 32 ? nframes : 32));
-    }
-    rz__launch_report(z, band, bytes, front);
-    rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
-    record_violation(&v);
-    __redzone_violation(&v);
-    return 1;
-}
-
-int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) { return judge(z, band, z->pad_bytes, 0); }
-
-int rz__band_judge_front(const rz_zone_node_t *z, const uint8_t *band) {
-    return judge(z, band, rz__zone_front(z), 1);
+uint64_t rz__band_scratch_bytes(void) {
+    return (uint64_t)g_io_cap * (sizeof *g_io + sizeof *g_nodes + sizeof *g_suspect) + g_staging.size +
+           rz__dev_scratch_bytes();
 }
 
 /* Whether zone z's band can be read and written now: not graph memory (allocated only while a launch of its
@@ -176,8 +126,10 @@ static int zone_state(const rz_zone_node_t *z) {
 #define AGENT_LOCK_TIMEOUT_MS 1500
 
 static int begin(void) {
-    if (t_busy)
+    if (t_busy) {
+        rz__reports_spill(); /* a signal handler (calling exit) interrupted this thread's scan */
         return RZ_EBUSY;
+    }
     rz__options();
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;
@@ -218,12 +170,15 @@ static int install_pending_locked(void) {
         return RZ_ENOMEM;
     int rc = RZ_OK;
     size_t n;
-    size_t per_round = rz__options()->front_bytes ? g_io_cap / 2 : g_io_cap; /* entries per zone: 1 or 2 */
-    while ((n = rz__registry_take_pending(g_pending_nodes, per_round)) > 0) {
+    /* The zones taken go at the end of g_nodes, their entries from its start: entry k of zone i is at most at
+     * 2i + 1 < per_round + i (one or two entries a zone), so no zone is overwritten before it is read. */
+    size_t per_round = rz__options()->front_bytes ? g_io_cap / 2 : g_io_cap;
+    rz_zone_node_t **taken = g_nodes + (g_io_cap - per_round);
+    while ((n = rz__registry_take_pending(taken, per_round)) > 0) {
         size_t k = 0, gone = 0, unknown = 0;
         rzcu_result last_error = RZCUDA_SUCCESS;
         for (size_t i = 0; i < n; i++) {
-            rz_zone_node_t *z = g_pending_nodes[i];
+            rz_zone_node_t *z = taken[i];
             rzcu_result q = z->ctx ? RZCUDA_SUCCESS
                                    : rz__drv.cuPointerGetAttribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
             if (q == RZCUDA_ERROR_INVALID_VALUE || (q == RZCUDA_SUCCESS && other_block_at(z))) {
@@ -295,8 +250,11 @@ void rz__bands_context_ending(void *ctx) {
     rz__dev_settle(ctx); /* the driver waits for the context's work before ending it: so do we */
     rz__registry_lock();
     uint64_t checked = 0, violated = 0;
+    rz_reports_t reports;
+    rz__reports_begin(&reports);
     int rc = scan_locked(&ctx, 1, &checked, &violated);
     rz__registry_unlock();
+    rz__reports_end(&reports);
     if (violated || rc != RZ_OK)
         rz__log("redzone: context ending: %llu zones checked, %llu violated%s%s", (unsigned long long)checked,
                 (unsigned long long)violated, rc != RZ_OK ? "; failed: " : "", rc != RZ_OK ? rz_strerror(rc) : "");
@@ -471,10 +429,10 @@ static int among(void *ctx, void *const *only, size_t n) {
 static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out) {
     uint64_t checked = 0, violated = 0, unread = 0;
     int rc = RZ_OK, rc_driver = RZ_OK;
-    /* Staging holds one batch: sized for the registry up to RZ_STAGING_MAX (pages are touched only as used),
-     * and grown, between batches, for a band wider than it (its address must not move within a batch). */
+    /* Staging holds one batch: sized for the registry up to RZ_BATCH_STAGING, and grown, between batches, for
+     * a zone whose bands are wider than that (its address must not move within a batch). */
     uint64_t want = rz__registry_count() * (RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes + rz__options()->front_bytes : 16);
-    if (ensure_scratch(want < RZ_STAGING_MAX ? (size_t)want : RZ_STAGING_MAX) != RZ_OK)
+    if (ensure_scratch(want < RZ_BATCH_STAGING ? (size_t)want : RZ_BATCH_STAGING) != RZ_OK)
         rc = RZ_ENOMEM;
     size_t n = 0, used = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && rc == RZ_OK; z = rz__registry_next(z)) {
@@ -542,6 +500,8 @@ static int scan_all(int how, rz_scan_some_t *some) {
         if (nonly == 1 && some->ctxs[0] == NULL)
             nonly = 0; /* every context */
     }
+    rz_reports_t reports;
+    rz__reports_begin(&reports);
     install_pending_locked();
     rz__launch_scan_begin(some ? some->whole : 1);
     RZ_STATE.last_violation_count = 0;
@@ -554,6 +514,7 @@ static int scan_all(int how, rz_scan_some_t *some) {
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
+    rz__reports_end(&reports); /* the reports, symbolized, after the lock */
     rz__count(RZ_C_scans, 1);
     if (rc == RZ_OK && (how & SCAN_QUIET_EMPTY) && checked == 0 && violated == 0) {
         /* The exit scan of a program whose zones were all freed (and judged then): a "0 zones checked, 0

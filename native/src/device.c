@@ -401,6 +401,13 @@ int rz__io_group(const rz_band_io_t *io, size_t n, rz_io_groups_t *out) {
     return 1;
 }
 
+uint64_t rz__dev_scratch_bytes(void) {
+    return (uint64_t)g_scratch_cap * (sizeof *g_dsts + sizeof *g_srcs + sizeof *g_sizes) +
+           (uint64_t)g_group_cap * (sizeof *g_group_of + sizeof *g_group_order) +
+           (uint64_t)g_group_ctx_cap * (sizeof *g_group_ctx + sizeof *g_group_start) +
+           (uint64_t)g_hash_cap * (sizeof *g_hash_key + sizeof *g_hash_val);
+}
+
 void rz__io_group_lock(void) { pthread_mutex_lock(&g_group_lock); }
 void rz__io_group_unlock(void) { pthread_mutex_unlock(&g_group_lock); }
 
@@ -600,8 +607,8 @@ int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes) {
     if (bytes <= st->size)
         return RZ_OK;
     size_t size = bytes > 2 * st->size ? bytes : 2 * st->size;
-    if (size > bytes && size > RZ_STAGING_MAX)
-        size = bytes > RZ_STAGING_MAX ? bytes : RZ_STAGING_MAX;
+    if (size > bytes && size > RZ_BATCH_STAGING)
+        size = bytes > RZ_BATCH_STAGING ? bytes : RZ_BATCH_STAGING;
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return RZ_ENOMEM;

@@ -242,39 +242,41 @@ __attribute__((cold, noinline)) static void drop_stale_locked(uint32_t *link) {
     rz__count(RZ_C_stale_zones, 1);
 }
 
-/* Node id1's stack slot (stack_depth + 1 words), mapping its chunk on first use; NULL when out of memory. */
-__attribute__((noinline)) static uint64_t *stack_slot(uint32_t id1) {
+/* Node id1's stack-id slot, mapping its chunk on first use; NULL when out of memory. */
+__attribute__((noinline)) static uint32_t *stack_id_slot(uint32_t id1) {
     uint32_t id = id1 - 1, chunk = id >> RZ_CHUNK_SHIFT;
-    size_t words = (size_t)RZ_STATE.stack_depth + 1;
-    if (RZ_STATE.stack_chunks[chunk] == NULL) {
-        void *p = mmap(NULL, words * 8 * RZ_CHUNK_NODES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (RZ_STATE.stack_ids[chunk] == NULL) {
+        void *p = mmap(NULL, sizeof(uint32_t) * RZ_CHUNK_NODES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
         if (p == MAP_FAILED)
             return NULL;
-        RZ_STATE.stack_chunks[chunk] = p;
+        RZ_STATE.stack_ids[chunk] = p;
     }
-    return RZ_STATE.stack_chunks[chunk] + (size_t)(id & CHUNK_MASK) * words;
+    return RZ_STATE.stack_ids[chunk] + (id & CHUNK_MASK);
+}
+
+uint32_t rz__registry_stack_id(const rz_zone_node_t *node) {
+    if (RZ_STATE.stack_depth == 0)
+        return 0;
+    for (uint32_t c = 0; c < RZ_MAX_CHUNKS && RZ_STATE.chunks[c]; c++) {
+        const rz_zone_node_t *base = RZ_STATE.chunks[c];
+        if (node >= base && node < base + RZ_CHUNK_NODES)
+            return RZ_STATE.stack_ids[c] ? RZ_STATE.stack_ids[c][node - base] : 0;
+    }
+    return 0;
 }
 
 const uint64_t *rz__registry_stack(const rz_zone_node_t *node, uint32_t *n) {
-    *n = 0;
-    if (RZ_STATE.stack_depth == 0)
-        return NULL;
-    for (uint32_t c = 0; c < RZ_MAX_CHUNKS && RZ_STATE.chunks[c]; c++) {
-        const rz_zone_node_t *base = RZ_STATE.chunks[c];
-        if (node >= base && node < base + RZ_CHUNK_NODES) {
-            if (RZ_STATE.stack_chunks[c] == NULL)
-                return NULL;
-            const uint64_t *slot = RZ_STATE.stack_chunks[c] + (size_t)(node - base) * (RZ_STATE.stack_depth + 1);
-            *n = (uint32_t)(slot[0] <= RZ_STATE.stack_depth ? slot[0] : 0);
-            return slot + 1;
-        }
-    }
-    return NULL;
+    const uint64_t *frames;
+    *n = rz__depot_get(rz__registry_stack_id(node), &frames);
+    if (*n > RZ_STATE.stack_depth)
+        *n = RZ_STATE.stack_depth;
+    return *n ? frames : NULL;
 }
 
 /* Two instances: without stacks (the allocation fast path) and with. */
-static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *zone, void *const *frames,
-                                                          uint32_t nframes, int with_stack) {
+static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *zone, uint32_t stack,
+                                                          int with_stack) {
     int rc = RZ_OK;
     rz__registry_lock();
     if (RZ_UNLIKELY(RZ_STATE.zone_count >= g_grow_at)) {
@@ -313,13 +315,9 @@ static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *
     *n = *zone;
     n->state = RZ_ZONE_LIVE;
     if (with_stack && RZ_STATE.stack_depth != 0) {
-        uint64_t *slot = stack_slot(id1);
-        if (slot) {
-            uint32_t k = nframes < RZ_STATE.stack_depth ? nframes : RZ_STATE.stack_depth;
-            for (uint32_t i = 0; i < k; i++)
-                slot[1 + i] = (uint64_t)(uintptr_t)frames[i];
-            slot[0] = k;
-        }
+        uint32_t *slot = stack_id_slot(id1);
+        if (slot)
+            *slot = stack; /* also 0: the node may have held another zone's */
     }
     n->hnext = g_buckets[b];
     g_buckets[b] = id1;
@@ -344,10 +342,16 @@ out:
     return rc;
 }
 
-int rz__registry_add(const rz_zone_node_t *zone) { return add_impl(zone, NULL, 0, 0); }
+int rz__registry_add(const rz_zone_node_t *zone) { return add_impl(zone, 0, 0); }
 
 int rz__registry_add_stack(const rz_zone_node_t *zone, void *const *frames, uint32_t nframes) {
-    return add_impl(zone, frames, nframes, 1);
+    /* Stored in the depot before the registry lock is taken: its own lock, and the hashing, stay outside. */
+    uint64_t words[RZ_STACK_MAX];
+    uint32_t k = nframes < RZ_STATE.stack_depth ? nframes : RZ_STATE.stack_depth;
+    k = k < RZ_STACK_MAX ? k : RZ_STACK_MAX;
+    for (uint32_t i = 0; i < k; i++)
+        words[i] = (uint64_t)(uintptr_t)frames[i];
+    return add_impl(zone, rz__depot_put(words, k), 1);
 }
 
 static inline __attribute__((always_inline)) rz_zone_node_t *find_locked(uint64_t ptr, uint32_t **link) {
@@ -393,19 +397,21 @@ size_t rz__registry_drop_ctx(void *ctx) {
     return dropped;
 }
 
-/* The allocation stack of the zone this thread removed last: its slot belongs to the node, which the next
- * allocation may reuse as soon as the lock is released, so the free-time check takes a copy made here. */
+/* The allocation stack of the zone this thread removed last: its node (and stack-id slot) may be reused by
+ * the next allocation as soon as the lock is released, so the free-time check takes the id noted here; the
+ * stack itself stays in the depot. */
 static RZ_TLS struct {
-    uint64_t index;
-    uint32_t n;
-    uint64_t frames[RZ_STACK_MAX];
+    uint64_t index; /* + 1; 0: none */
+    uint32_t stack;
 } t_removed_stack;
 
 uint32_t rz__registry_removed_stack(uint64_t index, uint64_t *frames, uint32_t cap) {
     if (t_removed_stack.index != index + 1)
         return 0;
-    uint32_t n = t_removed_stack.n < cap ? t_removed_stack.n : cap;
-    memcpy(frames, t_removed_stack.frames, n * sizeof *frames);
+    const uint64_t *kept;
+    uint32_t n = rz__depot_get(t_removed_stack.stack, &kept);
+    n = n < cap ? n : cap;
+    memcpy(frames, kept, n * sizeof *frames);
     return n;
 }
 
@@ -418,12 +424,7 @@ int rz__registry_remove(uint64_t ptr, rz_zone_node_t *out) {
         return RZ_ENOTFOUND;
     }
     if (RZ_UNLIKELY(RZ_STATE.stack_depth != 0)) {
-        uint32_t n;
-        const uint64_t *stack = rz__registry_stack(node, &n);
-        n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
-        if (stack)
-            memcpy(t_removed_stack.frames, stack, n * sizeof *stack);
-        t_removed_stack.n = stack ? n : 0;
+        t_removed_stack.stack = rz__registry_stack_id(node);
         t_removed_stack.index = node->index + 1;
     }
     seq_begin();

@@ -2,7 +2,8 @@
  * The one output path: every report, warning and summary line is formatted into a fixed stack buffer and
  * written with write(2), so it never allocates and is safe to use with locks held. A thread-local guard
  * drops output produced while output is already being produced (a hook that logs from inside a log call),
- * and warnings are capped so a misbehaving program cannot flood the log.
+ * and warnings are capped so a misbehaving program cannot flood the log. A scan holds its lines back (in
+ * memory it maps, not the heap) while it holds the registry lock, and prints them after (band.c).
  */
 #include <errno.h>
 #include <execinfo.h>
@@ -11,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "rz_internal.h"
@@ -104,6 +106,43 @@ size_t rz__log_line_start(char *out) {
     return pid_prefix(out);
 }
 
+/* Lines this thread holds back (rz__log_hold): a scan's reports, printed after the registry lock. */
+static RZ_TLS rz_log_held_t *t_held;
+
+void rz__log_raw(const char *buf, size_t n) {
+    if (n == 0)
+        return;
+    if (rz__is_agent_thread())
+        rz__agent_capture(buf, n); /* a debugger's request: gdb prints it, the program's log does not get it */
+    else
+        rz__write_all(g_log_fd, buf, n);
+}
+
+void rz__log_hold(rz_log_held_t *held) { t_held = held; }
+
+/* Keep one line back; 0 when it must go out now (no room, or no memory for the buffer). */
+static int hold(const char *buf, size_t n) {
+    rz_log_held_t *h = t_held;
+    if (h->text == NULL) {
+        void *p = mmap(NULL, RZ_LOG_HELD_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return 0;
+        h->text = p;
+    }
+    if (RZ_LOG_HELD_MAX - h->len < n)
+        return 0;
+    memcpy(h->text + h->len, buf, n);
+    h->len += n;
+    return 1;
+}
+
+void rz__log_held_release(rz_log_held_t *held) {
+    if (held->text)
+        munmap(held->text, RZ_LOG_HELD_MAX);
+    held->text = NULL;
+    held->len = 0;
+}
+
 static void vlog(const char *prefix, const char *fmt, va_list ap) {
     if (t_in_log)
         return;
@@ -118,10 +157,8 @@ static void vlog(const char *prefix, const char *fmt, va_list ap) {
     if (m > 0)
         n += (size_t)m < sizeof buf - n - 1 ? (size_t)m : sizeof buf - n - 2;
     buf[n++] = '\n';
-    if (agent)
-        rz__agent_capture(buf, n);
-    else
-        rz__write_all(g_log_fd, buf, n);
+    if (t_held == NULL || !hold(buf, n))
+        rz__log_raw(buf, n);
     t_in_log = 0;
 }
 

@@ -112,6 +112,19 @@ size_t rz__log_line_start(char *out);
 void rz__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rz__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void rz__write_all(int fd, const char *buf, size_t len);
+/* Write lines already formatted (one or more, '\n'-terminated) where rz__log writes. */
+void rz__log_raw(const char *buf, size_t len);
+/* Lines held back: while a thread has set one with rz__log_hold, its rz__log lines are appended to it (in
+ * memory mapped on first use, at most RZ_LOG_HELD_MAX bytes; a line that does not fit goes out at once)
+ * instead of written; rz__log_hold(NULL) stops that. The caller writes them (rz__log_raw) and releases the
+ * memory. */
+#define RZ_LOG_HELD_MAX ((size_t)16 << 20)
+typedef struct rz_log_held {
+    char *text;
+    size_t len;
+} rz_log_held_t;
+void rz__log_hold(rz_log_held_t *held);
+void rz__log_held_release(rz_log_held_t *held);
 /* Name of a driver result, from the driver when loaded, else from cu.h's table. */
 const char *rz__cu_name(rzcu_result r);
 void rz__backtrace(uint64_t index);
@@ -217,8 +230,10 @@ rz_zone_node_t *rz__registry_find(uint64_t ptr);
 uint64_t rz__registry_count(void);
 /* As rz__registry_add, also keeping the allocation's stack (n frames, at most RZ_STATE.stack_depth). */
 int rz__registry_add_stack(const rz_zone_node_t *zone, void *const *frames, uint32_t n);
-/* Under the lock: the stack kept for a registry node (NULL, 0 when none). */
+/* Under the lock: the stack kept for a registry node (NULL, 0 when none), and its depot id (0: none). The
+ * frames stay valid after the lock is released (the depot never changes them). */
 const uint64_t *rz__registry_stack(const rz_zone_node_t *node, uint32_t *n);
+uint32_t rz__registry_stack_id(const rz_zone_node_t *node);
 /* The program's frames of the current call, without redzone's own leading ones (at most max). */
 int rz__capture_stack(void **frames, int max);
 /* Whether an address lies in redzone's own code (the mapping rz__capture_stack skips). */
@@ -236,9 +251,20 @@ uint64_t rz__registry_bytes(void);
 /* Drop every zone (tests and fork children only; does not free device memory). */
 void rz__registry_reset(void);
 
+/* ---- stack depot (depot.c) ------------------------------------------------------------------------- */
+#define RZ_DEPOT_SHIFT 18     /* words per depot chunk: 2 MiB */
+#define RZ_DEPOT_CHUNKS 1024  /* at most 2 GiB of distinct stacks */
+/* The id of this stack (n frames, at most RZ_STACK_MAX kept), stored once; 0 when n is 0 or the depot is
+ * full or out of memory. Takes the depot's own lock (never while waiting for the registry's). */
+uint32_t rz__depot_put(const uint64_t *frames, uint32_t n);
+/* The frames of stack `id` (they never change or move) and their count; 0 for id 0. No lock. */
+uint32_t rz__depot_get(uint32_t id, const uint64_t **frames);
+/* Host bytes the depot holds (stacks and its hash table). */
+uint64_t rz__depot_bytes(void);
+
 /* ---- exported state (state.c) ----------------------------------------------------------------------- */
 #define RZ_STATE_MAGIC UINT64_C(0x3145544154535a52) /* the bytes "RZSTATE1" in memory order */
-#define RZ_STATE_VERSION 4
+#define RZ_STATE_VERSION 5
 #define RZ_LAST_VIOLATIONS 16
 
 typedef struct rz_state {
@@ -274,11 +300,14 @@ typedef struct rz_state {
     _Atomic uint32_t lock;          /* the registry lock (registry.c): 0 free, 1 held, 2 held with waiters; a
                                      * debugger judging bands itself refuses while it is held */
     rz_violation_t last_violations[RZ_LAST_VIOLATIONS];
-    /* allocation stacks (METRALE_REDZONE_STACKS): per node id a slot of stack_depth + 1 words, the frame
-     * count then the return addresses, in chunks parallel to the node chunks (NULL: none yet) */
+    /* allocation stacks (METRALE_REDZONE_STACKS): per node id a 4-byte stack id (0: none), in chunks parallel
+     * to the node chunks (NULL: none yet); the stacks themselves, each stored once, in the depot's chunks
+     * (depot.c: a header word, frame count in its low 32 bits, then the return addresses; id - 1 is the
+     * header's word position, chunk << depot_shift | word) */
     uint32_t stack_depth; /* 0: off */
-    uint32_t reserved2;
-    uint64_t *stack_chunks[RZ_MAX_CHUNKS];
+    uint32_t depot_shift; /* RZ_DEPOT_SHIFT */
+    uint32_t *stack_ids[RZ_MAX_CHUNKS];
+    uint64_t *depot_chunks[RZ_DEPOT_CHUNKS];
     /* guard-page allocations now: how many, bytes of device memory and address space they hold, the cap */
     uint64_t guard_live;
     uint64_t guard_bytes;
@@ -380,12 +409,13 @@ int rz__stream_capturing(rzcu_stream s);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 
-/* One band transfer: device range [dev, dev+bytes) of context ctx; host buffer or fill value. */
+/* One band transfer: device range [dev, dev+bytes) of context ctx; host buffer or fill value. 32 bytes: a
+ * batch holds RZ_BATCH_ENTRIES of them. */
 typedef struct rz_band_io {
     void *ctx;
     rz_devptr_t dev;
-    size_t bytes;
     uint8_t *host;  /* read: destination */
+    uint32_t bytes; /* a band: at most RZ_PAD_MAX or RZ_FRONT_MAX */
     uint8_t value;  /* fill: byte to write; scan: the byte expected */
     uint8_t front;  /* the zone's front band (before its pointer), not the one after its end */
     uint8_t failed; /* set by rz__dev_read/rz__dev_write when this entry's context failed */
@@ -410,6 +440,9 @@ void rz__io_group_unlock(void);
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n);
 /* Fill n bands with their values (per context, one sync each). */
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n);
+/* Host bytes of the batch scratch held now (the copy lists and grouping here; band.c adds its own). Registry
+ * lock held. */
+uint64_t rz__dev_scratch_bytes(void);
 /* 1: move bands one by one (the fallback for drivers without batch copies); 0: batched when possible. */
 void rz__dev_set_per_band(int per_band);
 /* The library's stream for ctx (the current context when NULL), created on first use. */
@@ -474,8 +507,10 @@ void rz__dev_check_reset(void);
 int rz__dev_check_wanted(void);
 void rz__dev_check_load(void);
 
-/* Host staging for band reads: page-locked when the driver allows; one batch reads at most this much. */
-#define RZ_STAGING_MAX ((size_t)64 << 20)
+/* One batch of band transfers: at most this many bands, and (reads) this many bytes of them in host staging,
+ * page-locked when the driver allows (band.c: bounded batches). */
+#define RZ_BATCH_ENTRIES ((size_t)1 << 17)
+#define RZ_BATCH_STAGING ((size_t)7 << 20) /* 114,688 bands of 64 bytes */
 typedef struct rz_staging {
     uint8_t *p;
     size_t size;
@@ -653,6 +688,19 @@ static inline int rz__frame_is_ours(const char *func, int in_redzone_object) {
 }
 /* The function containing `rel` in a mapped ELF image (elf_symbols.c), its offset in *offset; NULL if none. */
 const char *rz__elf_lookup(const unsigned char *img, size_t size, uint64_t rel, uint64_t *offset);
+/* The same answer from a table made once per image: its .symtab functions (dynamic 0) or its .dynsym ones
+ * (1), sorted by address. rz__elf_funcs_fill with out NULL (or cap too small) returns how many there are; with
+ * room, fills and sorts them (no allocation) and returns the count. rz__elf_funcs_find looks in one table:
+ * rz__elf_lookup's answer is the .symtab table's, or when that has none, the .dynsym table's. */
+typedef struct rz_elf_func {
+    uint64_t start, end; /* [start, end): a function of size 0 covers one byte */
+    uint64_t reach;      /* the largest end among this entry and every one before it */
+    uint32_t name;       /* offset of its name in the image */
+    uint32_t order;      /* its place in the file's symbol order: the first containing function wins */
+} rz_elf_func_t;
+size_t rz__elf_funcs_fill(const unsigned char *img, size_t size, int dynamic, rz_elf_func_t *out, size_t cap);
+const char *rz__elf_funcs_find(const unsigned char *img, const rz_elf_func_t *t, size_t n, uint64_t rel,
+                               uint64_t *offset);
 /* The kernel-candidates line of a report for zone index `index`: launches after `since` still kept in
  * the ring that were made after the zone existed (0 when there are none). */
 size_t rz__format_launch_candidates(const rz_launches_t *ring, uint64_t since, uint64_t index, char *out, size_t cap);
@@ -680,6 +728,8 @@ typedef struct rz_scan_some {
     int whole;
 } rz_scan_some_t;
 int rz__scan_some(rz_scan_some_t *req);
+/* Host bytes of every scan's, poison's and install's scratch held now (bounded: band.c). Registry lock held. */
+uint64_t rz__band_scratch_bytes(void);
 /* Zones the last full scan could not read, and the driver's error (call after rz_scan, on its thread). */
 uint64_t rz__scan_unread(rzcu_result *error);
 /* A context is about to end (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset):
@@ -687,6 +737,19 @@ uint64_t rz__scan_unread(rzcu_result *error);
 void rz__bands_context_ending(void *ctx);
 /* It has ended: forget its zones and the library's state for it. */
 void rz__bands_context_ended(void *ctx);
+/* ---- the judge's reports (judge.c) ------------------------------------------------------------------- */
+/* A scan's reports, held back while it holds the registry lock: rz__reports_begin after taking the lock (this
+ * thread's judge calls queue their reports from then on), rz__reports_end after releasing it (prints them,
+ * each stack symbolized, each hook called, in order, and frees the memory). rz__reports_spill: this thread's
+ * scan was interrupted by a signal handler that scans again (exit): print what it held, stop holding. */
+typedef struct rz_reports {
+    rz_log_held_t lines;
+    struct report_item *items; /* mapped on the first violation */
+    size_t n;
+} rz_reports_t;
+void rz__reports_begin(rz_reports_t *r);
+void rz__reports_end(rz_reports_t *r);
+void rz__reports_spill(void);
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 /* The same for a zone no longer in the registry (a free-time check), with its allocation stack. */

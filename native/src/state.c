@@ -24,6 +24,7 @@ RZ_EXPORT rz_state_t __redzone_state = {
     .off_expected = offsetof(rz_zone_node_t, expected),
     .off_state = offsetof(rz_zone_node_t, state),
     .off_flags = offsetof(rz_zone_node_t, flags),
+    .depot_shift = RZ_DEPOT_SHIFT,
 };
 extern rz_state_t rz__state __attribute__((alias("__redzone_state"), visibility("hidden")));
 
@@ -48,7 +49,12 @@ PIN(rz_state_t, counters, 80);
 PIN(rz_state_t, chunks, 80 + 8 * RZ_NCOUNTERS);
 PIN(rz_state_t, chunk_shift, 80 + 8 * RZ_NCOUNTERS + 8 * RZ_MAX_CHUNKS);
 _Static_assert(offsetof(rz_state_t, lock) == offsetof(rz_state_t, last_violation_count) + 4, "lock word");
-_Static_assert(offsetof(rz_state_t, stack_chunks) == offsetof(rz_state_t, stack_depth) + 8, "stack block");
+_Static_assert(offsetof(rz_state_t, depot_shift) == offsetof(rz_state_t, stack_depth) + 4, "stack block");
+_Static_assert(offsetof(rz_state_t, stack_ids) == offsetof(rz_state_t, stack_depth) + 8, "stack block");
+_Static_assert(offsetof(rz_state_t, depot_chunks) == offsetof(rz_state_t, stack_ids) + 8 * RZ_MAX_CHUNKS,
+               "stack block");
+_Static_assert(offsetof(rz_state_t, guard_live) == offsetof(rz_state_t, depot_chunks) + 8 * RZ_DEPOT_CHUNKS,
+               "guard block follows the stacks");
 _Static_assert(RZ_NCOUNTERS == 15, "counter list changed: bump RZ_STATE_VERSION and the gdb plugin");
 PIN(rz_zone_node_t, ptr, 0);
 PIN(rz_zone_node_t, user_bytes, 8);

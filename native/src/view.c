@@ -82,7 +82,9 @@ VIEW size_t rzv_offset(const char *field) {
     F("state.last_violation_count", rz_state_t, last_violation_count)
     F("state.last_violations", rz_state_t, last_violations)
     F("state.stack_depth", rz_state_t, stack_depth)
-    F("state.stack_chunks", rz_state_t, stack_chunks)
+    F("state.depot_shift", rz_state_t, depot_shift)
+    F("state.stack_ids", rz_state_t, stack_ids)
+    F("state.depot_chunks", rz_state_t, depot_chunks)
     F("state.guard_live", rz_state_t, guard_live)
     F("state.guard_bytes", rz_state_t, guard_bytes)
     F("state.guard_cap", rz_state_t, guard_cap)
@@ -125,6 +127,8 @@ VIEW size_t rzv_size(const char *what) {
         return RZ_CHUNK_SHIFT;
     if (strcmp(what, "max_chunks") == 0)
         return RZ_MAX_CHUNKS;
+    if (strcmp(what, "depot_chunks") == 0)
+        return RZ_DEPOT_CHUNKS;
     if (strcmp(what, "violation") == 0)
         return sizeof(rz_violation_t);
     if (strcmp(what, "counters") == 0)
