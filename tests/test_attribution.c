@@ -168,6 +168,15 @@ Test(launch, checked_at_exit_when_the_program_never_waited) {
     cr_assert(strstr(g_out, "rzlaunch: exiting\n") < v, "%s", g_out);
 }
 
+Test(launch, a_band_whose_fill_is_still_queued_is_left_out) {
+    const char *argv[] = {RZLAUNCH, "asyncalloc", NULL};
+    cr_assert_eq(run_launch("launch,free,exit", NULL, argv), 0, "%s", g_out);
+    cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 1, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#2 user_bytes=256 pad=64 : bytes [0..=1] past the end");
+    cr_assert(v && next_line_is(v, "  written by kernel fill (launch #3, "), "%s", g_out);
+    cr_assert(strstr(g_out, "rzlaunch: checked while b's fill waits\n") < v, "%s", g_out);
+}
+
 Test(launch, example_stream_overrun) {
     const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--scan", "launch,free,exit,fatal", "--",
                           EXAMPLES "/stream_overrun", NULL};

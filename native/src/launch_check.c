@@ -116,16 +116,26 @@ static void layout_unref(rz_layout_t *l) {
 }
 
 static int layout_current(const rz_layout_t *l, void *ctx, uint64_t seq) {
-    return l && l->ctx == ctx && l->seq == seq && l->poison_active == RZ_STATE.poison_active &&
+    return l && !l->partial && l->ctx == ctx && l->seq == seq && l->poison_active == RZ_STATE.poison_active &&
            l->poison_lo == RZ_STATE.poison_lo && l->poison_hi == RZ_STATE.poison_hi;
+}
+
+/* A zone whose band a launch check can copy: watched, installed, not graph memory (it exists only while a
+ * launch of its graph has it), its stream-ordered fill not still queued. */
+static int band_ready(const rz_zone_node_t *z, void *ctx) {
+    return z->ctx == ctx && rz__zone_watched(z) && !(z->flags & (RZ_ZONE_PENDING | RZ_ZONE_GRAPH | RZ_ZONE_FILLING));
 }
 
 /* Registry lock held: every installed band of context ctx. NULL when out of memory. */
 static rz_layout_t *layout_build_locked(void *ctx) {
     size_t n = 0;
-    for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z))
-        if (z->ctx == ctx && rz__zone_watched(z) && !(z->flags & RZ_ZONE_PENDING))
+    int partial = 0;
+    for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
+        if ((z->flags & RZ_ZONE_FILLING) && z->ctx == ctx && !rz__zone_filled(z))
+            partial = 1; /* asks the fill's event (clearing the mark when done); left out until it is */
+        if (band_ready(z, ctx))
             n += z->front_units ? 2 : 1;
+    }
     rz_layout_t *l = calloc(1, sizeof *l);
     if (l == NULL)
         return NULL;
@@ -141,7 +151,7 @@ static rz_layout_t *layout_build_locked(void *ctx) {
     }
     size_t k = 0, bytes = 0;
     for (rz_zone_node_t *z = rz__registry_first(); z && k < n; z = rz__registry_next(z)) {
-        if (z->ctx != ctx || !rz__zone_watched(z) || (z->flags & RZ_ZONE_PENDING))
+        if (!band_ready(z, ctx))
             continue;
         for (int front = 0; front <= (z->front_units ? 1 : 0); front++) {
             uint64_t size = front ? rz__zone_front(z) : z->pad_bytes;
@@ -158,6 +168,7 @@ static rz_layout_t *layout_build_locked(void *ctx) {
     }
     l->n = k;
     l->bytes = bytes;
+    l->partial = partial; /* made again at the next launch, when those fills may be done */
     l->ctx = ctx;
     l->seq = atomic_load_explicit(&RZ_STATE.seq, memory_order_acquire);
     l->poison_active = RZ_STATE.poison_active;

@@ -35,6 +35,7 @@ typedef struct rz_layout {
     uint64_t seq;         /* RZ_STATE.seq when made */
     uint64_t poison_lo, poison_hi;
     uint8_t poison_active;
+    uint8_t partial;      /* zones were left out whose stream-ordered fill was still queued */
     size_t n;             /* bands */
     size_t bytes;         /* staging bytes */
     rzcu_deviceptr *srcs; /* band addresses */

@@ -14,6 +14,7 @@
  *   rzlaunch callers     the same launch call, from two callers whose frames lie at the same place
  *   rzlaunch threads     four threads, a stream and a buffer each, two overruns each (the tree's TSan run)
  *   rzlaunch nowait      an overrun, then exit without synchronising
+ *   rzlaunch asyncalloc  a launch checked while a stream-ordered allocation's band fill still waits
  *   rzlaunch many N      N clean launches on one stream over 3 buffers (the cost of a check)
  * Every kernel is `fill(buf, from, to, value)`: buf[from .. to) = value, or `spin(flag)`: waits until
  * *flag != 0, or `sum(buf, n, out)`.
@@ -254,6 +255,25 @@ static void threads(void) {
     printf("rzlaunch: threads done\n");
 }
 
+/* A stream-ordered allocation whose band fill waits behind a kernel on its stream, while another stream's
+ * launch is checked: that band is not in place yet, and must not be judged; later, an overrun of it is. */
+static void async_alloc(void) {
+    rzcu_stream s1 = stream(), s2 = stream(), s3 = stream();
+    rzcu_deviceptr flag = alloc(1), a = alloc(256), b;
+    CHECK(cuMemsetD8_v2(flag, 0, 1));
+    void *params[] = {&flag};
+    CHECK(cuLaunchKernel(kernel("spin"), 1, 1, 1, 1, 1, 1, 0, s1, params, NULL));
+    CHECK(cuMemAllocAsync(&b, 256, s1)); /* its band's fill queued behind spin */
+    fill(s2, a, 0, 256, 1);
+    CHECK(cuStreamSynchronize(s2));
+    printf("rzlaunch: checked while b's fill waits\n");
+    CHECK(cuMemsetD8Async(flag, 1, 1, s3));
+    CHECK(cuCtxSynchronize());
+    fill(s2, b, 0, 258, 0x5a);
+    CHECK(cuStreamSynchronize(s2));
+    printf("rzlaunch: async done\n");
+}
+
 /* An overrun, and the program ends without waiting for it. */
 static void no_wait(void) {
     rzcu_stream s = stream();
@@ -298,10 +318,12 @@ int main(int argc, char **argv) {
         threads();
     else if (strcmp(mode, "nowait") == 0)
         no_wait();
+    else if (strcmp(mode, "asyncalloc") == 0)
+        async_alloc();
     else if (strcmp(mode, "many") == 0 && argc > 2)
         many(atol(argv[2]));
     else {
-        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|nowait|many N\n");
+        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|nowait|asyncalloc|many N\n");
         return 2;
     }
     return 0;
