@@ -264,14 +264,10 @@ static rzcu_result launched(const rz_launch_call_t *call, rzcu_result (*go)(cons
     return r;
 }
 
-/* Where the interposed entry point returns to, and where that address is stored (x86-64: right above the
- * frame pointer __builtin_frame_address sets up): the launch policy's key for the launch call's stack. */
-#if defined(__x86_64__)
-#define RZ_RET_SLOT ((void *const *)__builtin_frame_address(0) + 1)
-#else
-#define RZ_RET_SLOT NULL
-#endif
-#define RZ_LAUNCH_CALLER .ret = __builtin_return_address(0), .ret_slot = RZ_RET_SLOT
+/* Where the interposed entry point returns to: the launch policy's key for the launch call's stack. (Not
+ * where that address is stored: __builtin_frame_address would give every wrapper a frame pointer, which
+ * costs the default path more than the rest of it; launch_check.c finds the slot itself.) */
+#define RZ_LAUNCH_CALLER .ret = __builtin_return_address(0)
 
 /* RZ_WRITER_CALL(base, per_thread, real, args): the call of a writer's real entry point. For the launches
  * among the writers (a probe: RZ_LAUNCH_WRITER_<base> is defined for those), through launched(); for copies
@@ -287,9 +283,11 @@ static rzcu_result launched(const rz_launch_call_t *call, rzcu_result (*go)(cons
     RZ_CAT(RZ_WRITER_CALL_, RZ_PROBE_(RZ_LAUNCH_WRITER_##base))(per_thread, real, args)
 #define RZ_WRITER_CALL_0(per_thread, real, args) real args
 #define RZ_WRITER_CALL_1(per_thread, real, args)                                                             \
-    cooperative_launch(per_thread, __builtin_return_address(0), RZ_RET_SLOT, real, RZ_EXPAND_ args)
+    (RZ_LIKELY(RZ_SCAN_LAUNCH_OFF()) ? real args                                                             \
+                                 : cooperative_launch(per_thread, __builtin_return_address(0), real, RZ_EXPAND_ args))
 #define RZ_WRITER_CALL_2(per_thread, real, args)                                                             \
-    graph_launch(per_thread, __builtin_return_address(0), RZ_RET_SLOT, real, RZ_EXPAND_ args)
+    (RZ_LIKELY(RZ_SCAN_LAUNCH_OFF()) ? real args                                                             \
+                                 : graph_launch(per_thread, __builtin_return_address(0), real, RZ_EXPAND_ args))
 
 struct coop_args {
     rzcu_wfn_cuLaunchCooperativeKernel *real;
@@ -304,12 +302,12 @@ static rzcu_result go_coop(const void *p) {
     return a->real(a->f, a->gx, a->gy, a->gz, a->bx, a->by, a->bz, a->shared, a->s, a->params);
 }
 
-static rzcu_result cooperative_launch(int per_thread, void *ret, void *const *ret_slot,
-                                      rzcu_wfn_cuLaunchCooperativeKernel *real, rzcu_function f, unsigned gx, unsigned gy,
+static rzcu_result cooperative_launch(int per_thread, void *ret, rzcu_wfn_cuLaunchCooperativeKernel *real,
+                                      rzcu_function f, unsigned gx, unsigned gy,
                                       unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                       rzcu_stream s, void **params) {
     rz_launch_call_t call = {.kind = RZ_LAUNCH_COOPERATIVE, .f = f, .grid = {gx, gy, gz}, .block = {bx, by, bz},
-                             .stream = s, .per_thread = per_thread, .ret = ret, .ret_slot = ret_slot};
+                             .stream = s, .per_thread = per_thread, .ret = ret};
     struct coop_args a = {real, f, gx, gy, gz, bx, by, bz, shared, s, params};
     return launched(&call, go_coop, &a);
 }
@@ -325,10 +323,10 @@ static rzcu_result go_graph(const void *p) {
     return a->real(a->exec, a->s);
 }
 
-static rzcu_result graph_launch(int per_thread, void *ret, void *const *ret_slot, rzcu_wfn_cuGraphLaunch *real,
-                                void *exec, rzcu_stream s) {
+static rzcu_result graph_launch(int per_thread, void *ret, rzcu_wfn_cuGraphLaunch *real, void *exec,
+                                rzcu_stream s) {
     rz_launch_call_t call = {.kind = RZ_LAUNCH_GRAPH, .graph = exec, .stream = s, .per_thread = per_thread,
-                             .ret = ret, .ret_slot = ret_slot};
+                             .ret = ret};
     struct graph_args a = {real, exec, s};
     return launched(&call, go_graph, &a);
 }
@@ -519,7 +517,7 @@ static rzcu_result go_launch(const void *p) {
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
-        if (RZ_LIKELY(!(rz__options()->scan & RZ_SCAN_LAUNCH))) { /* as before the launch policy */        \
+        if (RZ_LIKELY(RZ_SCAN_LAUNCH_OFF())) { /* as before the launch policy */                             \
             rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                       \
             if (r == RZCUDA_SUCCESS)                                                                         \
                 rz__note_device_work(s, per_thread_);                                                        \
@@ -557,6 +555,14 @@ static rzcu_result go_launch_ex(const void *p) {
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
+        if (RZ_LIKELY(RZ_SCAN_LAUNCH_OFF())) { /* as before the launch policy */                             \
+            rzcu_result r = real(config, f, params, extra);                                                  \
+            if (r == RZCUDA_SUCCESS)                                                                         \
+                rz__note_device_work(config ? config->hStream : NULL, per_thread_);                          \
+            if (r == RZCUDA_SUCCESS && !t_in_hook)                                                           \
+                rz__launch_record(f);                                                                        \
+            return r;                                                                                        \
+        }                                                                                                    \
         rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = f, .per_thread = per_thread_, RZ_LAUNCH_CALLER}; \
         if (config) {                                                                                        \
             call.grid[0] = config->gridDimX, call.grid[1] = config->gridDimY, call.grid[2] = config->gridDimZ; \

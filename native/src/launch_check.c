@@ -381,7 +381,8 @@ static void kernel_name(rzcu_function f, char *out) {
  * launch call returns to and where that return address is stored; a stack is reused when every one of its
  * return addresses is still in the stack slot it was found in. (x86-64: with the same return address at the
  * same place, the next frame's position follows from the same code, so the chain checked slot by slot, from
- * the launch call outwards, is the chain the unwinder would find.) Elsewhere every launch unwinds.
+ * the launch call outwards, is the chain the unwinder would find. A key slot found wrongly never matches the
+ * unwinder's, so nothing is cached for it.) Elsewhere every launch unwinds.
  */
 #define STACK_CACHE 2
 struct stack_walk {
@@ -411,11 +412,27 @@ static RZ_TLS struct stack_cache {
 } t_stacks[STACK_CACHE];
 static RZ_TLS unsigned t_stack_next;
 
+/*
+ * Where the interposed entry point's return address is stored: the first word above this function's frame
+ * that holds it (the frames between, redzone's own, keep no copy of it but the launch call's description,
+ * which is skipped). The slot is always found below the top of the stack, since that return is still to
+ * come. NULL when not found within 64 KiB (then nothing is cached).
+ */
+__attribute__((noinline)) static void *const *find_ret_slot(const rz_launch_call_t *call) {
+    void *const *p = (void *const *)__builtin_frame_address(0);
+    for (size_t i = 0; i < ((size_t)64 << 10) / sizeof *p; i++, p++)
+        if (*p == call->ret && p != (void *const *)&call->ret)
+            return p;
+    return NULL;
+}
+
 static uint32_t launch_stack(const rz_launch_call_t *call, void **frames) {
+    void *const *ret_slot = NULL;
 #if defined(__x86_64__)
-    for (int k = 0; k < STACK_CACHE && call->ret_slot; k++) {
+    ret_slot = find_ret_slot(call);
+    for (int k = 0; k < STACK_CACHE && ret_slot; k++) {
         const struct stack_cache *e = &t_stacks[k];
-        if (e->n == 0 || e->ret != call->ret || e->ret_slot != call->ret_slot || e->frames[0] != call->ret)
+        if (e->n == 0 || e->ret != call->ret || e->ret_slot != ret_slot || e->frames[0] != call->ret)
             continue;
         int same = 1;
         for (int i = 1; i < e->n && same; i++)
@@ -429,10 +446,10 @@ static uint32_t launch_stack(const rz_launch_call_t *call, void **frames) {
     uintptr_t slots[RZ_LAUNCH_FRAMES];
     struct stack_walk w = {.frames = frames, .slots = slots, .max = RZ_LAUNCH_FRAMES};
     _Unwind_Backtrace(walk_step, &w);
-    if (w.n > 0 && call->ret_slot && frames[0] == call->ret && slots[0] == (uintptr_t)call->ret_slot) {
+    if (w.n > 0 && ret_slot && frames[0] == call->ret && slots[0] == (uintptr_t)ret_slot) {
         struct stack_cache *e = &t_stacks[t_stack_next++ % STACK_CACHE];
         e->ret = call->ret;
-        e->ret_slot = call->ret_slot;
+        e->ret_slot = ret_slot;
         e->n = w.n;
         memcpy(e->frames, frames, (size_t)w.n * sizeof *frames);
         memcpy(e->slots, slots, (size_t)w.n * sizeof *slots);

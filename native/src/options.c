@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rz_annotate.h"
 #include "rz_internal.h"
 
 /* Rust's usize::from_str, which the seed uses: optional '+', then decimal digits only, no overflow. */
@@ -315,6 +316,8 @@ static void log_text_to(int fd, const char *text, size_t len) {
 
 static const char *process_getenv(const char *name) { return getenv(name); }
 
+_Atomic int rz__scan_launch = -1;
+
 static void options_load(void) {
     rz__options_parse(process_getenv, &g_options);
     rz__log_open(g_options.log_path[0] ? g_options.log_path : NULL, getenv("METRALE_REDZONE_LOG"));
@@ -332,6 +335,8 @@ static void options_load(void) {
         RZ_STATE.poison_hi = g_options.poison.hi;
         RZ_STATE.poison_active = 1;
     }
+    RZ_ANNOTATE_ATOMIC(&rz__scan_launch, sizeof rz__scan_launch); /* helgrind: read without a lock */
+    atomic_store_explicit(&rz__scan_launch, (g_options.scan & RZ_SCAN_LAUNCH) != 0, memory_order_relaxed);
     __atomic_store_n(&RZ_STATE.options_loaded, 1, __ATOMIC_RELEASE);
     if (g_options.help)
         options_help(log_text_to, 0);

@@ -110,7 +110,7 @@ RZ_EXPORT rz_launches_t __redzone_launches = {
 #define L __redzone_launches
 static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
-const char *rz__launch_kernel_name(rzcu_function f) {
+static inline __attribute__((always_inline)) const char *kernel_name(rzcu_function f) {
     const char *name = NULL;
     /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
      * cuFuncGetName is not documented: cuKernelGetName names those. */
@@ -123,7 +123,9 @@ const char *rz__launch_kernel_name(rzcu_function f) {
     return name;
 }
 
-uint64_t rz__launch_record_name(const char *name) {
+const char *rz__launch_kernel_name(rzcu_function f) { return kernel_name(f); }
+
+static inline __attribute__((always_inline)) uint64_t record_name(const char *name) {
     uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
     pthread_mutex_lock(&g_ring_lock);
     struct rz_launch *l = &L.ring[L.seq % RZ_LAUNCH_RING];
@@ -135,7 +137,9 @@ uint64_t rz__launch_record_name(const char *name) {
     return seq;
 }
 
-void rz__launch_record(rzcu_function f) { rz__launch_record_name(rz__launch_kernel_name(f)); }
+uint64_t rz__launch_record_name(const char *name) { return record_name(name); }
+
+void rz__launch_record(rzcu_function f) { record_name(kernel_name(f)); }
 
 static void judge_deferred_locked(void);
 

@@ -89,6 +89,10 @@ typedef struct rz_options {
 typedef const char *(*rz_getenv_fn)(const char *name);
 /* Parse every option from getenv_fn into out (pure: no output, no global state). */
 void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out);
+/* METRALE_REDZONE_SCAN has launch (1) or not (0), -1 until the options are loaded: read by every interposed
+ * launch as one load (its fast path is taken on 0 only). */
+extern _Atomic int rz__scan_launch;
+#define RZ_SCAN_LAUNCH_OFF() (atomic_load_explicit(&rz__scan_launch, memory_order_relaxed) == 0)
 /* The process's options, parsed once on first use (thread-safe); also opens the log. */
 const rz_options_t *rz__options(void);
 /* Option table as a markdown table (docs/options.md body). */
@@ -630,7 +634,6 @@ typedef struct rz_launch_call {
     rzcu_stream stream;  /* as the program passed it */
     int per_thread;      /* through a _ptsz entry point */
     void *ret;           /* the interposed entry point's return address (into the program) */
-    void *const *ret_slot; /* where it is stored (the stack of the launch call: a cache key) */
 } rz_launch_call_t;
 struct rz_check;
 /* Before the driver's launch call (never under the registry lock): under the launch policy, the check this
