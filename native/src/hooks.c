@@ -265,8 +265,10 @@ static inline void install_bands(void) {
  * base name of RZCU_DEVICE_WRITERS; `since` tells the batch copies' two signatures apart.
  */
 static int both(const char *e, rzcu_deviceptr dst, rzcu_deviceptr src, size_t n) {
-    /* Both sides are judged, so a copy wrong at both ends is reported at both. */
-    return rz__bounds_check(e, RZ_BOUNDS_READ, src, n) | rz__bounds_check(e, RZ_BOUNDS_WRITE, dst, n);
+    /* Both sides are judged, so a copy wrong at both ends is reported at both (the source first). */
+    int bad = rz__bounds_check(e, RZ_BOUNDS_READ, src, n);
+    bad |= rz__bounds_check(e, RZ_BOUNDS_WRITE, dst, n);
+    return bad;
 }
 
 static int set_1d(const char *e, rzcu_deviceptr dst, size_t n, unsigned elem) {
