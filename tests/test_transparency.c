@@ -143,12 +143,16 @@ Test(transparency, copies_and_memsets_past_the_end_refused_as_without) {
         "redzone: memset past the end of alloc#0: bytes [0..=1] written by cuMemsetD16 (user_bytes=1000);",
         "redzone: memset past the end of alloc#0: bytes [0..=3] written by cuMemsetD32 (user_bytes=1000);",
         "redzone: memset past the end of alloc#0: bytes [0..=9] written by cuMemsetD2D8 (user_bytes=1000);",
-        "redzone: memset past the end of alloc#0: bytes [0..=3] written by cuMemsetD2D32Async (user_bytes=1000);"};
+        "redzone: memset past the end of alloc#0: bytes [0..=3] written by cuMemsetD2D32Async (user_bytes=1000);",
+        /* a batch: its first bad copy, and failIdx says which */
+        "redzone: copy past the end of alloc#1: bytes [0..=99] written by cuMemcpyBatchAsync (user_bytes=1000); "
+        "nothing copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpyBatchAsync(dsts, "
+        "srcs, sizes, 3, &attr, &attr_idx, 1, &fail, s) = 1\nrztransp: batch failIdx 1\n"};
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)
         cr_assert(strstr(out, reports[i]), "want '%s':\n%s", reports[i], out);
     cr_assert_eq(count_of(out, "redzone: copy past the end of alloc#") + count_of(out, "redzone: memset past the end"),
-                 17, "one line per side refused: %s", out);
-    cr_assert(strstr(out, "; 17 violations in 1 scans;"), "each counted as a violation: %s", out);
+                 19, "one line per side refused: %s", out);
+    cr_assert(strstr(out, "; 19 violations in 1 scans;"), "each counted as a violation: %s", out);
     cr_assert_eq(count_of(out, "REDZONE VIOLATION"), 0, "no band was written: %s", out);
 }
 
@@ -175,7 +179,7 @@ Test(transparency, refused_copy_report_has_the_call_stack) {
                           "  cuMemcpyHtoD was called at:\n    #0 0x"), "%s", out);
     cr_assert(strstr(out, " (" RZTRANSP ")\n  alloc#0 was allocated at:\n    #0 0x"), "the program's frames: %s", out);
     cr_assert_eq(count_of(out, "libredzone"), 0, "redzone's own frames left out: %s", out);
-    cr_assert_eq(count_of(out, " was called at:\n"), 17, "one per report: %s", out);
+    cr_assert_eq(count_of(out, " was called at:\n"), 19, "one per report: %s", out);
 }
 
 /* A refused copy fails `redzone run --error-exitcode` as a band violation does. */

@@ -206,6 +206,13 @@ static int mode_pastend(void) {
     SHOW(cuMemsetD32_v2(a, 0x22222222u, 251));
     SHOW(cuMemsetD2D8_v2(a, 100, 0x22, 10, 11));
     SHOW(cuMemsetD2D32Async(a + 4, 100, 0x22222222u, 25, 10, s));
+    /* A batch with one copy that leaves b: refused whole, its index in failIdx. */
+    rzcu_deviceptr dsts[3] = {b, b + 500, b}, srcs[3] = {a, a, a};
+    size_t sizes[3] = {100, 600, 10}, attr_idx = 0, fail = 77;
+    rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+    SHOW(cuMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &attr_idx, 1, &fail, s));
+    printf("rztransp: batch failIdx %zu\n", fail);
+    SHOW(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, &attr, &attr_idx, 1, s));
     SHOW(cuStreamSynchronize(s));
     /* Up to the end exactly, and nothing at all at the end: the driver's work, done. */
     SHOW(cuMemcpyHtoD_v2(a, h, 1000));
