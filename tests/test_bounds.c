@@ -1,8 +1,8 @@
 /*
  * The pure parts of the copy and memset range check (native/src/bounds.c): the extent one side of a pitched
  * copy touches (CUDA_MEMCPY2D/3D descriptors, cuMemsetD2D*), which part of a range lies outside the
- * program's buffer, and the report line. The check end to end, on the emulated driver, is
- * test_transparency.c; 2D/3D copies end to end wait for the emulated driver's cuMemcpy2D/3D.
+ * program's buffer, and the report line. The check end to end, on the emulated driver (2D and 3D copies
+ * included), is test_transparency.c.
  */
 #include <stdint.h>
 

@@ -123,7 +123,10 @@ Test(transparency, copies_and_memsets_past_the_end_refused_as_without) {
     cr_assert(strstr(bare, "rztransp: cuMemcpyDtoD_v2(b, a, 1001) = 1\n"), "%s", bare);
     cr_assert(strstr(bare, "rztransp: cuMemsetD2D8_v2(a, 100, 0x22, 10, 11) = 1\n"), "%s", bare);
     cr_assert(strstr(bare, "rztransp: last 8 bytes delivered equal: 1\n"), "%s", bare);
-    cr_assert(strstr(bare, "rztransp: cuMemsetD2D8_v2(a + 90, 100, 0x44, 10, 10) = 0\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemsetD2D8_v2(a + 90, 100, 0x44, 10, 10) = 0\nrztransp: cuMemcpy2D_v2(&c2) = 0\n"
+                           "rztransp: cuMemcpy3D_v2(&c3) = 0\n"), "up to the end: %s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemcpy2D_v2(&c2) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemcpy3D_v2(&c3) = 1\n"), "%s", bare);
     const char *reports[] = {
         "redzone: copy past the end of alloc#0: bytes [0..=7] written by cuMemcpyHtoD (user_bytes=1000); nothing "
         "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpyHtoD_v2(a, h, 1008) = 1\n",
@@ -144,6 +147,12 @@ Test(transparency, copies_and_memsets_past_the_end_refused_as_without) {
         "redzone: memset past the end of alloc#0: bytes [0..=3] written by cuMemsetD32 (user_bytes=1000);",
         "redzone: memset past the end of alloc#0: bytes [0..=9] written by cuMemsetD2D8 (user_bytes=1000);",
         "redzone: memset past the end of alloc#0: bytes [0..=3] written by cuMemsetD2D32Async (user_bytes=1000);",
+        /* pitched copies: the extent of the device side, first row to last */
+        "redzone: copy past the end of alloc#0: bytes [0..=9] written by cuMemcpy2D (user_bytes=1000); nothing "
+        "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpy2D_v2(&c2) = 1\n",
+        "redzone: copy past the end of alloc#0: bytes [0..=9] written by cuMemcpy2DAsync (user_bytes=1000);",
+        "redzone: copy past the end of alloc#0: bytes [0..=9] written by cuMemcpy2DUnaligned (user_bytes=1000);",
+        "redzone: copy past the end of alloc#0: bytes [0..=8] read by cuMemcpy3D (user_bytes=1000);",
         /* a batch: its first bad copy, and failIdx says which */
         "redzone: copy past the end of alloc#1: bytes [0..=99] written by cuMemcpyBatchAsync (user_bytes=1000); "
         "nothing copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpyBatchAsync(dsts, "
@@ -151,8 +160,8 @@ Test(transparency, copies_and_memsets_past_the_end_refused_as_without) {
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)
         cr_assert(strstr(out, reports[i]), "want '%s':\n%s", reports[i], out);
     cr_assert_eq(count_of(out, "redzone: copy past the end of alloc#") + count_of(out, "redzone: memset past the end"),
-                 19, "one line per side refused: %s", out);
-    cr_assert(strstr(out, "; 19 violations in 1 scans;"), "each counted as a violation: %s", out);
+                 23, "one line per side refused: %s", out);
+    cr_assert(strstr(out, "; 23 violations in 1 scans;"), "each counted as a violation: %s", out);
     cr_assert_eq(count_of(out, "REDZONE VIOLATION"), 0, "no band was written: %s", out);
 }
 
@@ -179,7 +188,7 @@ Test(transparency, refused_copy_report_has_the_call_stack) {
                           "  cuMemcpyHtoD was called at:\n    #0 0x"), "%s", out);
     cr_assert(strstr(out, " (" RZTRANSP ")\n  alloc#0 was allocated at:\n    #0 0x"), "the program's frames: %s", out);
     cr_assert_eq(count_of(out, "libredzone"), 0, "redzone's own frames left out: %s", out);
-    cr_assert_eq(count_of(out, " was called at:\n"), 19, "one per report: %s", out);
+    cr_assert_eq(count_of(out, " was called at:\n"), 23, "one per report: %s", out);
 }
 
 /* A refused copy fails `redzone run --error-exitcode` as a band violation does. */

@@ -13,7 +13,8 @@
  *                      and host to host
  *   rztransp refused   a kernel writes 8 bytes past the end of a 1000-byte buffer; cuMemFree with no current
  *                      context (refused by the driver), then again with one
- *   rztransp pastend   copies (HtoD, DtoH, DtoD, unified, async, per-thread) and memsets (D8/16/32, 2D, async)
+ *   rztransp pastend   copies (HtoD, DtoH, DtoD, unified, async, per-thread, 2D, 3D, batched) and memsets
+ *                      (D8/16/32, 2D, async)
  *                      that run past the end of 1000-byte buffers or start in what would be a band, and the
  *                      same up to the end exactly; prints each result and the bytes the program then holds
  *   rztransp before    (with METRALE_REDZONE_FRONT) a copy starting 16 bytes before a buffer, and a memset
@@ -206,6 +207,21 @@ static int mode_pastend(void) {
     SHOW(cuMemsetD32_v2(a, 0x22222222u, 251));
     SHOW(cuMemsetD2D8_v2(a, 100, 0x22, 10, 11));
     SHOW(cuMemsetD2D32Async(a + 4, 100, 0x22222222u, 25, 10, s));
+    /* Pitched copies: the extent of a device side, first row to last, leaves a (or starts in its band). */
+    cuda_emu_memcpy2d_t c2 = {.srcMemoryType = CUDA_EMU_MEMORYTYPE_HOST, .srcHost = h, .srcPitch = 10,
+                              .dstMemoryType = CUDA_EMU_MEMORYTYPE_DEVICE, .dstDevice = a, .dstPitch = 100,
+                              .WidthInBytes = 10, .Height = 11};
+    SHOW(cuMemcpy2D_v2(&c2));
+    c2.dstY = 1, c2.Height = 10;
+    SHOW(cuMemcpy2DAsync_v2(&c2, s));
+    c2.dstY = 0, c2.dstXInBytes = 1000, c2.dstPitch = 2000, c2.Height = 1; /* one row, in the band */
+    SHOW(cuMemcpy2DUnaligned_v2(&c2));
+    c2.dstPitch = 100;
+    cuda_emu_memcpy3d_t c3 = {.srcXInBytes = 90, .srcMemoryType = CUDA_EMU_MEMORYTYPE_DEVICE, .srcDevice = a,
+                              .srcPitch = 101, .srcHeight = 5, .dstMemoryType = CUDA_EMU_MEMORYTYPE_UNIFIED,
+                              .dstDevice = b, .dstPitch = 100, .dstHeight = 5, .WidthInBytes = 10, .Height = 5,
+                              .Depth = 2};
+    SHOW(cuMemcpy3D_v2(&c3));
     /* A batch with one copy that leaves b: refused whole, its index in failIdx. */
     rzcu_deviceptr dsts[3] = {b, b + 500, b}, srcs[3] = {a, a, a};
     size_t sizes[3] = {100, 600, 10}, attr_idx = 0, fail = 77;
@@ -221,6 +237,10 @@ static int mode_pastend(void) {
     SHOW(cuMemcpyDtoDAsync_v2(b + 500, a + 500, 500, s));
     SHOW(cuMemsetD8_v2(a + 1000, 0x33, 0));
     SHOW(cuMemsetD2D8_v2(a + 90, 100, 0x44, 10, 10));
+    c2.dstXInBytes = 90, c2.Height = 10; /* rows 0..9, bytes 90..99 of each: up to the end */
+    SHOW(cuMemcpy2D_v2(&c2));
+    c3.srcPitch = 100; /* 2 layers of 5 rows, bytes 90..99 of each: up to the end */
+    SHOW(cuMemcpy3D_v2(&c3));
     SHOW(cuMemcpyDtoH_v2(g, a + 1000, 0));
     SHOW(cuStreamSynchronize(s));
     SHOW(cuMemcpyDtoH_v2(g, a, 1000));
