@@ -258,20 +258,6 @@ const rz_zone_node_t *rz__guard_zone_containing(rz_devptr_t p) {
     return NULL;
 }
 
-const rz_zone_node_t *rz__zone_of_block(rz_devptr_t base, rz_devptr_t p) {
-    const rz_zone_node_t *z = rz__registry_find(base);
-    uint64_t front = rz__options()->front_bytes;
-    if (z == NULL && front) {
-        /* A front band: the driver's block starts that far before the program's pointer. */
-        z = rz__registry_find(base + front);
-        if (z && rz__zone_front(z) != front)
-            z = NULL;
-    }
-    if (z == NULL && __atomic_load_n(&RZ_STATE.guard_live, __ATOMIC_RELAXED))
-        z = rz__guard_zone_containing(p); /* the driver answered with the whole guard mapping */
-    return z;
-}
-
 static rzcu_result guard_free(const rz_zone_node_t *z) {
     rz_devptr_t base;
     size_t mapped, reserved;

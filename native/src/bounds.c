@@ -75,6 +75,20 @@ int rz__outside_user_range(uint64_t ptr, uint64_t user_bytes, uint64_t p, uint64
 }
 
 /* ---- the zone a range starts in ---------------------------------------------------------------------- */
+const rz_zone_node_t *rz__zone_of_block(rz_devptr_t base, rz_devptr_t p) {
+    const rz_zone_node_t *z = rz__registry_find(base);
+    uint64_t front = rz__options()->front_bytes;
+    if (z == NULL && front) {
+        /* A front band: the driver's block starts that far before the program's pointer. */
+        z = rz__registry_find(base + front);
+        if (z && rz__zone_front(z) != front)
+            z = NULL;
+    }
+    if (z == NULL && __atomic_load_n(&RZ_STATE.guard_live, __ATOMIC_RELAXED))
+        z = rz__guard_zone_containing(p); /* the driver answered with the whole guard mapping */
+    return z;
+}
+
 typedef struct {
     uint64_t index, ptr, user_bytes;
     uint64_t lo, hi; /* the block the driver holds for it: bands (or a guard mapping) included */
@@ -104,7 +118,7 @@ static void view_of(const rz_zone_node_t *z, rz_devptr_t block, size_t block_byt
 
 /* The zone whose driver block holds p, from the driver's own answer for p; 0 when p is in none of them (not
  * device memory, an unpadded buffer, memory redzone did not allocate). */
-static int zone_by_block(rz_devptr_t p, zone_view_t *v) {
+__attribute__((noinline)) static int zone_by_block(rz_devptr_t p, zone_view_t *v) {
     rz_devptr_t base = 0;
     size_t size = 0;
     if (rz__drv.cuMemGetAddressRange_v2 == NULL || rz__drv.cuMemGetAddressRange_v2(&base, &size, p) != RZCUDA_SUCCESS)
@@ -122,7 +136,8 @@ static int zone_by_block(rz_devptr_t p, zone_view_t *v) {
 }
 
 /* ---- the check ----------------------------------------------------------------------------------------- */
-static void report(const char *entry, int how, const zone_view_t *v, int64_t first, int64_t last) {
+__attribute__((cold, noinline)) static void report(const char *entry, int how, const zone_view_t *v, int64_t first,
+                                                   int64_t last) {
     char line[512];
     rz__format_out_of_range(how, entry, v->index, v->user_bytes, first, last,
                             rz__cu_name(RZCUDA_ERROR_INVALID_VALUE), line, sizeof line);

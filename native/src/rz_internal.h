@@ -506,9 +506,6 @@ int rz__dev_primary_active(int dev);
 /* ---- allocation (api.c) ---------------------------------------------------------------------------- */
 /* Under the registry lock: the guard-page zone whose mapping contains p, or NULL. */
 const rz_zone_node_t *rz__guard_zone_containing(rz_devptr_t p);
-/* Under the registry lock: the zone whose padded block the driver says starts at base (its front band first,
- * when front bands are on) or, for a guard-page zone, whose mapping holds p; NULL when none. */
-const rz_zone_node_t *rz__zone_of_block(rz_devptr_t base, rz_devptr_t p);
 typedef enum { RZ_ALLOC_PLAIN, RZ_ALLOC_MANAGED, RZ_ALLOC_PITCH, RZ_ALLOC_ASYNC, RZ_ALLOC_POOL } rz_alloc_kind_t;
 typedef struct rz_alloc_req {
     rz_alloc_kind_t kind;
@@ -576,6 +573,9 @@ static inline int rz__bounds_armed(void) {
  * it: report it, count a violation and return 1; the caller returns CUDA_ERROR_INVALID_VALUE without calling
  * the driver. 0 otherwise (the driver judges it). */
 int rz__bounds_check(const char *entry, int how, rz_devptr_t p, uint64_t n);
+/* Under the registry lock: the zone whose padded block the driver says starts at base (its front band first,
+ * when front bands are on) or, for a guard-page zone, whose mapping holds p; NULL when none. */
+const rz_zone_node_t *rz__zone_of_block(rz_devptr_t base, rz_devptr_t p);
 /* Pure: the bytes one side of a pitched copy touches, `depth` layers of `layer_rows` rows (`height` of them
  * copied) of `width` bytes, each row `pitch` bytes on, starting at column x, row y, layer z of base: 1 and
  * [*start, *start + *bytes), or 0 when it touches nothing or the driver refuses it by itself (overflow,
