@@ -1,9 +1,12 @@
 /*
- * A write past the end through a host-to-device copy: the program copies 1008 bytes into a 1000-byte
- * buffer (allocation #1). The driver only sees a copy inside the padded allocation; redzone reports it
- * when the buffer is freed.
+ * A copy past the end: the program copies 1008 bytes into a 1000-byte buffer (allocation #1) and never looks
+ * at the result. The driver refuses such a copy (CUDA_ERROR_INVALID_VALUE: nothing is copied), with redzone
+ * as without it; redzone, which gave the buffer a band the driver would otherwise let the copy run into,
+ * checks the copy against the buffer's own size and reports it: which allocation, which bytes past its end,
+ * and (METRALE_REDZONE_STACKS) where the copy and the allocation were made. A write past the end that no
+ * driver check sees, by a kernel, is kernel_overrun.c.
  *
- *   redzone run --emulated-device -- ./copy_overrun
+ *   METRALE_REDZONE_STACKS=1 redzone run --emulated-device -- ./copy_overrun
  */
 #include <string.h>
 
@@ -16,11 +19,14 @@ int main(void) {
     CHECK(cuMemAlloc_v2(&tokens, 1000));
     CHECK(cuMemAlloc_v2(&scratch, 512));
 
+    CHECK(cuMemsetD8_v2(weights, 0, 4096));
+
     unsigned char host[1008];
     memset(host, 0x42, sizeof host);
-    host[1000] = 0xab; /* the first of the 8 bytes that do not belong to `tokens` */
-    CHECK(cuMemcpyHtoD_v2(tokens, host, sizeof host)); /* the bug: 1008 where the buffer holds 1000 */
-    printf("copy_overrun: copied %zu bytes into a 1000-byte buffer\n", sizeof host);
+    rzcu_result r = cuMemcpyHtoD_v2(tokens, host, sizeof host); /* the bug: 1008 where the buffer holds 1000 */
+    const char *name = "?";
+    cuGetErrorName(r, &name);
+    printf("copy_overrun: copying %zu bytes into a 1000-byte buffer: %s\n", sizeof host, name);
 
     CHECK(cuMemFree_v2(weights));
     CHECK(cuMemFree_v2(tokens));

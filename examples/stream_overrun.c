@@ -7,25 +7,14 @@
  *   redzone run --emulated-device -- ./stream_overrun               # at free: five candidate kernels
  *   redzone run --emulated-device --scan launch -- ./stream_overrun # the launch, its grid, stream and line
  *
- * On a GPU the kernels are the PTX of kernels.cu; on the emulated driver, the host functions below.
+ * On a GPU the kernels are the PTX of kernels.cu; on the emulated driver, host functions (write_past.h, and
+ * sum_past below).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "example.h"
-
-/* write_past(buf, n, extra, value): buf[0 .. n + extra) = value, every "thread" of the grid in one call. */
-CUDA_EMU_KERNEL(write_past, sizeof(rzcu_deviceptr), sizeof(unsigned long long), sizeof(unsigned long long),
-                sizeof(unsigned int)) {
-    unsigned char *buf = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
-    unsigned long long n = CUDA_EMU_PARAM(unsigned long long, 1);
-    unsigned long long extra = CUDA_EMU_PARAM(unsigned long long, 2);
-    unsigned int value = CUDA_EMU_PARAM(unsigned int, 3);
-    unsigned long long threads = (unsigned long long)launch->grid.x * launch->block.x;
-    for (unsigned long long i = 0; i < threads; i++)
-        if (i < n + extra)
-            buf[i] = (unsigned char)value;
-}
+#include "write_past.h"
 
 /* sum_past(buf, n, out): *out = buf[0] + ... + buf[n] (n + 1 bytes: called with the size minus one here). */
 CUDA_EMU_KERNEL(sum_past, sizeof(rzcu_deviceptr), sizeof(unsigned long long), sizeof(rzcu_deviceptr)) {
@@ -38,11 +27,9 @@ CUDA_EMU_KERNEL(sum_past, sizeof(rzcu_deviceptr), sizeof(unsigned long long), si
     *out = s;
 }
 
+/* write_past (write_past.h): extra bytes too many; 0x5a in them, 1 in a correct fill. */
 static void fill(rzcu_stream s, rzcu_deviceptr buf, unsigned long long n, unsigned long long extra) {
-    unsigned int value = extra ? 0x5a : 1;
-    void *params[] = {&buf, &n, &extra, &value};
-    unsigned threads = 256, blocks = (unsigned)((n + extra + threads - 1) / threads);
-    CHECK(cuLaunchKernel(example_kernel("write_past"), blocks, 1, 1, threads, 1, 1, 0, s, params, NULL));
+    launch_write_past(s, buf, n, extra, extra ? 0x5a : 1);
 }
 
 static void sum(rzcu_stream s, rzcu_deviceptr buf, unsigned long long n, rzcu_deviceptr out) {

@@ -43,7 +43,7 @@ endif()
 message(STATUS "installed examples work")
 
 # The installed launcher finds the installed library and emulated driver relative to itself.
-execute_process(COMMAND ${PREFIX}/bin/redzone run --emulated-device -- ${BUILD}/examples/copy_overrun
+execute_process(COMMAND ${PREFIX}/bin/redzone run --emulated-device -- ${BUILD}/examples/kernel_overrun
                 OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
 string(FIND "${out}" "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" at)
 if(NOT rc EQUAL 0 OR at EQUAL -1)

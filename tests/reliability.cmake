@@ -19,7 +19,7 @@ foreach(name reliability nothing_lost)
   target_compile_definitions(test_${name} PRIVATE
     EMU_DIR="${PROJECT_BINARY_DIR}/emu" EXAMPLES="${PROJECT_BINARY_DIR}/examples" GDBPROG="$<TARGET_FILE:gdbprog>"
     LIBREDZONE="$<TARGET_FILE:redzone>" READPAST="$<TARGET_FILE:readpast>" REDZONE_CLI="${PROJECT_BINARY_DIR}/bin/redzone"
-    RZFAULT="$<TARGET_FILE:rzfault>" RZLIFE="$<TARGET_FILE:rzlife>" RZPROG="$<TARGET_FILE:rzprog>"
+    RZFAULT="$<TARGET_FILE:rzfault>" RZLIFE="$<TARGET_FILE:rzlife>" RZPROG="$<TARGET_FILE:rzprog>" RZTRANSP="$<TARGET_FILE:rztransp>"
     TRACE_SHIM="$<TARGET_FILE:redzone_cuda_trace>")
   add_dependencies(test_${name} redzone redzone_cuda_emu redzone_cuda_trace rzprog rzfault rzlife gdbprog readpast
                    copy_overrun kernel_overrun read_overrun runtime_overrun)

@@ -220,6 +220,29 @@ Test(emu, out_of_range_by_one_byte_fails_and_changes_nothing)
     OK(cuMemcpyHtoD_v2(a, ones, 100));
 }
 
+/* The test programs' stand-ins for a kernel's stores and loads: the driver's copy checks and the legacy
+ * stream's order, no call counted as an entry point's. */
+Test(emu, device_store_and_load)
+{
+    unsigned char ones[8] = {1, 1, 1, 1, 1, 1, 1, 1}, got[8] = {0};
+    FAILS(cuEmuDeviceStore(0x1000, ones, 1), RZCUDA_ERROR_NOT_INITIALIZED);
+    primary_current();
+    rzcu_deviceptr a;
+    OK(cuMemAlloc_v2(&a, 100));
+    OK(cuMemsetD8Async(a, 7, 100, NULL)); /* queued: the store comes after it */
+    OK(cuEmuDeviceStore(a + 92, ones, 8));
+    OK(cuEmuDeviceLoad(got, a + 91, 2));
+    cr_assert(got[0] == 7 && got[1] == 1, "%d %d", got[0], got[1]);
+    FAILS(cuEmuDeviceStore(a + 93, ones, 8), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuEmuDeviceLoad(got, a + 99, 2), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuEmuDeviceStore(a, NULL, 1), RZCUDA_ERROR_INVALID_VALUE);
+    OK(cuMemcpyDtoH_v2(got, a + 92, 8));
+    cr_assert_eq(memcmp(got, ones, 8), 0, "the refused store changed nothing");
+    cr_assert_eq(cuEmuCallCount("cuMemcpyHtoD_v2"), 0);
+    cr_assert_eq(cuEmuCallCount("cuMemcpyDtoH_v2"), 1);
+    OK(cuMemFree_v2(a));
+}
+
 Test(emu, pitch_allocation)
 {
     primary_current();

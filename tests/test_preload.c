@@ -264,13 +264,17 @@ Test(redzone_run, help_documents_every_option) {
 }
 
 /* The examples, as the demo runs them. */
-Test(examples, copy_overrun_reported_at_free) {
+Test(examples, copy_overrun_refused_and_reported) {
     const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--", EXAMPLES "/copy_overrun", NULL};
     run(&R, NULL, argv);
     cr_assert_eq(R.status, 0, "%s", R.out);
-    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end were "
-                            "written (8 of 64 pad bytes changed), first bad value 0xab\n"
-                            "redzone: alloc#1 was violated when it was freed\n"), "%s", R.out);
+    cr_assert(strstr(R.out, "redzone: copy past the end of alloc#1: bytes [0..=7] written by cuMemcpyHtoD "
+                            "(user_bytes=1000); nothing copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\n"),
+              "%s", R.out);
+    cr_assert(strstr(R.out, "copy_overrun: copying 1008 bytes into a 1000-byte buffer: CUDA_ERROR_INVALID_VALUE\n"),
+              "the driver's answer without redzone: %s", R.out);
+    cr_assert(strstr(R.out, "; 1 violations in 1 scans; 3 allocations, 0 live, 0 unpadded\n"), "%s", R.out);
+    cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "nothing reached a band: %s", R.out);
 }
 
 Test(examples, kernel_overrun_reported_at_exit_with_the_kernel) {

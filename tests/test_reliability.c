@@ -291,8 +291,18 @@ Test(bad_input, overflows_and_unknown_pointers, .timeout = 30) {
         cr_assert(strstr(R.out, expected[i]), "want '%s':\n%s", expected[i], R.out);
     cr_assert_eq(count(R.out, "bytes: size + 64 pad bytes overflows; passed to the driver unpadded\n"), 5, "%s", R.out);
     cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 0, "%s", R.out);
-    cr_assert(strstr(R.out, "redzone: exit: 0 violated at exit; 0 violations in 1 scans; 4 allocations, 0 live, 0 unpadded\n"),
-              "nothing registered for the refused calls: %s", R.out);
+    /* The copies and memsets past the end are refused as without redzone, and reported (issue 18 item 3). */
+    const char *refused[] = {
+        "redzone: copy past the end of alloc#0: bytes [0..=3499] written by cuMemcpyHtoD (user_bytes=1000); nothing "
+        "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nhtod far past the end -> 1\n",
+        "redzone: memset past the end of alloc#0: bytes [0..=198] written by cuMemsetD8 (user_bytes=1000); nothing set, "
+        "CUDA_ERROR_INVALID_VALUE returned as without redzone\nmemset far past the end -> 1\n",
+        "redzone: memset past the end of alloc#0: bytes [0..=3999] written by cuMemsetD8Async (user_bytes=1000); "
+        "nothing set, CUDA_ERROR_INVALID_VALUE returned as without redzone\nmemset async legacy past the end -> 1\n"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        cr_assert(strstr(R.out, refused[i]), "want '%s':\n%s", refused[i], R.out);
+    cr_assert(strstr(R.out, "redzone: exit: 0 violated at exit; 3 violations in 1 scans; 4 allocations, 0 live, 0 unpadded\n"),
+              "nothing registered for the refused calls, the 3 refused copies and memsets counted: %s", R.out);
 }
 
 /* ---- process life --------------------------------------------------------------------------------------- */

@@ -113,3 +113,89 @@ Test(transparency, unified_copies_as_without) {
     cr_assert(strstr(bare, "rztransp: host to host equal: 1\n"), "%s", bare);
     cr_assert(!strstr(bare, ") = 1"), "%s", bare);
 }
+
+/* Item 3: copies and memsets past the end get the driver's answer without redzone (nothing done, where the
+ * band would have let them through), and each is reported; up to the end exactly they do their work. */
+Test(transparency, copies_and_memsets_past_the_end_refused_as_without) {
+    same_as_without("pastend", NULL);
+    cr_assert(strstr(bare, "rztransp: cuMemcpyHtoD_v2(a, h, 1008) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemcpyDtoH_v2(g, a, 1008) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemcpyDtoD_v2(b, a, 1001) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemsetD2D8_v2(a, 100, 0x22, 10, 11) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: last 8 bytes delivered equal: 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemsetD2D8_v2(a + 90, 100, 0x44, 10, 10) = 0\nrztransp: cuMemcpy2D_v2(&c2) = 0\n"
+                           "rztransp: cuMemcpy3D_v2(&c3) = 0\n"), "up to the end: %s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemcpy2D_v2(&c2) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemcpy3D_v2(&c3) = 1\n"), "%s", bare);
+    const char *reports[] = {
+        "redzone: copy past the end of alloc#0: bytes [0..=7] written by cuMemcpyHtoD (user_bytes=1000); nothing "
+        "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpyHtoD_v2(a, h, 1008) = 1\n",
+        "redzone: copy past the end of alloc#0: bytes [0..=7] read by cuMemcpyDtoH (user_bytes=1000);",
+        "redzone: copy past the end of alloc#0: bytes [0..=0] read by cuMemcpyDtoHAsync (user_bytes=1000);",
+        /* both sides of a copy, each reported */
+        "redzone: copy past the end of alloc#0: bytes [0..=0] read by cuMemcpyDtoD (user_bytes=1000); nothing copied, "
+        "CUDA_ERROR_INVALID_VALUE returned as without redzone\nredzone: copy past the end of alloc#1: bytes [0..=0] "
+        "written by cuMemcpyDtoD (user_bytes=1000);",
+        "redzone: copy past the end of alloc#1: bytes [0..=99] written by cuMemcpyDtoD (user_bytes=1000);",
+        /* a copy that starts where the band would be */
+        "redzone: copy past the end of alloc#0: bytes [0..=7] read by cuMemcpyDtoDAsync (user_bytes=1000);",
+        "redzone: copy past the end of alloc#0: bytes [0..=9] written by cuMemcpy (user_bytes=1000);",
+        "redzone: copy past the end of alloc#0: bytes [0..=3] read by cuMemcpyAsync (user_bytes=1000);",
+        "redzone: memset past the end of alloc#0: bytes [0..=0] written by cuMemsetD8 (user_bytes=1000); nothing set, "
+        "CUDA_ERROR_INVALID_VALUE returned as without redzone\n",
+        "redzone: memset past the end of alloc#0: bytes [0..=1] written by cuMemsetD16 (user_bytes=1000);",
+        "redzone: memset past the end of alloc#0: bytes [0..=3] written by cuMemsetD32 (user_bytes=1000);",
+        "redzone: memset past the end of alloc#0: bytes [0..=9] written by cuMemsetD2D8 (user_bytes=1000);",
+        "redzone: memset past the end of alloc#0: bytes [0..=3] written by cuMemsetD2D32Async (user_bytes=1000);",
+        /* pitched copies: the extent of the device side, first row to last */
+        "redzone: copy past the end of alloc#0: bytes [0..=9] written by cuMemcpy2D (user_bytes=1000); nothing "
+        "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpy2D_v2(&c2) = 1\n",
+        "redzone: copy past the end of alloc#0: bytes [0..=9] written by cuMemcpy2DAsync (user_bytes=1000);",
+        "redzone: copy past the end of alloc#0: bytes [0..=9] written by cuMemcpy2DUnaligned (user_bytes=1000);",
+        "redzone: copy past the end of alloc#0: bytes [0..=8] read by cuMemcpy3D (user_bytes=1000);",
+        /* a batch: its first bad copy, and failIdx says which */
+        "redzone: copy past the end of alloc#1: bytes [0..=99] written by cuMemcpyBatchAsync (user_bytes=1000); "
+        "nothing copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpyBatchAsync(dsts, "
+        "srcs, sizes, 3, &attr, &attr_idx, 1, &fail, s) = 1\nrztransp: batch failIdx 1\n"};
+    for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)
+        cr_assert(strstr(out, reports[i]), "want '%s':\n%s", reports[i], out);
+    cr_assert_eq(count_of(out, "redzone: copy past the end of alloc#") + count_of(out, "redzone: memset past the end"),
+                 23, "one line per side refused: %s", out);
+    cr_assert(strstr(out, "; 23 violations in 1 scans;"), "each counted as a violation: %s", out);
+    cr_assert_eq(count_of(out, "REDZONE VIOLATION"), 0, "no band was written: %s", out);
+}
+
+/* With front bands, a range that starts before the buffer (in its front band) is refused and reported. */
+Test(transparency, copies_and_memsets_before_the_start_refused_as_without) {
+    same_as_without("before", "METRALE_REDZONE_FRONT=256");
+    cr_assert(strstr(bare, "rztransp: cuMemcpyDtoH_v2(g, a - 16, 8) = 1\nrztransp: cuMemsetD8_v2(a - 8, 0x22, 16) = 1\n"),
+              "%s", bare);
+    cr_assert(strstr(out, "redzone: copy before the start of alloc#0: bytes [-16..=-9] read by cuMemcpyDtoH "
+                          "(user_bytes=1000); nothing copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\n"),
+              "%s", out);
+    cr_assert(strstr(out, "redzone: memset before the start of alloc#0: bytes [-8..=-1] written by cuMemsetD8 "
+                          "(user_bytes=1000); nothing set, CUDA_ERROR_INVALID_VALUE returned as without redzone\n"),
+              "%s", out);
+}
+
+/* With METRALE_REDZONE_STACKS, the report says where the copy was made and where its buffer was allocated. */
+Test(transparency, refused_copy_report_has_the_call_stack) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_STACKS=1", NULL};
+    const char *argv[] = {RZTRANSP, "pastend", NULL};
+    cr_assert_eq(run(env, argv, out), 0, "%s", out);
+    cr_assert(strstr(out, "redzone: copy past the end of alloc#0: bytes [0..=7] written by cuMemcpyHtoD (user_bytes=1000); "
+                          "nothing copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\n"
+                          "  cuMemcpyHtoD was called at:\n    #0 0x"), "%s", out);
+    cr_assert(strstr(out, " (" RZTRANSP ")\n  alloc#0 was allocated at:\n    #0 0x"), "the program's frames: %s", out);
+    cr_assert_eq(count_of(out, "libredzone"), 0, "redzone's own frames left out: %s", out);
+    cr_assert_eq(count_of(out, " was called at:\n"), 23, "one per report: %s", out);
+}
+
+/* A refused copy fails `redzone run --error-exitcode` as a band violation does. */
+Test(transparency, refused_copy_trips_error_exitcode) {
+    const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--error-exitcode", "7", "--", RZTRANSP, "pastend", NULL};
+    cr_assert_eq(run(NULL, argv, out), 7, "%s", out);
+    const char *clean[] = {REDZONE_CLI, "run", "--emulated-device", "--error-exitcode", "7", "--", RZTRANSP, "memset",
+                           NULL};
+    cr_assert_eq(run(NULL, clean, out), 0, "%s", out);
+}

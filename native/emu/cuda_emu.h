@@ -169,6 +169,14 @@ int cuEmuInjectSignal(const char *entry_point, unsigned long long nth, int signo
  * containing p, and p's offset in it. Returns 0, or -1 when p is in no live allocation or there is no
  * trace. */
 int cuEmuTraceSerial(rzcu_deviceptr p, unsigned long long *serial, unsigned long long *offset);
+/* A store or load by device code that no interposer sees, for test programs: n bytes from host memory to
+ * device memory (cuEmuDeviceStore) or back (cuEmuDeviceLoad), checked and ordered as cuMemcpyHtoD/cuMemcpyDtoH
+ * are (one live allocation must hold the device range, else CUDA_ERROR_INVALID_VALUE and nothing moves; after
+ * the legacy stream's earlier work), but not driver entry points: what a kernel writing or reading past a
+ * buffer's end leaves behind, without a launch. An interposer that writes bands lazily has not seen device
+ * work for it: a test makes some first (a zero-byte cuMemsetD8 is enough). */
+rzcu_result cuEmuDeviceStore(rzcu_deviceptr dst, const void *src, size_t n);
+rzcu_result cuEmuDeviceLoad(void *dst, rzcu_deviceptr src, size_t n);
 /* Shuts the driver down as a real one does at process exit: every later call of every entry point returns
  * CUDA_ERROR_DEINITIALIZED. */
 void cuEmuShutdown(void);

@@ -296,6 +296,27 @@ COPY_ASYNC_ENTRY(cuMemcpyDtoDAsync_v2, DTOD, rzcu_deviceptr, rzcu_deviceptr, fal
 COPY_ASYNC_ENTRY(cuMemcpyDtoDAsync_v2_ptsz, DTOD, rzcu_deviceptr, rzcu_deviceptr, true)
 
 /*
+ * Test programs' stand-ins for device code's stores and loads (cuda_emu.h): the legacy stream's synchronous
+ * host-to-device and device-to-host copies, with the driver's checks, under names no interposer wraps. No call
+ * counting, no injected failures: they are not driver entry points.
+ */
+rzcu_result cuEmuDeviceStore(rzcu_deviceptr dst, const void *src, size_t n)
+{
+    if (!emu_initialized())
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    emu_trace_enter(EP_cuMemcpyHtoD_v2, __builtin_return_address(0)); /* the trace names the caller */
+    return do_copy(HTOD, (uintptr_t)dst, (uintptr_t)src, n, false, NULL, false);
+}
+
+rzcu_result cuEmuDeviceLoad(void *dst, rzcu_deviceptr src, size_t n)
+{
+    if (!emu_initialized())
+        return RZCUDA_ERROR_NOT_INITIALIZED;
+    emu_trace_enter(EP_cuMemcpyDtoH_v2, __builtin_return_address(0));
+    return do_copy(DTOH, (uintptr_t)dst, (uintptr_t)src, n, false, NULL, false);
+}
+
+/*
  * Batched copies (CUDA 12.8 with failIdx, CUDA 13 without). Everything is validated before anything is
  * queued; the direction of each copy follows from its pointers (emulated device range or host). A
  * per-copy error sets *fail_idx to the copy's index, any other error to SIZE_MAX.

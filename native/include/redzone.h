@@ -92,7 +92,7 @@ RZ_API int rz_unpoison(void);
     X(decommit_bytes, counter, "bytes of those releases (not used yet: 0)")                                   \
     X(live_zones, gauge, "padded zones registered now")                                                       \
     X(scans, counter, "full scans run (rz_scan: exit, fatal, sync, gdb, the API), failed ones included; free-time checks are not scans") \
-    X(violations, counter, "violation reports (REDZONE VIOLATION lines): changed bands found by scans, by checks before frees and before a context ends; a zone with both bands changed counts twice")                                      \
+    X(violations, counter, "violation reports: REDZONE VIOLATION lines (changed bands found by scans, by checks before frees and before a context ends; a zone with both bands changed counts twice), bad frees, and copies and memsets refused for leaving their buffer (one per side)")                                      \
     X(unpadded_allocs, counter, "allocations that should have had a band but got none (out of memory, size overflow, failed fill)") \
     X(stale_zones, counter, "zones forgotten without a free: their context ended (destroyed, released or reset), or the driver handed their address out again or no longer knows it")
 

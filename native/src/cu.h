@@ -155,6 +155,50 @@ typedef struct rzcu_mem_access_desc {
     unsigned int flags; /* CUmemAccess_flags */
 } rzcu_mem_access_desc;
 
+/*
+ * CUDA_MEMCPY2D, CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER (CUmemorytype: CU_MEMORYTYPE_*), laid out as in cuda.h.
+ * The 3D and 3D-peer descriptors differ only in the pointer after each side's array (reserved, or its
+ * context), so one layout reads both. The copy wrappers read them to check the device ranges they touch.
+ */
+#define RZCU_MEMORYTYPE_HOST 0x1
+#define RZCU_MEMORYTYPE_DEVICE 0x2
+#define RZCU_MEMORYTYPE_ARRAY 0x3
+#define RZCU_MEMORYTYPE_UNIFIED 0x4
+
+typedef struct rzcu_memcpy2d {
+    size_t srcXInBytes, srcY;
+    unsigned int srcMemoryType;
+    const void *srcHost;
+    rzcu_deviceptr srcDevice;
+    void *srcArray;
+    size_t srcPitch;
+    size_t dstXInBytes, dstY;
+    unsigned int dstMemoryType;
+    void *dstHost;
+    rzcu_deviceptr dstDevice;
+    void *dstArray;
+    size_t dstPitch;
+    size_t WidthInBytes, Height;
+} rzcu_memcpy2d;
+
+typedef struct rzcu_memcpy3d {
+    size_t srcXInBytes, srcY, srcZ, srcLOD;
+    unsigned int srcMemoryType;
+    const void *srcHost;
+    rzcu_deviceptr srcDevice;
+    void *srcArray;
+    void *srcContext; /* CUDA_MEMCPY3D: reserved0 */
+    size_t srcPitch, srcHeight;
+    size_t dstXInBytes, dstY, dstZ, dstLOD;
+    unsigned int dstMemoryType;
+    void *dstHost;
+    rzcu_deviceptr dstDevice;
+    void *dstArray;
+    void *dstContext; /* CUDA_MEMCPY3D: reserved1 */
+    size_t dstPitch, dstHeight;
+    size_t WidthInBytes, Height, Depth;
+} rzcu_memcpy3d;
+
 /* cu_check.c compiles this header with cuda.h's own struct names, so the function types can be compared. */
 #ifndef RZCU_MEMCPY_ATTRIBUTES
 #define RZCU_MEMCPY_ATTRIBUTES rzcu_memcpy_attributes

@@ -112,4 +112,26 @@ _Static_assert(sizeof(rzcu_mem_access_desc) == sizeof(CUmemAccessDesc), "CUmemAc
 SAME_LAYOUT(rzcu_mem_access_desc, CUmemAccessDesc, location);
 SAME_LAYOUT(rzcu_mem_access_desc, CUmemAccessDesc, flags);
 
+/* The copy descriptors (one rzcu_memcpy3d layout reads CUDA_MEMCPY3D and CUDA_MEMCPY3D_PEER). */
+CHECK_CONST(RZCU_MEMORYTYPE_HOST, CU_MEMORYTYPE_HOST);
+CHECK_CONST(RZCU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_DEVICE);
+CHECK_CONST(RZCU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_ARRAY);
+CHECK_CONST(RZCU_MEMORYTYPE_UNIFIED, CU_MEMORYTYPE_UNIFIED);
+_Static_assert(sizeof(rzcu_memcpy2d) == sizeof(CUDA_MEMCPY2D), "CUDA_MEMCPY2D size");
+#define CHECK_2D(field) SAME_LAYOUT(rzcu_memcpy2d, CUDA_MEMCPY2D, field);
+CHECK_2D(srcXInBytes) CHECK_2D(srcY) CHECK_2D(srcMemoryType) CHECK_2D(srcHost) CHECK_2D(srcDevice)
+CHECK_2D(srcArray) CHECK_2D(srcPitch) CHECK_2D(dstXInBytes) CHECK_2D(dstY) CHECK_2D(dstMemoryType)
+CHECK_2D(dstHost) CHECK_2D(dstDevice) CHECK_2D(dstArray) CHECK_2D(dstPitch) CHECK_2D(WidthInBytes) CHECK_2D(Height)
+_Static_assert(sizeof(rzcu_memcpy3d) == sizeof(CUDA_MEMCPY3D), "CUDA_MEMCPY3D size");
+_Static_assert(sizeof(rzcu_memcpy3d) == sizeof(CUDA_MEMCPY3D_PEER), "CUDA_MEMCPY3D_PEER size");
+#define CHECK_3D(field)                                                                                      \
+    SAME_LAYOUT(rzcu_memcpy3d, CUDA_MEMCPY3D, field);                                                        \
+    SAME_LAYOUT(rzcu_memcpy3d, CUDA_MEMCPY3D_PEER, field);
+CHECK_3D(srcXInBytes) CHECK_3D(srcY) CHECK_3D(srcZ) CHECK_3D(srcLOD) CHECK_3D(srcMemoryType) CHECK_3D(srcHost)
+CHECK_3D(srcDevice) CHECK_3D(srcArray) CHECK_3D(srcPitch) CHECK_3D(srcHeight) CHECK_3D(dstXInBytes) CHECK_3D(dstY)
+CHECK_3D(dstZ) CHECK_3D(dstLOD) CHECK_3D(dstMemoryType) CHECK_3D(dstHost) CHECK_3D(dstDevice) CHECK_3D(dstArray)
+CHECK_3D(dstPitch) CHECK_3D(dstHeight) CHECK_3D(WidthInBytes) CHECK_3D(Height) CHECK_3D(Depth)
+SAME_LAYOUT(rzcu_memcpy3d, CUDA_MEMCPY3D_PEER, srcContext);
+SAME_LAYOUT(rzcu_memcpy3d, CUDA_MEMCPY3D_PEER, dstContext);
+
 typedef int rz_cu_check_translation_unit_is_not_empty;

@@ -179,3 +179,14 @@ size_t rz__format_bad_free(uint64_t ptr, uint64_t index, uint64_t user_bytes, ui
                      (unsigned long long)user_bytes, driver_answer);
     return clamp(n, cap);
 }
+
+size_t rz__format_out_of_range(int how, const char *entry, uint64_t index, uint64_t user_bytes, int64_t first,
+                               int64_t last, const char *driver_answer, char *out, size_t cap) {
+    int n = snprintf(out, cap,
+                     "redzone: %s %s of alloc#%llu: bytes [%lld..=%lld] %s by %s (user_bytes=%llu); nothing %s, %s "
+                     "returned as without redzone",
+                     how == RZ_BOUNDS_SET ? "memset" : "copy", first < 0 ? "before the start" : "past the end",
+                     (unsigned long long)index, (long long)first, (long long)last, how == RZ_BOUNDS_READ ? "read" : "written",
+                     entry, (unsigned long long)user_bytes, how == RZ_BOUNDS_SET ? "set" : "copied", driver_answer);
+    return clamp(n, cap);
+}

@@ -246,7 +246,7 @@ def test_a_bad_value_in_the_environment_is_a_usage_error_too():
 
 
 def test_scan_none_none_is_what_the_library_takes():
-    rc, out, err = run("--scan", "none,none", program=[f"{EXAMPLES}/copy_overrun"])
+    rc, out, err = run("--scan", "none,none", program=[f"{EXAMPLES}/kernel_overrun"])
     assert rc == 0 and "REDZONE VIOLATION" not in err and "warning" not in err, err
 
 
@@ -283,7 +283,7 @@ def test_an_install_prefix_with_a_space_still_preloads():
         prefix = os.path.join(scratch, "my tools")
         subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], check=True, capture_output=True)
         p = subprocess.run([os.path.join(prefix, "bin", "redzone"), "run", "--emulated-device", "--error-exitcode",
-                            "9", "--", f"{EXAMPLES}/copy_overrun"], capture_output=True, text=True)
+                            "9", "--", f"{EXAMPLES}/kernel_overrun"], capture_output=True, text=True)
         assert p.returncode == 9 and "REDZONE VIOLATION alloc#1" in p.stderr, p.stderr
 
 
@@ -297,7 +297,7 @@ def test_version():
 def test_a_relative_log_is_where_redzone_was_started(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    script = f"cd {elsewhere} && exec {EXAMPLES}/copy_overrun"
+    script = f"cd {elsewhere} && exec {EXAMPLES}/kernel_overrun"
     rc, out, err = run("--log", "reports.log", program=["sh", "-c", script], cwd=tmp_path)
     assert rc == 0, err
     assert "REDZONE VIOLATION alloc#1" in (tmp_path / "reports.log").read_text()

@@ -8,6 +8,8 @@ from harness import *
 start("spin", bp="tick")
 METHOD = use_agent()  # the agent method where the debugger can serve it
 pid = gdb.selected_inferior().pid
+# Never kill(0, ...): that would interrupt this process group (ctest and every test it runs).
+check(pid > 0, "the program is running")
 ex("delete")
 ex("break stop_here")
 threading.Timer(0.5, os.kill, (pid, signal.SIGINT)).start()

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cuda_emu.h"
+#include "device_store.h"
 
 #define CHECK(call)                                                                                          \
     do {                                                                                                     \
@@ -79,7 +80,7 @@ int main(int argc, char **argv) {
             CHECK(cuDevicePrimaryCtxRetain(&g_ctx, 0));
             CHECK(cuCtxSetCurrent(g_ctx));
             CHECK(cuMemAlloc_v2(&q, 100));
-            CHECK(cuMemsetD8_v2(q + 100, 0x35, 3)); /* past the end */
+            CHECK(device_fill(q + 100, 0x35, 3)); /* past the end */
             stop_here(8);
             CHECK(cuMemFree_v2(q));
             return 0;
@@ -94,7 +95,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "signal") == 0 || strcmp(mode, "spin") == 0 || strcmp(mode, "meminfo") == 0) {
         rzcu_deviceptr q;
         CHECK(cuMemAlloc_v2(&q, 100));
-        CHECK(cuMemsetD8_v2(q + 100, 0x33, 2)); /* past the end */
+        CHECK(device_fill(q + 100, 0x33, 2)); /* past the end */
         if (mode[1] == 'i') {
             signal(SIGUSR1, on_usr1);
             raise(SIGUSR1);
@@ -116,7 +117,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "fork") == 0) {
         rzcu_deviceptr q;
         CHECK(cuMemAlloc_v2(&q, 100));
-        CHECK(cuMemsetD8_v2(q + 100, 0x36, 4)); /* past the end */
+        CHECK(device_fill(q + 100, 0x36, 4)); /* past the end */
         pid_t child = fork();
         if (child == 0)
             _exit(0);
@@ -131,7 +132,7 @@ int main(int argc, char **argv) {
         rzcu_deviceptr q = 0;
         for (long i = 0; i < n; i++)
             CHECK(cuMemAlloc_v2(&q, 64));
-        CHECK(cuMemsetD8_v2(q + 64, 0x44, 1));
+        CHECK(device_fill(q + 64, 0x44, 1)); /* past the end */
         stop_here(6);
         return 0;
     }
@@ -152,7 +153,8 @@ int main(int argc, char **argv) {
     unsigned char host[1008];
     memset(host, 0x42, sizeof host);
     host[1000] = 0xab;
-    CHECK(cuMemcpyHtoD_v2(p[1], host, sizeof host));
+    CHECK(cuMemcpyHtoD_v2(p[1], host, 1000));
+    CHECK(device_store(p[1] + 1000, host + 1000, 8)); /* the 8 bytes past the end, as a kernel writes them */
     load_ymm0();
     stop_here(1);
     for (int i = 0; i < 3; i++)

@@ -1,6 +1,6 @@
 /*
- * A CUDA driver-API program that reads one byte past the end of chosen allocations (it copies size + 1 bytes
- * back to the host), for the `redzone bisect` tests. It knows nothing of redzone: what it prints depends on
+ * A CUDA driver-API program that reads one byte past the end of chosen allocations (size + 1 bytes back to the
+ * host, as a kernel's loads: device_store.h), for the `redzone bisect` tests. It knows nothing of redzone: what it prints depends on
  * the bytes after those allocations, which is what bisect narrows down.
  *
  *   readpast N [options]    make N allocations of --size bytes (creation indices 0..N-1), read past some
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cuda_emu.h"
+#include "device_store.h"
 
 #define CHECK(call)                                                                                          \
     do {                                                                                                     \
@@ -135,7 +136,10 @@ int main(int argc, char **argv) {
     unsigned long long result = 0, past = 0;
     for (size_t i = 0; i < n; i++) {
         size_t copy = size + (culprit[i] ? 1 : 0); /* the bug: one element too many */
-        CHECK(cuMemcpyDtoH_v2(host, bufs[i], copy));
+        if (culprit[i])
+            CHECK(device_load(host, bufs[i], copy));
+        else
+            CHECK(cuMemcpyDtoH_v2(host, bufs[i], copy));
         for (size_t j = 0; j < copy; j++)
             result += host[j];
         if (culprit[i])

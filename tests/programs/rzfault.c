@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cuda_emu.h"
+#include "device_store.h"
 #include "redzone.h"
 
 #define CHECK(call)                                                                                          \
@@ -53,8 +54,9 @@ static rzcu_context setup(void) {
     return ctx;
 }
 
+/* One byte past the end, as a kernel's store (device_store.h). */
 static void overrun(rzcu_deviceptr p, size_t user) {
-    rzcu_result r = cuMemsetD8_v2(p + user, 0x11, 1);
+    rzcu_result r = device_fill(p + user, 0x11, 1);
     if (r != 0)
         printf("rzfault: overrun refused by the driver: %u\n", r);
 }
@@ -276,8 +278,7 @@ static int mode_every(void) {
     SHOW("event sync", cuEventSynchronize(ev));
     CHECK(cuEventDestroy_v2(ev));
     /* Bad copies and memsets: the driver's own answers. */
-    /* Past the end and past any band: refused with and without redzone (a write that a band absorbs is an
-     * overrun, which redzone exists to let through and report). */
+    /* Past the end (and past any band): refused with and without redzone, which reports them. */
     SHOW("htod far past the end", cuMemcpyHtoD_v2(a + 500, back, 4000));
     SHOW("memset far past the end", cuMemsetD8_v2(a + 999, 0, 200));
     SHOW("dtoh unknown", cuMemcpyDtoH_v2(back, 0x10, 8));

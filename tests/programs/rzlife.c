@@ -44,7 +44,8 @@ static struct driver {
     rzcu_fn_cuMemFree_v2 *free;
     rzcu_fn_cuMemsetD8_v2 *memset;
     rzcu_fn_cuCtxSynchronize *sync;
-    int (*inject_signal)(const char *, unsigned long long, int); /* the emulated driver's extension */
+    int (*inject_signal)(const char *, unsigned long long, int); /* the emulated driver's extensions */
+    rzcu_result (*store)(rzcu_deviceptr, const void *, size_t);
 } d;
 
 static void *sym(const char *name) {
@@ -70,6 +71,7 @@ static void open_driver(void) {
     d.memset = (rzcu_fn_cuMemsetD8_v2 *)sym("cuMemsetD8_v2");
     d.sync = (rzcu_fn_cuCtxSynchronize *)sym("cuCtxSynchronize");
     d.inject_signal = (int (*)(const char *, unsigned long long, int))dlsym(d.handle, "cuEmuInjectSignal");
+    d.store = (rzcu_result(*)(rzcu_deviceptr, const void *, size_t))sym("cuEmuDeviceStore");
 }
 
 #define CHECK(call)                                                                                          \
@@ -89,11 +91,18 @@ static void setup(void) {
     CHECK(d.set_current(ctx));
 }
 
+/* One byte past the end, as a kernel's store (tests/programs/device_store.h says how). */
+static rzcu_result overrun(rzcu_deviceptr end) {
+    static const unsigned char byte = 0x11;
+    rzcu_result r = d.memset(end, 0, 0);
+    return r != 0 ? r : d.store(end, &byte, 1);
+}
+
 /* A zone of `user` bytes written one byte past its end. */
 static rzcu_deviceptr overrun_zone(size_t user) {
     rzcu_deviceptr p;
     CHECK(d.alloc(&p, user));
-    CHECK(d.memset(p + user, 0x11, 1));
+    CHECK(overrun(p + user));
     return p;
 }
 
@@ -235,7 +244,7 @@ int main(int argc, char **argv) {
         CHECK(d.alloc(&a, 100));
         CHECK(d.alloc(&b, 200));
         CHECK(d.memset(a, 1, 100)); /* device work: both bands are written now */
-        CHECK(d.memset(a + 100, 0x11, 1));
+        CHECK(overrun(a + 100));
         /* The next batched copy is the scan's read of both bands. */
         if (d.inject_signal == NULL || d.inject_signal("cuMemcpyBatchAsync_v2", 1, sig) != 0)
             return 105;

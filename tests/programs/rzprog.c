@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "cuda_emu.h"
+#include "device_store.h"
 
 #define CHECK(call)                                                                                          \
     do {                                                                                                     \
@@ -56,10 +57,10 @@ static rzcu_context setup(int dev) {
     return ctx;
 }
 
-/* One byte past the end. Without a band the driver refuses it (the byte is outside the allocation): that is
- * printed, not fatal. */
+/* One byte past the end, as a kernel's store (device_store.h). Without a band the driver refuses it (the byte
+ * is outside the allocation): that is printed, not fatal. */
 static void overrun(rzcu_deviceptr p, size_t user) {
-    rzcu_result r = cuMemsetD8_v2(p + user, 0x11, 1);
+    rzcu_result r = device_fill(p + user, 0x11, 1);
     if (r != 0)
         fprintf(stderr, "rzprog: overrun refused by the driver: %u\n", r);
 }
@@ -408,7 +409,7 @@ static int mode_guard(const char *how) {
     printf("guard: copy into the guard granule refused %d\n", cuMemsetD8_v2(p + 1024, 1, 1) != 0);
     vmm_usage("live");
     if (strcmp(how, "slack") == 0)
-        CHECK(cuMemsetD8_v2(p + 1000, 0x55, 1)); /* inside the 24 slack bytes: the band there */
+        CHECK(device_fill(p + 1000, 0x55, 1)); /* inside the 24 slack bytes: the band there */
     if (strcmp(how, "write") == 0 || strcmp(how, "read") == 0) {
         rzcu_module mod;
         rzcu_function f;
@@ -440,8 +441,8 @@ static int mode_front(void) {
     rzcu_result r = cuMemGetAddressRange_v2(&base, &size, p + 5);
     printf("front: range inside %u base ok %d size %zu\n", r, base == p, size);
     printf("front: range in the front band %u\n", cuMemGetAddressRange_v2(&base, &size, p - 1));
-    CHECK(cuMemsetD8_v2(p - 1, 0x11, 1));  /* one byte before the start */
-    CHECK(cuMemsetD8_v2(q - 40, 0x22, 8)); /* bytes 40..33 before the start, never freed: the exit scan */
+    CHECK(device_fill(p - 1, 0x11, 1));  /* one byte before the start */
+    CHECK(device_fill(q - 40, 0x22, 8)); /* bytes 40..33 before the start, never freed: the exit scan */
     CHECK(cuMemFree_v2(p));
     CHECK(cuMemFree_v2(pitched));
     return 0;

@@ -58,6 +58,7 @@
 #include <string.h>
 
 #include "cuda_emu.h"
+#include "device_store.h"
 
 #define CHECK(call)                                                                                          \
     do {                                                                                                     \
@@ -241,7 +242,7 @@ static int mode_ctxend(const char *how) {
     rzcu_context first = begin_context(how);
     rzcu_deviceptr live, a, b;
     CHECK(cuMemAlloc_v2(&live, 500));
-    CHECK(cuMemsetD8_v2(live + 500, 0x11, 1)); /* past the end, never freed: goes with the context */
+    CHECK(device_fill(live + 500, 0x11, 1)); /* past the end, never freed: goes with the context */
     CHECK(cuMemAlloc_v2(&a, 1000));
     CHECK(cuMemsetD8_v2(a, 0, 1000)); /* the library now has a stream for this context */
     CHECK(cuMemFree_v2(a));
@@ -254,7 +255,7 @@ static int mode_ctxend(const char *how) {
     rzcu_context second = begin_context(how);
     printf("rzreal: same context handle again: %d\n", second == first);
     CHECK(cuMemAlloc_v2(&b, 1000));
-    CHECK(cuMemsetD8_v2(b + 1000, 0x5a, 8));
+    CHECK(device_fill(b + 1000, 0x5a, 8)); /* past the end */
     CHECK(cuMemFree_v2(b));
     return 0;
 }

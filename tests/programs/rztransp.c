@@ -13,6 +13,12 @@
  *                      and host to host
  *   rztransp refused   a kernel writes 8 bytes past the end of a 1000-byte buffer; cuMemFree with no current
  *                      context (refused by the driver), then again with one
+ *   rztransp pastend   copies (HtoD, DtoH, DtoD, unified, async, per-thread, 2D, 3D, batched) and memsets
+ *                      (D8/16/32, 2D, async)
+ *                      that run past the end of 1000-byte buffers or start in what would be a band, and the
+ *                      same up to the end exactly; prints each result and the bytes the program then holds
+ *   rztransp before    (with METRALE_REDZONE_FRONT) a copy starting 16 bytes before a buffer, and a memset
+ *                      from 8 bytes before it into it
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -165,6 +171,100 @@ static int mode_refused(void) {
     return 0;
 }
 
+/* A checksum of the program's bytes in p[0, n) and of a host buffer. */
+static unsigned sum_bytes(const unsigned char *h, size_t n) {
+    unsigned sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum = sum * 31 + h[i];
+    return sum;
+}
+
+static int mode_pastend(void) {
+    setup();
+    rzcu_deviceptr a, b;
+    rzcu_stream s;
+    static unsigned char h[2048], g[2048];
+    for (size_t i = 0; i < sizeof h; i++)
+        h[i] = (unsigned char)(i * 13 + 5);
+    CHECK(cuStreamCreate(&s, 0));
+    CHECK(cuMemAlloc_v2(&a, 1000));
+    CHECK(cuMemAlloc_v2(&b, 1000));
+    SHOW(cuMemsetD8_v2(b, 0x11, 1000));
+    /* Past the end: refused by the driver without redzone, so refused with it. */
+    SHOW(cuMemcpyHtoD_v2(a, h, 1008));
+    SHOW(cuMemcpyHtoD_v2_ptds(a + 996, h, 5));
+    SHOW(cuMemcpyHtoDAsync_v2(a + 1, h, 1000, s));
+    SHOW(cuMemcpyDtoH_v2(g, a, 1008));
+    SHOW(cuMemcpyDtoHAsync_v2_ptsz(g, a + 999, 2, NULL));
+    SHOW(cuMemcpyDtoD_v2(b, a, 1001));
+    SHOW(cuMemcpyDtoD_v2(b + 500, a, 600));
+    SHOW(cuMemcpyDtoDAsync_v2(b, a + 1000, 8, s));
+    SHOW(cuMemcpy(a, (rzcu_deviceptr)(uintptr_t)h, 1010));
+    SHOW(cuMemcpyAsync((rzcu_deviceptr)(uintptr_t)g, a, 1004, s));
+    SHOW(cuMemsetD8_v2(a + 999, 0x22, 2));
+    SHOW(cuMemsetD8Async(a, 0x22, 1001, s));
+    SHOW(cuMemsetD16_v2(a + 998, 0x2222, 2));
+    SHOW(cuMemsetD32_v2(a, 0x22222222u, 251));
+    SHOW(cuMemsetD2D8_v2(a, 100, 0x22, 10, 11));
+    SHOW(cuMemsetD2D32Async(a + 4, 100, 0x22222222u, 25, 10, s));
+    /* Pitched copies: the extent of a device side, first row to last, leaves a (or starts in its band). */
+    cuda_emu_memcpy2d_t c2 = {.srcMemoryType = CUDA_EMU_MEMORYTYPE_HOST, .srcHost = h, .srcPitch = 10,
+                              .dstMemoryType = CUDA_EMU_MEMORYTYPE_DEVICE, .dstDevice = a, .dstPitch = 100,
+                              .WidthInBytes = 10, .Height = 11};
+    SHOW(cuMemcpy2D_v2(&c2));
+    c2.dstY = 1, c2.Height = 10;
+    SHOW(cuMemcpy2DAsync_v2(&c2, s));
+    c2.dstY = 0, c2.dstXInBytes = 1000, c2.dstPitch = 2000, c2.Height = 1; /* one row, in the band */
+    SHOW(cuMemcpy2DUnaligned_v2(&c2));
+    c2.dstPitch = 100;
+    cuda_emu_memcpy3d_t c3 = {.srcXInBytes = 90, .srcMemoryType = CUDA_EMU_MEMORYTYPE_DEVICE, .srcDevice = a,
+                              .srcPitch = 101, .srcHeight = 5, .dstMemoryType = CUDA_EMU_MEMORYTYPE_UNIFIED,
+                              .dstDevice = b, .dstPitch = 100, .dstHeight = 5, .WidthInBytes = 10, .Height = 5,
+                              .Depth = 2};
+    SHOW(cuMemcpy3D_v2(&c3));
+    /* A batch with one copy that leaves b: refused whole, its index in failIdx. */
+    rzcu_deviceptr dsts[3] = {b, b + 500, b}, srcs[3] = {a, a, a};
+    size_t sizes[3] = {100, 600, 10}, attr_idx = 0, fail = 77;
+    rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+    SHOW(cuMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &attr_idx, 1, &fail, s));
+    printf("rztransp: batch failIdx %zu\n", fail);
+    SHOW(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, &attr, &attr_idx, 1, s));
+    SHOW(cuStreamSynchronize(s));
+    /* Up to the end exactly, and nothing at all at the end: the driver's work, done. */
+    SHOW(cuMemcpyHtoD_v2(a, h, 1000));
+    SHOW(cuMemcpyDtoH_v2(g, a + 992, 8));
+    printf("rztransp: last 8 bytes delivered equal: %d\n", memcmp(g, h + 992, 8) == 0);
+    SHOW(cuMemcpyDtoDAsync_v2(b + 500, a + 500, 500, s));
+    SHOW(cuMemsetD8_v2(a + 1000, 0x33, 0));
+    SHOW(cuMemsetD2D8_v2(a + 90, 100, 0x44, 10, 10));
+    c2.dstXInBytes = 90, c2.Height = 10; /* rows 0..9, bytes 90..99 of each: up to the end */
+    SHOW(cuMemcpy2D_v2(&c2));
+    c3.srcPitch = 100; /* 2 layers of 5 rows, bytes 90..99 of each: up to the end */
+    SHOW(cuMemcpy3D_v2(&c3));
+    SHOW(cuMemcpyDtoH_v2(g, a + 1000, 0));
+    SHOW(cuStreamSynchronize(s));
+    SHOW(cuMemcpyDtoH_v2(g, a, 1000));
+    SHOW(cuMemcpyDtoH_v2(g + 1000, b, 1000));
+    printf("rztransp: bytes of a and b: %08x\n", sum_bytes(g, 2000));
+    SHOW(cuMemFree_v2(a));
+    SHOW(cuMemFree_v2(b));
+    return 0;
+}
+
+static int mode_before(void) {
+    setup();
+    rzcu_deviceptr a;
+    static unsigned char g[64];
+    CHECK(cuMemAlloc_v2(&a, 1000));
+    SHOW(cuMemsetD8_v2(a, 0x11, 1000));
+    SHOW(cuMemcpyDtoH_v2(g, a - 16, 8));
+    SHOW(cuMemsetD8_v2(a - 8, 0x22, 16));
+    SHOW(cuMemcpyDtoH_v2(g, a, 16));
+    printf("rztransp: first bytes untouched: %d\n", g[0] == 0x11 && g[15] == 0x11);
+    SHOW(cuMemFree_v2(a));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     if (argc == 2 && strcmp(argv[1], "badfree") == 0)
@@ -179,6 +279,10 @@ int main(int argc, char **argv) {
         return mode_unified();
     if (argc == 2 && strcmp(argv[1], "refused") == 0)
         return mode_refused();
-    fprintf(stderr, "usage: rztransp badfree|attr|memset|memsetbad|unified|refused\n");
+    if (argc == 2 && strcmp(argv[1], "pastend") == 0)
+        return mode_pastend();
+    if (argc == 2 && strcmp(argv[1], "before") == 0)
+        return mode_before();
+    fprintf(stderr, "usage: rztransp badfree|attr|memset|memsetbad|unified|refused|pastend|before\n");
     return 2;
 }

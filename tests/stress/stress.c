@@ -50,6 +50,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../programs/device_store.h"
 #include "cuda_emu.h"
 #include "redzone.h"
 
@@ -404,7 +405,7 @@ static void overrun(struct worker *w) {
     g_overrun_kind[g_overrun_n] = a.kind;
     g_overrun_n++;
     pthread_mutex_unlock(&g_mu);
-    CU(cuMemsetD8_v2(a.p + a.user, OVERRUN_BYTE, 1)); /* inside the padded allocation: the driver allows it */
+    CU(device_fill(a.p + a.user, OVERRUN_BYTE, 1)); /* a kernel's store: inside the padded allocation */
     do_free(w, &a);
     if (a.kind == K_ASYNC)
         CU(cuStreamSynchronize(w->stream)); /* the band is judged when the stream reaches the free */
