@@ -299,7 +299,7 @@ Test(options, scan_list_takes_fatal_and_defaults_to_it) {
     cr_assert_eq(o.scan, RZ_SCAN_FREE | RZ_SCAN_EXIT | RZ_SCAN_FATAL);
     cr_assert(strstr(o.warnings, "combines none with other scans; using free,exit,fatal"), "%s", o.warnings);
     o = parse_one("METRALE_REDZONE_SCAN", "fatals");
-    cr_assert(strstr(o.warnings, "is not a comma list of free, sync, exit, fatal, none"), "%s", o.warnings);
+    cr_assert(strstr(o.warnings, "is not a comma list of free, sync, launch, exit, fatal, none"), "%s", o.warnings);
 }
 
 Test(options, stack_depth) {

@@ -124,7 +124,7 @@ Test(preload, bad_scan_list_warns_and_keeps_the_default) {
     const char *argv[] = {RZPROG, "nofree", NULL};
     run(&R, env, argv);
     cr_assert_eq(count(R.out, "redzone: warning: METRALE_REDZONE_SCAN=\"free,later\" is not a comma list of free, "
-                              "sync, exit, fatal, none; using free,exit,fatal"), 1, "%s", R.out);
+                              "sync, launch, exit, fatal, none; using free,exit,fatal"), 1, "%s", R.out);
     cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 1, "the default includes exit: %s", R.out);
 }
 

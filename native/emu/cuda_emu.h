@@ -304,9 +304,14 @@ struct CUgraphEdgeData_st; /* CUgraphEdgeData */
       (rzcu_library * library, const void *code, void *jit_options, void **jit_option_values,                  \
        unsigned int num_jit_options, void *library_options, void **library_option_values,                     \
        unsigned int num_library_options))                                                                     \
-    X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                   \
     X(cuLibraryGetKernel, rzcu_result, (rzcu_kernel * pkernel, rzcu_library library, const char *name))       \
     X(cuKernelGetFunction, rzcu_result, (rzcu_function * pfunc, rzcu_kernel kernel))                                 \
+    X(cuLaunchCooperativeKernel, rzcu_result,                                                                 \
+      (rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \
+       unsigned int bz, unsigned int shared, rzcu_stream s, void **params))                                   \
+    X(cuLaunchCooperativeKernel_ptsz, rzcu_result,                                                            \
+      (rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \
+       unsigned int bz, unsigned int shared, rzcu_stream s, void **params))                                   \
     X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, unsigned int mode))                               \
     X(cuStreamBeginCapture_v2_ptsz, rzcu_result, (rzcu_stream s, unsigned int mode))                          \
     X(cuStreamEndCapture, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                            \

@@ -299,6 +299,24 @@ EMU_API rzcu_result cuLaunchKernel_ptsz(rzcu_function f, unsigned int gx, unsign
     return do_launch(f, gx, gy, gz, bx, by, bz, shared_bytes, s, params, extra, true);
 }
 
+/* A cooperative launch: the emulator runs a whole grid at once anyway, so only the arguments are checked. */
+EMU_API rzcu_result cuLaunchCooperativeKernel(rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz,
+                                              unsigned int bx, unsigned int by, unsigned int bz,
+                                              unsigned int shared_bytes, rzcu_stream s, void **params)
+{
+    ENTER(cuLaunchCooperativeKernel);
+    return do_launch(f, gx, gy, gz, bx, by, bz, shared_bytes, s, params, NULL, false);
+}
+
+EMU_API rzcu_result cuLaunchCooperativeKernel_ptsz(rzcu_function f, unsigned int gx, unsigned int gy,
+                                                   unsigned int gz, unsigned int bx, unsigned int by,
+                                                   unsigned int bz, unsigned int shared_bytes, rzcu_stream s,
+                                                   void **params)
+{
+    ENTER(cuLaunchCooperativeKernel_ptsz);
+    return do_launch(f, gx, gy, gz, bx, by, bz, shared_bytes, s, params, NULL, true);
+}
+
 static rzcu_result do_launch_ex(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra,
                                 bool per_thread)
 {

@@ -130,6 +130,7 @@ static const struct proc_row rows[] = {
     {"cuLibraryGetKernel", 12000, FN(cuLibraryGetKernel), NULL, 0},
     {"cuKernelGetFunction", 12000, FN(cuKernelGetFunction), NULL, 0},
     {"cuLaunchKernel", 4000, FN(cuLaunchKernel), FN(cuLaunchKernel_ptsz), 7000},
+    {"cuLaunchCooperativeKernel", 9000, FN(cuLaunchCooperativeKernel), FN(cuLaunchCooperativeKernel_ptsz), 9000},
     {"cuLaunchKernelEx", 11060, FN(cuLaunchKernelEx), FN(cuLaunchKernelEx_ptsz), 11060},
     {"cuGetErrorName", 6000, FN(cuGetErrorName), NULL, 0},
     {"cuGetErrorString", 6000, FN(cuGetErrorString), NULL, 0},

@@ -542,6 +542,7 @@ static void end_report(void)
     X(cuEventDestroy_v2, rzcu_fn_cuEventDestroy_v2, (rzcu_event e), (e))                                    \
     X(cuModuleLoadData, rzcu_fn_cuModuleLoadData, (rzcu_module * pmod, const void *image), (pmod, image))   \
     X(cuModuleUnload, rzcu_fn_cuModuleUnload, (rzcu_module mod), (mod))                                     \
+    X(cuLibraryUnload, rzcu_fn_cuLibraryUnload, (rzcu_library library), (library))                          \
     X(cuModuleGetFunction, rzcu_fn_cuModuleGetFunction, (rzcu_function * pf, rzcu_module mod, const char *name), \
       (pf, mod, name))                                                                                      \
     X(cuFuncGetName, rzcu_fn_cuFuncGetName, (const char **name, rzcu_function f), (name, f))                \

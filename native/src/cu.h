@@ -283,6 +283,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuEventDestroy_v2, rzcu_result, (rzcu_event e))                                                       \
     X(cuModuleLoadData, rzcu_result, (rzcu_module * pmod, const void *image))                               \
     X(cuModuleUnload, rzcu_result, (rzcu_module mod))                                                       \
+    X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                 \
     X(cuModuleGetFunction, rzcu_result, (rzcu_function * pf, rzcu_module mod, const char *name))            \
     X(cuFuncGetName, rzcu_result, (const char **name, rzcu_function f))                                     \
     X(cuKernelGetName, rzcu_result, (const char **name, rzcu_kernel hfunc))                                \

@@ -241,6 +241,88 @@ static inline void install_bands(void) {
     }
 }
 
+/* Before the launch: the launch policy's check is set up (and a start marker queued); after it: the launch
+ * ring, and the check queued behind the kernel (launch_check.c). */
+static rzcu_result launched(const rz_launch_call_t *call, rzcu_result (*go)(const void *), const void *args) {
+    if (t_in_hook)
+        return go(args);
+    t_in_hook = 1;
+    struct rz_check *c = rz__launch_pre(call);
+    t_in_hook = 0;
+    rzcu_result r = go(args);
+    t_in_hook = 1;
+    rz__launch_post(c, call, r);
+    t_in_hook = 0;
+    return r;
+}
+
+/* Where the interposed entry point returns to: the launch policy's key for the launch call's stack. (Not
+ * where that address is stored: __builtin_frame_address would give every wrapper a frame pointer, which
+ * costs the default path more than the rest of it; launch_check.c finds the slot itself.) */
+#define RZ_LAUNCH_CALLER .ret = __builtin_return_address(0)
+
+/* RZ_WRITER_CALL(base, per_thread, real, args): the call of a writer's real entry point. For the launches
+ * among the writers (a probe: RZ_LAUNCH_WRITER_<base> is defined for those), through launched(); for copies
+ * and memsets, the plain call. */
+#define RZ_SECOND_(a, b, ...) b
+#define RZ_PROBE_(...) RZ_SECOND_(__VA_ARGS__, 0, ~)
+#define RZ_CAT_(a, b) a##b
+#define RZ_CAT(a, b) RZ_CAT_(a, b)
+#define RZ_EXPAND_(...) __VA_ARGS__
+#define RZ_LAUNCH_WRITER_cuLaunchCooperativeKernel ~, 1
+#define RZ_LAUNCH_WRITER_cuGraphLaunch ~, 2
+#define RZ_WRITER_CALL(base, per_thread, real, args)                                                         \
+    RZ_CAT(RZ_WRITER_CALL_, RZ_PROBE_(RZ_LAUNCH_WRITER_##base))(per_thread, real, args)
+#define RZ_WRITER_CALL_0(per_thread, real, args) real args
+#define RZ_WRITER_CALL_1(per_thread, real, args)                                                             \
+    (RZ_LIKELY(RZ_SCAN_LAUNCH_OFF()) ? real args                                                             \
+                                 : cooperative_launch(per_thread, __builtin_return_address(0), real, RZ_EXPAND_ args))
+#define RZ_WRITER_CALL_2(per_thread, real, args)                                                             \
+    (RZ_LIKELY(RZ_SCAN_LAUNCH_OFF()) ? real args                                                             \
+                                 : graph_launch(per_thread, __builtin_return_address(0), real, RZ_EXPAND_ args))
+
+struct coop_args {
+    rzcu_wfn_cuLaunchCooperativeKernel *real;
+    rzcu_function f;
+    unsigned gx, gy, gz, bx, by, bz, shared;
+    rzcu_stream s;
+    void **params;
+};
+
+static rzcu_result go_coop(const void *p) {
+    const struct coop_args *a = p;
+    return a->real(a->f, a->gx, a->gy, a->gz, a->bx, a->by, a->bz, a->shared, a->s, a->params);
+}
+
+static rzcu_result cooperative_launch(int per_thread, void *ret, rzcu_wfn_cuLaunchCooperativeKernel *real,
+                                      rzcu_function f, unsigned gx, unsigned gy,
+                                      unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                      rzcu_stream s, void **params) {
+    rz_launch_call_t call = {.kind = RZ_LAUNCH_COOPERATIVE, .f = f, .grid = {gx, gy, gz}, .block = {bx, by, bz},
+                             .stream = s, .per_thread = per_thread, .ret = ret};
+    struct coop_args a = {real, f, gx, gy, gz, bx, by, bz, shared, s, params};
+    return launched(&call, go_coop, &a);
+}
+
+struct graph_args {
+    rzcu_wfn_cuGraphLaunch *real;
+    void *exec;
+    rzcu_stream s;
+};
+
+static rzcu_result go_graph(const void *p) {
+    const struct graph_args *a = p;
+    return a->real(a->exec, a->s);
+}
+
+static rzcu_result graph_launch(int per_thread, void *ret, rzcu_wfn_cuGraphLaunch *real, void *exec,
+                                rzcu_stream s) {
+    rz_launch_call_t call = {.kind = RZ_LAUNCH_GRAPH, .graph = exec, .stream = s, .per_thread = per_thread,
+                             .ret = ret};
+    struct graph_args a = {real, exec, s};
+    return launched(&call, go_graph, &a);
+}
+
 /* The stream among a writer's arguments: its one rzcu_stream argument, or NULL (a synchronous copy or memset,
  * which runs on the default stream), whatever its position. */
 #define RZ_STREAM_ARG(a) _Generic((a), rzcu_stream: (a), default: (rzcu_stream)NULL)
@@ -369,9 +451,10 @@ static int batch(const char *e, int since, rzcu_deviceptr *dsts, rzcu_deviceptr 
 #define RZ_UNPAREN(...) __VA_ARGS__
 #define RZ_CALL(f, ...) f(__VA_ARGS__)
 
-/* Copies, memsets, cooperative and graph launches: the range check, install, then forward untouched; the
- * work is noted after the driver accepted it, with its stream (sync scans judge a context once its work is
- * complete). */
+/* Copies, memsets, cooperative and graph launches: the range check, install, then forward untouched (the
+ * launches among them through launched() under the launch policy: RZ_WRITER_CALL picks the way by base
+ * name); the work is noted after the driver accepted it, with its stream (sync scans judge a context once
+ * its work is complete). */
 #define RZ_WRITER_WRAPPER(exported, base, since, per_thread, params, args)                                   \
     RZ_EXPORT rzcu_wfn_##exported exported;                                                                  \
     rzcu_result exported params {                                                                            \
@@ -386,7 +469,7 @@ static int batch(const char *e, int since, rzcu_deviceptr *dsts, rzcu_deviceptr 
                 return RZCUDA_ERROR_INVALID_VALUE; /* as the driver answers without redzone */              \
         }                                                                                                    \
         install_bands();                                                                                     \
-        rzcu_result r = real args;                                                                           \
+        rzcu_result r = RZ_WRITER_CALL(base, per_thread, real, args);                                        \
         if (r == RZCUDA_SUCCESS)                                                                             \
             rz__note_device_work(RZ_STREAM_IN args, per_thread);                                             \
         return r;                                                                                            \
@@ -462,6 +545,7 @@ static rzcu_result ctx_destroy(rzcu_fn_cuCtxDestroy_v2 *real, rzcu_context ctx) 
     if (r == RZCUDA_SUCCESS) {
         rz__bands_context_ended(ctx);
         rz__sync_context_ended(ctx);
+        rz__launch_forget_ctx(ctx);
     }
     LEAVE();
     return r;
@@ -481,6 +565,7 @@ static rzcu_result primary_release(rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real, r
     if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0) {
         rz__bands_context_ended(ctx);
         rz__sync_context_ended(ctx);
+        rz__launch_forget_ctx(ctx);
     }
     LEAVE();
     return r;
@@ -498,6 +583,7 @@ static rzcu_result primary_reset(rzcu_fn_cuDevicePrimaryCtxReset_v2 *real, rzcu_
     if (r == RZCUDA_SUCCESS && ctx) {
         rz__bands_context_ended(ctx);
         rz__sync_context_ended(ctx);
+        rz__launch_forget_ctx(ctx);
     }
     LEAVE();
     return r;
@@ -520,8 +606,21 @@ RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2, cuDevic
 rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) { return primary_reset(REAL(cuDevicePrimaryCtxReset_v2), dev); }
 rzcu_result cuDevicePrimaryCtxReset(rzcu_device dev) { return primary_reset(REAL(cuDevicePrimaryCtxReset), dev); }
 
-/* ---- launches: kernel attribution -------------------------------------------------------------------- */
-#define LAUNCH(name, real_field, per_thread)                                                                 \
+/* ---- launches: kernel attribution and METRALE_REDZONE_SCAN=launch ------------------------------------ */
+struct launch_args {
+    rzcu_fn_cuLaunchKernel *real;
+    rzcu_function f;
+    unsigned gx, gy, gz, bx, by, bz, shared;
+    rzcu_stream s;
+    void **params, **extra;
+};
+
+static rzcu_result go_launch(const void *p) {
+    const struct launch_args *a = p;
+    return a->real(a->f, a->gx, a->gy, a->gz, a->bx, a->by, a->bz, a->shared, a->s, a->params, a->extra);
+}
+
+#define LAUNCH(name, real_field, per_thread_)                                                                \
     RZ_EXPORT rzcu_fn_cuLaunchKernel name;                                                                   \
     rzcu_result name(rzcu_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,       \
                      unsigned bz, unsigned shared, rzcu_stream s, void **params, void **extra) {             \
@@ -529,32 +628,87 @@ rzcu_result cuDevicePrimaryCtxReset(rzcu_device dev) { return primary_reset(REAL
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
-        rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                           \
+        if (RZ_LIKELY(RZ_SCAN_LAUNCH_OFF())) { /* as before the launch policy */                             \
+            rzcu_result r = real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);                       \
+            if (r == RZCUDA_SUCCESS)                                                                         \
+                rz__note_device_work(s, per_thread_);                                                        \
+            if (r == RZCUDA_SUCCESS && !t_in_hook)                                                           \
+                rz__launch_record(f);                                                                        \
+            return r;                                                                                        \
+        }                                                                                                    \
+        rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = f, .grid = {gx, gy, gz}, .block = {bx, by, bz}, \
+                                 .stream = s, .per_thread = per_thread_, RZ_LAUNCH_CALLER};                  \
+        struct launch_args a = {real, f, gx, gy, gz, bx, by, bz, shared, s, params, extra};                  \
+        rzcu_result r = launched(&call, go_launch, &a);                                                      \
         if (r == RZCUDA_SUCCESS)                                                                             \
-            rz__note_device_work(s, per_thread);                                                             \
-        if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
-            rz__launch_record(f);                                                                            \
+            rz__note_device_work(s, per_thread_);                                                            \
         return r;                                                                                            \
     }
 LAUNCH(cuLaunchKernel, cuLaunchKernel, 0)
 LAUNCH(cuLaunchKernel_ptsz, cuLaunchKernel_ptsz, 1)
 
-#define LAUNCH_EX(name, real_field, per_thread)                                                              \
+struct launch_ex_args {
+    rzcu_fn_cuLaunchKernelEx *real;
+    const rzcu_launch_config *config;
+    rzcu_function f;
+    void **params, **extra;
+};
+
+static rzcu_result go_launch_ex(const void *p) {
+    const struct launch_ex_args *a = p;
+    return a->real(a->config, a->f, a->params, a->extra);
+}
+
+#define LAUNCH_EX(name, real_field, per_thread_)                                                             \
     RZ_EXPORT rzcu_fn_cuLaunchKernelEx name;                                                                 \
     rzcu_result name(const rzcu_launch_config *config, rzcu_function f, void **params, void **extra) {       \
         rzcu_fn_cuLaunchKernelEx *real = REAL(real_field);                                                   \
         if (real == NULL)                                                                                    \
             return missing();                                                                                \
         install_bands();                                                                                     \
-        rzcu_result r = real(config, f, params, extra);                                                      \
+        if (RZ_LIKELY(RZ_SCAN_LAUNCH_OFF())) { /* as before the launch policy */                             \
+            rzcu_result r = real(config, f, params, extra);                                                  \
+            if (r == RZCUDA_SUCCESS)                                                                         \
+                rz__note_device_work(config ? config->hStream : NULL, per_thread_);                          \
+            if (r == RZCUDA_SUCCESS && !t_in_hook)                                                           \
+                rz__launch_record(f);                                                                        \
+            return r;                                                                                        \
+        }                                                                                                    \
+        rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = f, .per_thread = per_thread_, RZ_LAUNCH_CALLER}; \
+        if (config) {                                                                                        \
+            call.grid[0] = config->gridDimX, call.grid[1] = config->gridDimY, call.grid[2] = config->gridDimZ; \
+            call.block[0] = config->blockDimX, call.block[1] = config->blockDimY;                            \
+            call.block[2] = config->blockDimZ, call.stream = config->hStream;                                \
+        }                                                                                                    \
+        struct launch_ex_args a = {real, config, f, params, extra};                                          \
+        rzcu_result r = config ? launched(&call, go_launch_ex, &a) : real(config, f, params, extra);         \
         if (r == RZCUDA_SUCCESS)                                                                             \
-            rz__note_device_work(config ? config->hStream : NULL, per_thread);                               \
-        if (r == RZCUDA_SUCCESS && !t_in_hook)                                                               \
-            rz__launch_record(f);                                                                            \
+            rz__note_device_work(config ? config->hStream : NULL, per_thread_);                              \
         return r;                                                                                            \
     }
 LAUNCH_EX(cuLaunchKernelEx, cuLaunchKernelEx, 0)
 LAUNCH_EX(cuLaunchKernelEx_ptsz, cuLaunchKernelEx_ptsz, 1)
+
+/* ---- unloads: a kernel handle may name another kernel afterwards (the launch policy caches names) ------ */
+RZ_EXPORT rzcu_fn_cuModuleUnload cuModuleUnload;
+rzcu_result cuModuleUnload(rzcu_module mod) {
+    rzcu_fn_cuModuleUnload *real = REAL(cuModuleUnload);
+    if (real == NULL)
+        return missing();
+    rzcu_result r = real(mod);
+    rz__launch_names_forget();
+    return r;
+}
+
+RZ_EXPORT rzcu_fn_cuLibraryUnload cuLibraryUnload;
+rzcu_result cuLibraryUnload(rzcu_library library) {
+    rzcu_fn_cuLibraryUnload *real = REAL(cuLibraryUnload);
+    if (real == NULL)
+        return missing();
+    rzcu_result r = real(library);
+    rz__launch_names_forget();
+    return r;
+}
 
 /* ---- lookups: dlsym and cuGetProcAddress ------------------------------------------------------------- */
 RZ_EXPORT rzcu_fn_cuGetProcAddress cuGetProcAddress;
@@ -569,7 +723,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
     X(cuPointerGetAttribute) X(cuStreamDestroy_v2) X(cuCtxDestroy) X(cuDevicePrimaryCtxRelease)                \
-    X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes)
+    X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes) X(cuModuleUnload) X(cuLibraryUnload)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

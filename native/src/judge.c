@@ -139,7 +139,7 @@ static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         if (nframes)
             rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
         size_t stack_at = r->lines.len;
-        rz__launch_report(z);
+        rz__launch_report(z, band, bytes, front);
         rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
         record_violation(&v);
         r->items[r->n++] = (struct report_item){.stack_at = stack_at, .end = r->lines.len, .stack = nframes ? stack : 0,
@@ -158,7 +158,7 @@ static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
         rz__symbolize_frames(frames, (int)(nframes < RZ_STACK_MAX ? nframes : RZ_STACK_MAX));
     }
-    rz__launch_report(z);
+    rz__launch_report(z, band, bytes, front);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     record_violation(&v);
     __redzone_violation(&v);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rz_annotate.h"
 #include "rz_internal.h"
 
 /* Rust's usize::from_str, which the seed uses: optional '+', then decimal digits only, no overflow. */
@@ -176,6 +177,8 @@ static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value,
             bits |= RZ_SCAN_FREE;
         else if (len == 4 && strncmp(s, "sync", 4) == 0)
             bits |= RZ_SCAN_SYNC;
+        else if (len == 6 && strncmp(s, "launch", 6) == 0)
+            bits |= RZ_SCAN_LAUNCH;
         else if (len == 4 && strncmp(s, "exit", 4) == 0)
             bits |= RZ_SCAN_EXIT;
         else if (len == 5 && strncmp(s, "fatal", 5) == 0)
@@ -183,7 +186,7 @@ static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value,
         else if (len == 4 && strncmp(s, "none", 4) == 0)
             none = 1;
         else {
-            warn_line(o, "redzone: warning: %s=\"%s\" is not a comma list of free, sync, exit, fatal, none; using free,exit,fatal",
+            warn_line(o, "redzone: warning: %s=\"%s\" is not a comma list of free, sync, launch, exit, fatal, none; using free,exit,fatal",
                       name, value);
             return;
         }
@@ -313,6 +316,8 @@ static void log_text_to(int fd, const char *text, size_t len) {
 
 static const char *process_getenv(const char *name) { return getenv(name); }
 
+_Atomic int rz__scan_launch = -1;
+
 static void options_load(void) {
     rz__options_parse(process_getenv, &g_options);
     rz__log_open(g_options.log_path[0] ? g_options.log_path : NULL, getenv("METRALE_REDZONE_LOG"));
@@ -330,6 +335,8 @@ static void options_load(void) {
         RZ_STATE.poison_hi = g_options.poison.hi;
         RZ_STATE.poison_active = 1;
     }
+    RZ_ANNOTATE_ATOMIC(&rz__scan_launch, sizeof rz__scan_launch); /* helgrind: read without a lock */
+    atomic_store_explicit(&rz__scan_launch, (g_options.scan & RZ_SCAN_LAUNCH) != 0, memory_order_relaxed);
     __atomic_store_n(&RZ_STATE.options_loaded, 1, __ATOMIC_RELEASE);
     if (g_options.help)
         options_help(log_text_to, 0);

@@ -41,6 +41,11 @@ static void exit_scan(void) {
     rz__judge_deferred();
     const rz_options_t *o = rz__options();
     rz_stats_t s;
+    rzcu_context current = NULL;
+    if ((o->scan & RZ_SCAN_LAUNCH) && rz__drv.cuCtxGetCurrent(&current) != RZCUDA_ERROR_DEINITIALIZED) {
+        rz__bands_settle(); /* launch checks still in flight complete, and are judged */
+        rz__launch_checks();
+    }
     if (!(o->scan & RZ_SCAN_EXIT)) {
         rz_stats_get(&s);
         write_summary(o, &s);
@@ -48,7 +53,6 @@ static void exit_scan(void) {
     }
     /* The driver's own exit handler may have run first (it is registered when cuInit runs, which can come
      * after the first allocation call): then every band read fails, so say that instead of scanning. */
-    rzcu_context current = NULL;
     int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
     if (!gone)
         rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */
@@ -106,7 +110,7 @@ RZ_EXPORT rz_launches_t __redzone_launches = {
 #define L __redzone_launches
 static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void rz__launch_record(rzcu_function f) {
+static inline __attribute__((always_inline)) const char *kernel_name(rzcu_function f) {
     const char *name = NULL;
     /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
      * cuFuncGetName is not documented: cuKernelGetName names those. */
@@ -116,15 +120,26 @@ void rz__launch_record(rzcu_function f) {
             rz__drv.cuKernelGetName(&name, (rzcu_kernel)(void *)f) != RZCUDA_SUCCESS || name == NULL)
             name = "(unnamed kernel)";
     }
+    return name;
+}
+
+const char *rz__launch_kernel_name(rzcu_function f) { return kernel_name(f); }
+
+static inline __attribute__((always_inline)) uint64_t record_name(const char *name) {
     uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
     pthread_mutex_lock(&g_ring_lock);
     struct rz_launch *l = &L.ring[L.seq % RZ_LAUNCH_RING];
     l->seq = L.seq + 1;
     l->next_index = next;
     snprintf(l->name, sizeof l->name, "%s", name);
-    L.seq++;
+    uint64_t seq = ++L.seq;
     pthread_mutex_unlock(&g_ring_lock);
+    return seq;
 }
+
+uint64_t rz__launch_record_name(const char *name) { return record_name(name); }
+
+void rz__launch_record(rzcu_function f) { record_name(kernel_name(f)); }
 
 static void judge_deferred_locked(void);
 
@@ -132,6 +147,7 @@ static void judge_deferred_locked(void);
  * running (syncscan.c) keeps the mark: that context's zones were not seen clean now. */
 void rz__launch_scan_begin(int whole) {
     judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (below) */
+    rz__launch_checks_locked(); /* launch checks too, and the bands they reported written back */
     pthread_mutex_lock(&g_ring_lock);
     L.report_since = L.scan_start;
     if (whole)
@@ -139,7 +155,9 @@ void rz__launch_scan_begin(int whole) {
     pthread_mutex_unlock(&g_ring_lock);
 }
 
-void rz__launch_report(const rz_zone_node_t *z) {
+void rz__launch_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    if (rz__attrib_report(z, band, bytes, front))
+        return; /* a launch check's report: the launch is named instead */
     char line[1024];
     pthread_mutex_lock(&g_ring_lock);
     size_t n = rz__format_launch_candidates(&L, L.report_since, z->index, line, sizeof line);
@@ -169,6 +187,9 @@ static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band, 
     pthread_mutex_lock(&g_ring_lock);
     __redzone_launches.report_since = __redzone_launches.scan_start;
     pthread_mutex_unlock(&g_ring_lock);
+    rz__launch_judge_locked(); /* launch checks that completed before: they may name the writer */
+    if (rz__attrib_freed_reported(zone, band))
+        return; /* reported by a launch check already, with its launch */
     /* band: the band after the end, then the front band (if any) right behind it */
     int bad = rz__band_judge_freed(zone, band, frames, nframes);
     if (bad)
@@ -207,6 +228,7 @@ static void judge_deferred_locked(void) {
 }
 
 void rz__judge_deferred(void) {
+    rz__launch_checks(); /* launch checks that completed while the registry was busy */
     if (RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
         return;
     rz__registry_lock();

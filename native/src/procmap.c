@@ -47,6 +47,8 @@ static const struct versioned {
     {"cuLaunchKernel", 7000, 1, "cuLaunchKernel_ptsz"},
     {"cuLaunchKernelEx", 11060, 0, "cuLaunchKernelEx"},
     {"cuLaunchKernelEx", 11060, 1, "cuLaunchKernelEx_ptsz"},
+    {"cuModuleUnload", 2000, 0, "cuModuleUnload"},
+    {"cuLibraryUnload", 12000, 0, "cuLibraryUnload"},
     {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
     {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
 #define RZ_WRITER_VERSION(exported, base, since, per_thread, params, args) {#base, since, per_thread, #exported},

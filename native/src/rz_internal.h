@@ -49,6 +49,7 @@ _Noreturn void rz__check_failed(const char *file, int line, const char *what);
 #define RZ_SCAN_SYNC 0x2u
 #define RZ_SCAN_EXIT 0x4u
 #define RZ_SCAN_FATAL 0x8u
+#define RZ_SCAN_LAUNCH 0x10u /* check the launch's context's bands after every kernel launch (launch_check.c) */
 
 /* METRALE_REDZONE_GUARD: every N-th allocation (index % every == 0), or a list of creation indices. */
 #define RZ_GUARD_LIST_MAX 32
@@ -88,6 +89,10 @@ typedef struct rz_options {
 typedef const char *(*rz_getenv_fn)(const char *name);
 /* Parse every option from getenv_fn into out (pure: no output, no global state). */
 void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out);
+/* METRALE_REDZONE_SCAN has launch (1) or not (0), -1 until the options are loaded: read by every interposed
+ * launch as one load (its fast path is taken on 0 only). */
+extern _Atomic int rz__scan_launch;
+#define RZ_SCAN_LAUNCH_OFF() (atomic_load_explicit(&rz__scan_launch, memory_order_relaxed) == 0)
 /* The process's options, parsed once on first use (thread-safe); also opens the log. */
 const rz_options_t *rz__options(void);
 /* Option table as a markdown table (docs/options.md body). */
@@ -235,6 +240,8 @@ const uint64_t *rz__registry_stack(const rz_zone_node_t *node, uint32_t *n);
 uint32_t rz__registry_stack_id(const rz_zone_node_t *node);
 /* The program's frames of the current call, without redzone's own leading ones (at most max). */
 int rz__capture_stack(void **frames, int max);
+/* Whether an address lies in redzone's own code (the mapping rz__capture_stack skips). */
+int rz__in_redzone(uintptr_t addr);
 /* Zones waiting for their band (lazy install), plus 1 while a lock holder is installing some; read without
  * the lock, so only a hint, but 0 means no band is waiting or being written. */
 uint32_t rz__registry_pending(void);
@@ -635,12 +642,56 @@ void rz__exit_scan_arm(void);
 void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req);
 /* Judge the stream-ordered checks queued while the registry was busy (policy.c); takes the lock. */
 void rz__judge_deferred(void);
-/* Kernel attribution: record a launch; print the kernels that may have touched a violated zone. */
+/* Kernel attribution: record a launch (returns its launch number); print the kernels that may have touched a
+ * violated zone (`band`: what was read, `bytes` long; front: the zone's front band). */
 void rz__launch_record(rzcu_function f);
-void rz__launch_report(const rz_zone_node_t *zone);
-/* Under the registry lock, at the start of a scan: judge queued free-time checks; with `whole` (every zone
- * that may have been touched since the last such scan is covered), move the "last seen clean" mark. */
+uint64_t rz__launch_record_name(const char *name);
+/* The kernel's name as the driver gives it (its storage), "(unnamed kernel)" when it gives none. */
+const char *rz__launch_kernel_name(rzcu_function f);
+void rz__launch_report(const rz_zone_node_t *zone, const uint8_t *band, uint64_t bytes, int front);
+/* Under the registry lock, at the start of a scan: judge queued free-time checks (and launch checks); with
+ * `whole` (every zone that may have been touched since the last such scan is covered), move the "last seen
+ * clean" mark. */
 void rz__launch_scan_begin(int whole);
+
+/* ---- METRALE_REDZONE_SCAN=launch (launch_check.c, attribution.c) ------------------------------------- */
+typedef enum { RZ_LAUNCH_KERNEL = 0, RZ_LAUNCH_COOPERATIVE = 1, RZ_LAUNCH_GRAPH = 2 } rz_launch_kind_t;
+/* What a launch wrapper knows about a launch. */
+typedef struct rz_launch_call {
+    rz_launch_kind_t kind;
+    rzcu_function f;     /* kernels */
+    void *graph;         /* graph launches: the executable graph */
+    unsigned grid[3], block[3];
+    rzcu_stream stream;  /* as the program passed it */
+    int per_thread;      /* through a _ptsz entry point */
+    void *ret;           /* the interposed entry point's return address (into the program) */
+} rz_launch_call_t;
+struct rz_check;
+/* Before the driver's launch call (never under the registry lock): under the launch policy, the check this
+ * launch will get (NULL otherwise, or when the launch cannot be checked: a stream being captured). */
+struct rz_check *rz__launch_pre(const rz_launch_call_t *call);
+/* After it: the launch ring (every policy, on success) and, under the launch policy, the check queued in the
+ * launch's stream order (or, under a debugger, waited for and judged on this thread). */
+void rz__launch_post(struct rz_check *c, const rz_launch_call_t *call, rzcu_result r);
+/* Judge the launch checks that completed while the registry was busy, and write back the bands they
+ * reported. The _locked form with the registry lock held; the other takes it (one load when nothing waits). */
+void rz__launch_checks_locked(void);
+void rz__launch_checks(void);
+/* Only the judging, no driver call (from a stream's host function too). Registry lock held. */
+void rz__launch_judge_locked(void);
+/* From rz__launch_report: 1 when the report is a launch check's, whose attribution lines it printed. */
+int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front);
+/* A free-time check read `band` (back band, then front band): 1 when a launch check reported exactly these
+ * bytes already (the zone is not reported twice). Registry lock held. */
+int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band);
+/* A module or library was unloaded: kernel handles may be reused for other kernels, so the launch policy's
+ * cache of kernel names is forgotten. */
+void rz__launch_names_forget(void);
+/* Context ctx ended: forget the launch policy's state for it (takes the registry lock). */
+void rz__launch_forget_ctx(void *ctx);
+/* Whether a launch is judged on the launching thread right after it (1), in stream order by the driver's
+ * callback thread (0), or, by default (-1), the first under a debugger (any ptrace tracer) only. Tests. */
+void rz__launch_set_sync(int mode);
 
 /* ---- formatting (format.c): shared with the gdb plugin through the view library ---------------------- */
 size_t rz__format_violation(const rz_violation_t *v, char *out, size_t cap);

@@ -322,6 +322,12 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+int rz__in_redzone(uintptr_t addr) {
+    if (g_self_hi == 0)
+        dl_iterate_phdr(find_self, (void *)(uintptr_t)rz__capture_stack);
+    return addr >= g_self_lo && addr < g_self_hi;
+}
+
 int rz__capture_stack(void **frames, int max) {
     pthread_once(&g_fork_once, register_fork_handler);
     if (g_self_hi == 0)

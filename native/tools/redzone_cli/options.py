@@ -28,7 +28,7 @@ RUN_OPTIONS = [
     ("--min-idx", "METRALE_REDZONE_MIN_IDX", "N", "pad only allocations with creation index >= N"),
     ("--trace-idx", "METRALE_REDZONE_TRACE_IDX", "N", "log a host backtrace when allocation #N is made"),
     ("--scan", "METRALE_REDZONE_SCAN", "LIST",
-     "when to scan: comma list of free,sync,exit,fatal,none; it replaces the default free,exit,fatal"),
+     "when to scan: comma list of free,sync,launch,exit,fatal,none; it replaces the default free,exit,fatal"),
     ("--log", "METRALE_REDZONE_LOG", "PATH",
      "write reports to PATH instead of stderr (%%p = pid; relative to where redzone was started)"),
     ("--poison", "METRALE_REDZONE_POISON", "LO:HI",

@@ -1,0 +1,263 @@
+/*
+ * Judging launch checks (METRALE_REDZONE_SCAN=launch, launch_check.c queues them): a band a check saw
+ * changed is reported through the band engine's judge (the REDZONE VIOLATION line, byte for byte as a scan
+ * prints it, the allocation stack, the counters, the debugger's __redzone_violation), with the launch named
+ * on the lines after it instead of the list of candidate kernels:
+ *
+ *   written by kernel <name> (launch #<n>, grid XxYxZ, block XxYxZ, stream 0x<s>), launched at:
+ *       #0 0x... in <function>+0x.. (<object>)
+ *   other streams' launches in flight then, which may have written it instead: launch #<m> <name> (stream 0x<t>)
+ *
+ * Why records: a host function may make no driver call, so a reported band is written back later, by the
+ * next program thread that enters the library (a launch, a synchronisation, a scan). Until then every later
+ * check still sees the same changed bytes, and a check whose copy was queued before the write-back may see
+ * them after it: neither is a new write. Each reported band keeps its changed bytes and, once written back,
+ * the begin counter then: a check of a launch begun before that which sees the same bytes saw the old write.
+ * A scan's or free-time check's reports are recorded too (their write-back time is known once the scan is
+ * over), so a launch check does not report again what they reported.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rz_launch.h"
+
+#define RECORDS 64
+#define REFILLED_BY_SCAN UINT64_MAX /* written back by a scan that may still be running */
+
+struct record {
+    int used;
+    uint8_t front;
+    uint8_t *content; /* the changed band as reported */
+    uint32_t bytes;
+    uint64_t index;
+    uint64_t ptr;         /* the zone's user pointer */
+    uint64_t refilled_at; /* 0: not written back yet; else the begin counter when it was */
+    uint64_t age;
+};
+
+static struct record g_rec[RECORDS]; /* registry lock held */
+static uint64_t g_age;
+static _Atomic int g_refill_wanted;
+static RZ_TLS rz_check_t *t_judging; /* the check being judged on this thread (its report names it) */
+
+int rz__attrib_refill_wanted(void) { return atomic_load_explicit(&g_refill_wanted, memory_order_relaxed); }
+
+static struct record *rec_find(uint64_t index, int front) {
+    for (int i = 0; i < RECORDS; i++)
+        if (g_rec[i].used && g_rec[i].index == index && g_rec[i].front == front)
+            return &g_rec[i];
+    return NULL;
+}
+
+static void rec_clear(struct record *r) {
+    free(r->content);
+    memset(r, 0, sizeof *r);
+}
+
+/* A slot for a new record: a free one, else the oldest written back, else the oldest. */
+static struct record *rec_slot(void) {
+    struct record *best = NULL;
+    for (int i = 0; i < RECORDS; i++) {
+        struct record *r = &g_rec[i];
+        if (!r->used)
+            return r;
+        int done = r->refilled_at != 0;
+        if (best == NULL || (done && best->refilled_at == 0) ||
+            (done == (best->refilled_at != 0) && r->age < best->age))
+            best = r;
+    }
+    rec_clear(best);
+    return best;
+}
+
+static void rec_set(uint64_t index, uint64_t ptr, int front, const uint8_t *band, uint64_t bytes,
+                    uint64_t refilled_at) {
+    struct record *r = rec_find(index, front);
+    if (r == NULL)
+        r = rec_slot();
+    uint8_t *copy = bytes <= UINT32_MAX ? malloc(bytes ? bytes : 1) : NULL;
+    if (copy == NULL) {
+        rec_clear(r); /* no memory: this band may be reported again */
+        return;
+    }
+    memcpy(copy, band, bytes);
+    free(r->content);
+    *r = (struct record){.used = 1, .front = (uint8_t)front, .content = copy, .bytes = (uint32_t)bytes,
+                         .index = index, .ptr = ptr, .refilled_at = refilled_at, .age = ++g_age};
+    if (refilled_at == 0)
+        atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
+}
+
+/* Whether a check of a launch begun at `begin` that sees `band` saw only what r already reported. */
+static int stale(const struct record *r, uint64_t begin, const uint8_t *band, uint32_t bytes) {
+    if (r->bytes != bytes || memcmp(r->content, band, bytes) != 0)
+        return 0; /* changed again since: a new write */
+    if (r->refilled_at == 0 || r->refilled_at == REFILLED_BY_SCAN)
+        return 1; /* not written back yet (or just now, by a scan) */
+    return begin < r->refilled_at; /* its copy may have been made before the write-back */
+}
+
+static int band_clean(const uint8_t *b, uint32_t bytes, uint8_t expected) {
+    return bytes == 0 || (b[0] == expected && memcmp(b, b + 1, bytes - 1) == 0);
+}
+
+void rz__attrib_judge_locked(rz_check_t *c) {
+    const rz_layout_t *l = c->layout;
+    const uint8_t *base = c->st->p;
+    for (size_t i = 0; i < l->n; i++) {
+        const rz_band_meta_t *m = &l->meta[i];
+        const uint8_t *band = base + l->offs[i];
+        if (RZ_LIKELY(band_clean(band, m->bytes, m->expected)))
+            continue;
+        rz_zone_node_t *z = rz__registry_find(m->ptr);
+        int live = z != NULL && z->index == m->index;
+        /* Freed since the launch: a stream-ordered free may have run before the copy (its own check judges
+         * the band, in the freeing stream's order); cuMemFree waits for the device, so the copy came first. */
+        if (!live && (m->flags & RZ_ZONE_STREAM_ORDERED))
+            continue;
+        /* Re-filled by a poison window since the layout was made: the copy may have raced with the fill. */
+        if (live && (!rz__zone_watched(z) || z->expected != m->expected))
+            continue;
+        struct record *r = rec_find(m->index, m->front);
+        if (r && stale(r, c->begin, band, m->bytes))
+            continue;
+        rec_set(m->index, m->ptr, m->front, band, m->bytes, 0);
+        rz_zone_node_t gone = {.ptr = m->ptr, .user_bytes = m->user_bytes, .index = m->index, .ctx = c->ctx,
+                               .pad_bytes = m->pad_bytes, .expected = m->expected, .front_units = m->front_units};
+        rz_zone_node_t *node = live ? z : &gone;
+        t_judging = c;
+        if (m->front)
+            rz__band_judge_front(node, band);
+        else
+            rz__band_judge(node, band);
+        t_judging = NULL;
+        if (live)
+            z->flags |= RZ_ZONE_VIOLATED;
+    }
+}
+
+static const char *kind_word(rz_launch_kind_t kind) {
+    return kind == RZ_LAUNCH_COOPERATIVE ? "cooperative kernel " : kind == RZ_LAUNCH_GRAPH ? "" : "kernel ";
+}
+
+/* The overlap line: other streams' launches that may have written the band instead. */
+static void log_overlaps(const rz_check_t *c) {
+    if (c->noverlap == 0)
+        return;
+    char line[1024];
+    size_t n = (size_t)snprintf(line, sizeof line,
+                                "  other streams' launches in flight then, which may have written it instead:");
+    for (uint32_t i = 0; i < c->noverlap && n < sizeof line; i++) {
+        const rz_overlap_t *o = &c->overlap[i];
+        int w = o->launch
+                    ? snprintf(line + n, sizeof line - n, "%s launch #%llu %s (stream 0x%llx)", i ? "," : "",
+                               (unsigned long long)o->launch, o->name, (unsigned long long)(uintptr_t)o->stream)
+                    : snprintf(line + n, sizeof line - n, "%s a launch still being made (stream 0x%llx)", i ? "," : "",
+                               (unsigned long long)(uintptr_t)o->stream);
+        n += w > 0 ? (size_t)w : 0;
+    }
+    if (c->overlap_more && n < sizeof line)
+        snprintf(line + n, sizeof line - n, " and %u more", c->overlap_more);
+    rz__log("%s", line);
+}
+
+int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    const rz_check_t *c = t_judging;
+    if (c == NULL) {
+        /* A scan or a free-time check reported it and writes it back itself: launch checks in flight whose
+         * copy came before that must not report it again. */
+        if (rz__options()->scan & RZ_SCAN_LAUNCH)
+            rec_set(z->index, z->ptr, front, band, bytes, REFILLED_BY_SCAN);
+        return 0;
+    }
+    const char *tail = c->nframes ? ", launched at:" : "";
+    if (c->kind == RZ_LAUNCH_GRAPH)
+        rz__log("  written by graph launch (launch #%llu, graph 0x%llx, stream 0x%llx)%s", (unsigned long long)c->launch,
+                (unsigned long long)(uintptr_t)c->graph, (unsigned long long)(uintptr_t)c->stream, tail);
+    else
+        rz__log("  written by %s%s (launch #%llu, grid %ux%ux%u, block %ux%ux%u, stream 0x%llx)%s", kind_word(c->kind),
+                c->name, (unsigned long long)c->launch, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+                c->block[2], (unsigned long long)(uintptr_t)c->stream, tail);
+    if (c->nframes)
+        rz__symbolize_frames(c->frames, (int)c->nframes);
+    log_overlaps(c);
+    return 1;
+}
+
+int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band) {
+    int reported = 0, fresh = 0;
+    for (int front = 0; front <= (z->front_units ? 1 : 0); front++) {
+        uint32_t bytes = front ? (uint32_t)rz__zone_front(z) : z->pad_bytes;
+        const uint8_t *b = front ? band + z->pad_bytes : band;
+        if (band_clean(b, bytes, z->expected))
+            continue;
+        struct record *r = rec_find(z->index, front);
+        if (r && r->bytes == bytes && memcmp(r->content, b, bytes) == 0)
+            reported = 1;
+        else
+            fresh = 1;
+    }
+    for (int front = 0; front <= 1; front++) {
+        struct record *r = rec_find(z->index, front);
+        if (r)
+            rec_clear(r); /* the zone is gone */
+    }
+    return reported && !fresh;
+}
+
+void rz__attrib_refill_locked(void) {
+    if (!atomic_load_explicit(&g_refill_wanted, memory_order_relaxed)) {
+        /* Records a scan wrote back: it is over (this thread holds the lock outside it). */
+        for (int i = 0; i < RECORDS; i++)
+            if (g_rec[i].used && g_rec[i].refilled_at == REFILLED_BY_SCAN)
+                g_rec[i].refilled_at = rz__launch_begun() + 1;
+        return;
+    }
+    atomic_store_explicit(&g_refill_wanted, 0, memory_order_relaxed);
+    rz_band_io_t io[RECORDS];
+    struct record *of[RECORDS];
+    size_t n = 0;
+    for (int i = 0; i < RECORDS; i++) {
+        struct record *r = &g_rec[i];
+        if (!r->used)
+            continue;
+        if (r->refilled_at == REFILLED_BY_SCAN) {
+            r->refilled_at = rz__launch_begun() + 1;
+            continue;
+        }
+        if (r->refilled_at != 0)
+            continue;
+        rz_zone_node_t *z = rz__registry_find(r->ptr);
+        if (z == NULL || z->index != r->index || !rz__zone_watched(z)) {
+            rec_clear(r); /* freed since: nothing to write back */
+            continue;
+        }
+        uint64_t size = r->front ? rz__zone_front(z) : z->pad_bytes;
+        io[n] = (rz_band_io_t){.ctx = z->ctx, .dev = r->front ? z->ptr - size : z->ptr + z->user_bytes,
+                               .bytes = size, .value = z->expected, .front = r->front};
+        of[n++] = r;
+    }
+    if (n == 0)
+        return;
+    rzcu_result e = rz__dev_write(io, n);
+    /* Launches begun from now on are copied after the write-back. */
+    uint64_t now = rz__launch_begun() + 1;
+    for (size_t i = 0; i < n; i++) {
+        if (io[i].failed) {
+            rec_clear(of[i]);
+            continue;
+        }
+        of[i]->refilled_at = now;
+        rz__record_page_reset(io[i].bytes);
+    }
+    if (e != RZCUDA_SUCCESS)
+        rz__warn("launch checks: writing back %zu reported bands failed with %s", n, rz__cu_name(e));
+}
+
+void rz__attrib_forget_ctx(void *ctx) {
+    (void)ctx; /* records name zones by creation index and pointer: a context's zones are gone with it */
+    for (int i = 0; i < RECORDS; i++)
+        if (g_rec[i].used && rz__registry_find(g_rec[i].ptr) == NULL)
+            rec_clear(&g_rec[i]);
+}

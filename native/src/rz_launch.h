@@ -1,0 +1,108 @@
+/*
+ * What the launch policy (METRALE_REDZONE_SCAN=launch) shares between its two files: launch_check.c queues a
+ * check of the launch's context's bands after every launch, in the launch's stream order, and tracks the
+ * launches in flight; attribution.c judges a completed check, names the launch in the report, and keeps the
+ * bands it reported until they are written back. Nothing here is used outside those two files.
+ */
+#ifndef REDZONE_LAUNCH_H
+#define REDZONE_LAUNCH_H
+
+#include "rz_internal.h"
+
+#define RZ_LAUNCH_FRAMES 16 /* host frames kept per launch: the stack of the launch call */
+#define RZ_OVERLAP_SHOWN 4  /* overlapping launches named in a report; more are counted */
+#define RZ_KERNEL_NAME 56   /* as in the launch ring */
+
+/* One band of a layout, as it was when the layout was made (registry lock held). */
+typedef struct rz_band_meta {
+    uint64_t ptr;        /* the zone's user pointer */
+    uint64_t user_bytes;
+    uint64_t index;
+    uint32_t bytes;      /* this band's size */
+    uint32_t pad_bytes;  /* the zone's back band */
+    uint16_t front_units;
+    uint8_t expected;
+    uint8_t front;       /* this is the zone's front band */
+    uint8_t flags;       /* the zone's flags (RZ_ZONE_STREAM_ORDERED matters) */
+} rz_band_meta_t;
+
+/* Every installed band of one context, in registry order: what one check copies. Shared by the checks made
+ * while the registry did not change (reference counted). */
+typedef struct rz_layout {
+    _Atomic uint32_t refs;
+    uint64_t id;          /* unique per layout made: a staging buffer's copy list is laid out for one */
+    void *ctx;
+    uint64_t seq;         /* RZ_STATE.seq when made */
+    uint64_t poison_lo, poison_hi;
+    uint8_t poison_active;
+    uint8_t partial;      /* zones were left out whose stream-ordered fill was still queued */
+    size_t n;             /* bands */
+    size_t bytes;         /* staging bytes */
+    rzcu_deviceptr *srcs; /* band addresses */
+    size_t *sizes;
+    size_t *offs;         /* where each band lands in staging */
+    rz_band_meta_t *meta;
+} rz_layout_t;
+
+/* Page-locked host memory one check copies its bands into, with the copy destinations laid out for the
+ * layout it last served. */
+typedef struct rz_staging_buf {
+    struct rz_staging_buf *next;
+    uint8_t *p;
+    size_t size;
+    int pinned;
+    rzcu_deviceptr *dsts;
+    size_t dcap;
+    uint64_t dfor; /* layout id the destinations are for (0: none) */
+} rz_staging_buf_t;
+
+/* A launch on another stream that may have run while the checked one did (attribution.c names them). */
+typedef struct rz_overlap {
+    uint64_t launch; /* its launch number, 0 while its launch call has not returned */
+    rzcu_stream stream;
+    rz_launch_kind_t kind;
+    char name[RZ_KERNEL_NAME];
+} rz_overlap_t;
+
+/* One launch and its check. */
+typedef struct rz_check {
+    struct rz_check *prev, *next; /* launches in flight (begun, check not completed) */
+    struct rz_check *qnext;       /* completed, waiting to be judged, in completion order */
+    _Atomic uint32_t refs;        /* the launch path, its start marker, its completion */
+    uint64_t begin;               /* order among launches begun (before the driver's launch call) */
+    uint64_t launch;              /* launch number (the ring's), 0 until the launch call returned */
+    uint64_t started;             /* clock when its start marker ran (0: not yet, or none queued) */
+    uint64_t completed;           /* clock when its check completed */
+    int marker;                   /* a start marker was queued before the kernel */
+    int sync;                     /* judged on the launching thread (under a debugger) */
+    void *ctx;
+    rzcu_stream stream;           /* the stream as the program named it (NULL: legacy; 0x2: per-thread) */
+    uintptr_t skey;               /* the stream's identity (per-thread default streams: the thread) */
+    rz_launch_kind_t kind;
+    void *graph;
+    unsigned grid[3], block[3];
+    char name[RZ_KERNEL_NAME];
+    uint32_t nframes;
+    void *frames[RZ_LAUNCH_FRAMES];
+    rz_layout_t *layout;
+    rz_staging_buf_t *st;
+    uint32_t noverlap, overlap_more;
+    rz_overlap_t overlap[RZ_OVERLAP_SHOWN];
+} rz_check_t;
+
+/* launch_check.c: give back what a judged check held. */
+void rz__check_release(rz_check_t *c);
+/* The launch ring's number of the begin counter's current value (attribution.c: refill bookkeeping). */
+uint64_t rz__launch_begun(void);
+
+/* attribution.c, registry lock held: judge one completed check (reports with its launch named). */
+void rz__attrib_judge_locked(rz_check_t *c);
+/* Write back the bands reported by launch checks (rz__dev_write). Registry lock held, on a thread that may
+ * call the driver. */
+void rz__attrib_refill_locked(void);
+/* Whether a refill is waiting (a hint, read without the lock). */
+int rz__attrib_refill_wanted(void);
+/* Forget the records of zones of context ctx (it ended). Registry lock held. */
+void rz__attrib_forget_ctx(void *ctx);
+
+#endif /* REDZONE_LAUNCH_H */

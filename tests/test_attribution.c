@@ -1,0 +1,332 @@
+/*
+ * The launch policy (METRALE_REDZONE_SCAN=launch, issue 17): every kernel launch checked in its stream's
+ * order, and a violation reported with exactly that launch. Two suites: `launch` runs programs with
+ * libredzone.so preloaded on the emulated driver (tests/programs/rzlaunch.c, examples/stream_overrun.c) and
+ * compares their reports line by line; `launch_calls` drives the library's launch path in this process
+ * (rz__launch_pre / the emulated driver's cuLaunchKernel / rz__launch_post, as the interposed cuLaunchKernel
+ * does) and counts what it costs: driver calls per launch, and no host wait.
+ */
+#include "rz_test.h"
+#include "spawn.h"
+
+/* ---- programs under the preloaded library ------------------------------------------------------------ */
+static char g_out[1 << 16];
+
+#define PRELOAD "LD_PRELOAD=" LIBREDZONE
+#define EMU "LD_LIBRARY_PATH=" EMU_DIR
+
+static int run_launch(const char *scan, const char *extra_env, const char *const *argv) {
+    char scan_var[64];
+    snprintf(scan_var, sizeof scan_var, "METRALE_REDZONE_SCAN=%s", scan);
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", scan_var, extra_env, NULL};
+    return spawn_capture(env, argv, g_out, sizeof g_out);
+}
+
+/* The line that starts with `prefix`, or NULL. */
+static const char *line_of(const char *prefix) {
+    for (const char *p = g_out; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, prefix, strlen(prefix)) == 0)
+            return p;
+    return NULL;
+}
+
+/* The line after `line` starts with `prefix`. */
+static int next_line_is(const char *line, const char *prefix) {
+    const char *nl = line ? strchr(line, '\n') : NULL;
+    return nl && strncmp(nl + 1, prefix, strlen(prefix)) == 0;
+}
+
+TestSuite(launch, .timeout = 120);
+
+Test(launch, pipeline_over_three_streams_names_the_one_launch) {
+    const char *argv[] = {RZLAUNCH, "pipeline", NULL};
+    cr_assert_eq(run_launch("launch,exit", NULL, argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#1 user_bytes=256 pad=64 : bytes [0..=7] past the end were "
+                            "written (8 of 64 pad bytes changed), first bad value 0x5a\n");
+    cr_assert(v, "%s", g_out);
+    cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 1, "reported once:\n%s", g_out);
+    cr_assert(next_line_is(v, "  written by kernel fill (launch #5, grid 4x1x1, block 64x1x1, stream 0x"), "%s", g_out);
+    const char *w = strchr(v, '\n') + 1;
+    cr_assert(next_line_is(w, "    #0 0x"), "%s", g_out);
+    cr_assert(strstr(w, " in fill+0x") && strstr(w, " in pipeline+0x") && strstr(w, " in main+0x"),
+              "the stack of the launch call:\n%s", g_out);
+    /* sum on stream 3 was launched before the check completed, but waits for an event recorded after the
+     * overrun's check: it cannot have run, so it is not named; nor are the candidates of a scan. */
+    cr_assert_eq(count(g_out, "other streams' launches"), 0, "%s", g_out);
+    cr_assert_eq(count(g_out, "kernels launched since"), 0, "%s", g_out);
+    cr_assert(strstr(g_out, "rzlaunch: pipeline done\n"), "%s", g_out);
+    cr_assert(strstr(g_out, "redzone scan: 4 zones checked, 0 violated\n"), "written back: %s", g_out);
+    cr_assert(strstr(g_out, "redzone: exit: 0 violated at exit; 1 violations in 1 scans; 4 allocations, 4 live"),
+              "%s", g_out);
+}
+
+Test(launch, default_policy_still_lists_the_candidates) {
+    const char *argv[] = {RZLAUNCH, "pipeline", NULL};
+    cr_assert_eq(run_launch("free,exit,fatal", NULL, argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#1 user_bytes=256 pad=64 : bytes [0..=7] past the end were ");
+    cr_assert(v, "%s", g_out);
+    cr_assert(next_line_is(v, "  kernels launched since alloc#1 was last seen clean (most recent first): sum, fill, "
+                              "fill, fill, fill, fill\n"),
+              "%s", g_out);
+    cr_assert_eq(count(g_out, "written by"), 0, "%s", g_out);
+}
+
+Test(launch, overlapping_launch_on_another_stream_is_named_with_it) {
+    const char *argv[] = {RZLAUNCH, "overlap", NULL};
+    cr_assert_eq(run_launch("launch", NULL, argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#1 user_bytes=256 pad=64 : bytes [0..=3] past the end");
+    cr_assert(v, "%s", g_out);
+    cr_assert(next_line_is(v, "  written by kernel fill (launch #2, grid 4x1x1, block 64x1x1, stream 0x"), "%s", g_out);
+    const char *o = line_of("  other streams' launches in flight then, which may have written it instead: launch #1 "
+                            "spin (stream 0x");
+    cr_assert(o && o > v, "spin ran on stream 2 all along:\n%s", g_out);
+    cr_assert(strstr(g_out, "rzlaunch: overrun checked while spin runs\n") > o, "judged before the sync returned: %s",
+              g_out);
+}
+
+Test(launch, every_kind_of_launch_and_stream) {
+    const char *argv[] = {RZLAUNCH, "kinds", NULL};
+    cr_assert_eq(run_launch("launch", NULL, argv), 0, "%s", g_out);
+    cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 5, "%s", g_out);
+    static const char *const want[][2] = {
+        {"REDZONE VIOLATION alloc#0 ", "  written by kernel fill (launch #1, grid 1x1x1, block 32x1x1, stream 0x0), "},
+        {"REDZONE VIOLATION alloc#1 ", "  written by kernel fill (launch #2, grid 1x2x1, block 32x1x1, stream 0x2), "},
+        {"REDZONE VIOLATION alloc#2 ", "  written by kernel fill (launch #3, grid 2x1x1, block 16x2x1, stream 0x"},
+        {"REDZONE VIOLATION alloc#3 ", "  written by cooperative kernel fill (launch #4, grid 3x1x1, block 8x1x1, "},
+        {"REDZONE VIOLATION alloc#4 ", "  written by graph launch (launch #6, graph 0x"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        const char *v = line_of(want[i][0]);
+        cr_assert(v && strstr(v, "bytes [0..=0] past the end"), "%s\n%s", want[i][0], g_out);
+        cr_assert(next_line_is(v, want[i][1]), "%s\n%s", want[i][1], g_out);
+    }
+    /* The graph: the launch captured into it (#5) is not checked, the graph's launch is, as one launch. */
+    const char *exec = strstr(g_out, "rzlaunch: graph exec 0x");
+    cr_assert(exec, "%s", g_out);
+    char graph[64];
+    snprintf(graph, sizeof graph, "graph %.*s, stream", (int)strcspn(exec + 21, "\n"), exec + 21);
+    cr_assert(strstr(g_out, graph), "%s in\n%s", graph, g_out);
+    cr_assert_eq(count(g_out, "redzone: warning: launch checks: launches into a stream being captured are not checked"),
+                 1, "%s", g_out);
+}
+
+Test(launch, the_same_overrun_again_is_a_new_report) {
+    const char *argv[] = {RZLAUNCH, "repeat", NULL};
+    cr_assert_eq(run_launch("launch,exit", NULL, argv), 0, "%s", g_out);
+    cr_assert_eq(count(g_out, "REDZONE VIOLATION alloc#1 user_bytes=256 pad=64 : bytes [0..=7]"), 2, "%s", g_out);
+    cr_assert_eq(count(g_out, "  written by kernel fill (launch #1, "), 1, "%s", g_out);
+    cr_assert_eq(count(g_out, "  written by kernel fill (launch #3, "), 1, "%s", g_out);
+    cr_assert_eq(count(g_out, "written by"), 2, "%s", g_out);
+    cr_assert(strstr(g_out, "redzone: exit: 0 violated at exit; 2 violations in 1 scans"), "%s", g_out);
+}
+
+Test(launch, freed_right_after_the_launch_reported_once_with_the_launch) {
+    const char *argv[] = {RZLAUNCH, "free", NULL};
+    cr_assert_eq(run_launch("launch,free,exit", NULL, argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#0 user_bytes=256 pad=64 : bytes [0..=1] past the end");
+    cr_assert(v, "%s", g_out);
+    cr_assert(next_line_is(v, "  written by kernel fill (launch #1, "), "%s", g_out);
+    cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 1, "%s", g_out);
+    cr_assert_eq(count(g_out, "was violated when it was freed"), 0, "%s", g_out);
+}
+
+Test(launch, front_band) {
+    const char *argv[] = {RZLAUNCH, "front", NULL};
+    cr_assert_eq(run_launch("launch", "METRALE_REDZONE_FRONT=256", argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#0 user_bytes=256 front=256 : bytes [-16..=-1] before the start "
+                            "were written (16 of 256 front bytes changed), first bad value 0x5a\n");
+    cr_assert(v, "%s", g_out);
+    cr_assert(next_line_is(v, "  written by kernel fill (launch #1, grid 4x1x1, block 64x1x1, stream 0x"), "%s", g_out);
+}
+
+Test(launch, a_capture_is_left_intact) {
+    const char *argv[] = {RZLAUNCH, "captured", NULL};
+    cr_assert_eq(run_launch("launch", NULL, argv), 0, "the program's capture was not invalidated:\n%s", g_out);
+    const char *cap = strstr(g_out, "rzlaunch: captured\n"), *v = line_of("REDZONE VIOLATION alloc#0 ");
+    cr_assert(cap && v && v > cap, "reported when the graph ran, not when captured:\n%s", g_out);
+    cr_assert(next_line_is(v, "  written by graph launch (launch #2, graph 0x"), "%s", g_out);
+}
+
+Test(launch, the_stack_of_each_launch_call_not_a_cached_one) {
+    const char *argv[] = {RZLAUNCH, "callers", NULL};
+    cr_assert_eq(run_launch("launch", NULL, argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#0 user_bytes=256 pad=64 : bytes [0..=3] past the end");
+    cr_assert(v && next_line_is(v, "  written by kernel fill (launch #3, "), "%s", g_out);
+    const char *f = strstr(v, "    #0 0x"), *end = strstr(v, "rzlaunch: callers done");
+    cr_assert(f && strstr(f, " in fill+0x") && strstr(f, " in fill_from+0x"), "%s", g_out);
+    const char *second = strstr(f, " in second_caller+0x"), *first = strstr(f, " in first_caller+0x");
+    cr_assert(second && second < end && (first == NULL || first > end), "called from second_caller:\n%s", g_out);
+}
+
+Test(launch, checked_at_exit_when_the_program_never_waited) {
+    const char *argv[] = {RZLAUNCH, "nowait", NULL};
+    /* The emulated driver holds the kernel until some thread waits for device work: only the library's wait
+     * at exit lets it, and its check, run. */
+    cr_assert_eq(run_launch("launch", "CUDA_EMU_KERNEL_HOLD=1", argv), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#0 user_bytes=256 pad=64 : bytes [0..=3] past the end");
+    cr_assert(v && next_line_is(v, "  written by kernel fill (launch #1, "), "%s", g_out);
+    cr_assert(strstr(g_out, "rzlaunch: exiting\n") < v, "%s", g_out);
+}
+
+Test(launch, a_band_whose_fill_is_still_queued_is_left_out) {
+    const char *argv[] = {RZLAUNCH, "asyncalloc", NULL};
+    cr_assert_eq(run_launch("launch,free,exit", NULL, argv), 0, "%s", g_out);
+    cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 1, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#2 user_bytes=256 pad=64 : bytes [0..=1] past the end");
+    cr_assert(v && next_line_is(v, "  written by kernel fill (launch #3, "), "%s", g_out);
+    cr_assert(strstr(g_out, "rzlaunch: checked while b's fill waits\n") < v, "%s", g_out);
+}
+
+Test(launch, example_stream_overrun) {
+    const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--scan", "launch,free,exit,fatal", "--",
+                          EXAMPLES "/stream_overrun", NULL};
+    cr_assert_eq(spawn_capture(NULL, argv, g_out, sizeof g_out), 0, "%s", g_out);
+    const char *v = line_of("REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end were "
+                            "written (8 of 64 pad bytes changed), first bad value 0x5a\n");
+    cr_assert(v, "%s", g_out);
+    cr_assert(next_line_is(v, "  written by kernel write_past (launch #4, grid 4x1x1, block 256x1x1, stream 0x"), "%s",
+              g_out);
+    cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 1, "%s", g_out);
+    cr_assert(strstr(g_out, "redzone: exit: 0 violated at exit; 1 violations in 1 scans; 4 allocations, 0 live"),
+              "%s", g_out);
+    const char *argv2[] = {REDZONE_CLI, "run", "--emulated-device", "--", EXAMPLES "/stream_overrun", NULL};
+    cr_assert_eq(spawn_capture(NULL, argv2, g_out, sizeof g_out), 0, "%s", g_out);
+    v = line_of("REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64 : bytes [0..=7] past the end were ");
+    cr_assert(next_line_is(v, "  kernels launched since alloc#1 was last seen clean (most recent first): sum_past, "
+                              "write_past, write_past, write_past, write_past\n"),
+              "%s", g_out);
+}
+
+/* ---- the launch path in this process: what a launch costs ---------------------------------------------- */
+CUDA_EMU_KERNEL(poke, sizeof(rzcu_deviceptr), sizeof(unsigned long long)) {
+    unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    p[CUDA_EMU_PARAM(unsigned long long, 1)] = 0x42;
+}
+
+static const char *g_log;
+static rzcu_function g_poke;
+
+static void calls_setup(void) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_SCAN", "launch", 1);
+    setenv("METRALE_REDZONE_AGENT", "0", 1);
+    setenv("CUDA_EMU_KERNEL_HOLD", "1", 1); /* a kernel runs only once some thread waits for device work */
+    g_log = rzt_log_to_file();
+    rzt_context(0);
+    rzcu_module mod;
+    cr_assert_eq(cuModuleLoadData(&mod, "emulated module"), RZCUDA_SUCCESS);
+    cr_assert_eq(cuModuleGetFunction(&g_poke, mod, "poke"), RZCUDA_SUCCESS);
+}
+
+TestSuite(launch_calls, .init = calls_setup, .timeout = 120);
+
+/* What the interposed cuLaunchKernel does around the driver's. */
+static void launch_poke(rzcu_stream s, rz_devptr_t p, unsigned long long at) {
+    rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = g_poke, .grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = s};
+    void *params[] = {&p, &at};
+    struct rz_check *c = rz__launch_pre(&call);
+    rzcu_result r = cuLaunchKernel(g_poke, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
+    cr_assert_eq(r, RZCUDA_SUCCESS);
+    rz__launch_post(c, &call, r);
+}
+
+static unsigned long long violations(void) {
+    rz_stats_t st;
+    rz_stats_get(&st);
+    return st.violations;
+}
+
+static unsigned long long calls(const char *name) { return cuEmuCallCount(name); }
+
+static void count_per_launch(int zones) {
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    rz_devptr_t p = 0;
+    for (int i = 0; i < zones; i++)
+        cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    enum { LAUNCHES = 20 };
+    for (int i = 0; i < LAUNCHES; i++) /* the checks in flight make their staging, kept for later checks */
+        launch_poke(s, p, 0);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    rz__launch_checks();
+    cuEmuResetCallCounts();
+    for (int i = 0; i < LAUNCHES; i++)
+        launch_poke(s, p, (unsigned long long)(i % 64));
+    /* No host wait: nothing synchronised, and the held kernels have not run (no thread waited yet). */
+    cr_assert_eq(calls("cuStreamSynchronize") + calls("cuCtxSynchronize") + calls("cuEventSynchronize"), 0);
+    cr_assert_eq(violations(), 0, "the kernels are held until a wait");
+    unsigned long long total = 0;
+    static const char *const names[] = {
+#define NAME(name, ret, params) #name,
+        RZCU_ENTRY_POINTS(NAME)
+#undef NAME
+    };
+    char which[2048] = "";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        total += calls(names[i]);
+        if (calls(names[i]))
+            snprintf(which + strlen(which), sizeof which - strlen(which), " %s=%llu", names[i], calls(names[i]));
+    }
+    cr_assert_eq(calls("cuLaunchKernel"), LAUNCHES);
+    /* Per launch: cuCtxGetCurrent, cuStreamIsCapturing, cuMemcpyBatchAsync (one for every band), cuLaunchHostFunc;
+     * the kernel's name was asked for once, at its first launch. */
+    cr_assert_eq(calls("cuCtxGetCurrent"), LAUNCHES);
+    cr_assert_eq(calls("cuStreamIsCapturing"), LAUNCHES);
+    cr_assert_eq(calls(zones > 1 ? "cuMemcpyBatchAsync_v2" : "cuMemcpyDtoHAsync_v2"), LAUNCHES);
+    cr_assert_eq(calls("cuLaunchHostFunc"), LAUNCHES);
+    cr_assert_eq(calls("cuFuncGetName"), 0);
+    cr_assert_eq(total - LAUNCHES, 4 * LAUNCHES, "driver calls besides the launches: %llu:%s", total - LAUNCHES, which);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    rz__launch_checks();
+    cr_assert_eq(violations(), 0, "every poke in bounds");
+}
+
+Test(launch_calls, one_zone) { count_per_launch(1); }
+Test(launch_calls, hundreds_of_zones_cost_the_same_calls) { count_per_launch(300); }
+
+Test(launch_calls, kernel_names_asked_again_after_an_unload) {
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    cuEmuResetCallCounts();
+    launch_poke(s, p, 0);
+    launch_poke(s, p, 1);
+    cr_assert_eq(calls("cuFuncGetName"), 1);
+    rz__launch_names_forget(); /* what the interposed cuModuleUnload and cuLibraryUnload do */
+    launch_poke(s, p, 2);
+    cr_assert_eq(calls("cuFuncGetName"), 2);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+}
+
+Test(launch_calls, judged_inside_the_launch_under_a_debugger) {
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    rz__launch_set_sync(1);
+    launch_poke(s, p, 100);
+    cr_assert_eq(violations(), 1, "reported before the launch call returned");
+    char *log = rzt_read_log(g_log);
+    cr_assert(strstr(log, "REDZONE VIOLATION alloc#0 user_bytes=100 pad=64 : bytes [0..=0] past the end were written "
+                          "(1 of 64 pad bytes changed), first bad value 0x42\n  written by kernel poke (launch #1, grid "
+                          "1x1x1, block 1x1x1, stream 0x"),
+              "%s", log);
+    free(log);
+    /* Written back right away: the same write by the next launch is a new report. */
+    launch_poke(s, p, 100);
+    cr_assert_eq(violations(), 2);
+}
+
+Test(launch_calls, queued_not_waited_for_outside_a_debugger) {
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    rz__launch_set_sync(0);
+    launch_poke(s, p, 100);
+    cr_assert_eq(violations(), 0, "the kernel has not even run");
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    rz__launch_checks(); /* what the interposed synchronisation does after it returns */
+    cr_assert_eq(violations(), 1);
+}
