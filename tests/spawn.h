@@ -67,4 +67,20 @@ static inline int spawn_capture(const char *const *env, const char *const *argv,
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* The lines of `text` that start with `prefix` (a test program's own lines), in order, into dst (cap bytes). */
+static inline void spawn_lines_with_prefix(const char *prefix, const char *text, char *dst, size_t cap) {
+    size_t n = 0, np = strlen(prefix);
+    dst[0] = '\0';
+    for (const char *l = text; l && *l;) {
+        const char *e = strchr(l, '\n');
+        size_t len = e ? (size_t)(e - l + 1) : strlen(l);
+        if (strncmp(l, prefix, np) == 0 && n + len < cap) {
+            memcpy(dst + n, l, len);
+            n += len;
+            dst[n] = '\0';
+        }
+        l += len;
+    }
+}
+
 #endif /* REDZONE_TESTS_SPAWN_H */

@@ -19,20 +19,7 @@ static int run(const char *const *env, const char *const *argv, char *buf) {
 }
 
 /* The program's own lines (rztransp: ...) of a run, in order. */
-static void program_lines(const char *text, char *dst, size_t cap) {
-    size_t n = 0;
-    dst[0] = '\0';
-    for (const char *l = text; l && *l;) {
-        const char *e = strchr(l, '\n');
-        size_t len = e ? (size_t)(e - l + 1) : strlen(l);
-        if (strncmp(l, "rztransp: ", 10) == 0 && n + len < cap) {
-            memcpy(dst + n, l, len);
-            n += len;
-            dst[n] = '\0';
-        }
-        l += len;
-    }
-}
+#define program_lines(text, dst, cap) spawn_lines_with_prefix("rztransp: ", text, dst, cap)
 
 static size_t count_of(const char *text, const char *what) {
     size_t n = 0;

@@ -19,20 +19,7 @@
 static char out[1 << 16], bare[1 << 16];
 
 /* The program's own lines (rzwriters: ...) of a run, in order. */
-static void program_lines(const char *text, char *dst, size_t cap) {
-    size_t n = 0;
-    dst[0] = '\0';
-    for (const char *l = text; *l;) {
-        const char *e = strchr(l, '\n');
-        size_t len = e ? (size_t)(e - l + 1) : strlen(l);
-        if (strncmp(l, "rzwriters: ", 11) == 0 && n + len < cap) {
-            memcpy(dst + n, l, len);
-            n += len;
-            dst[n] = '\0';
-        }
-        l += len;
-    }
-}
+#define program_lines(text, dst, cap) spawn_lines_with_prefix("rzwriters: ", text, dst, cap)
 
 /* Runs mode without redzone, then with it (extra: one more variable), the latter with the emulated driver's
  * call trace written to trace (NULL: none); the program's lines must be identical. */
