@@ -418,12 +418,18 @@ static RZ_TLS unsigned t_stack_next;
  * which is skipped). The slot is always found below the top of the stack, since that return is still to
  * come. NULL when not found within 64 KiB (then nothing is cached).
  */
-__attribute__((noinline)) static void *const *find_ret_slot(const rz_launch_call_t *call) {
+/* Reads the words of the frames above it as a stack scanner does: not the objects ASan guards in them. */
+__attribute__((noinline, no_sanitize("address"))) static void *const *find_ret_slot(const rz_launch_call_t *call) {
     void *const *p = (void *const *)__builtin_frame_address(0);
     for (size_t i = 0; i < ((size_t)64 << 10) / sizeof *p; i++, p++)
         if (*p == call->ret && p != (void *const *)&call->ret)
             return p;
     return NULL;
+}
+
+/* Whether the return-address slot of a caller's frame still holds ip (a stack word, read as find_ret_slot). */
+__attribute__((no_sanitize("address"))) static int slot_holds(uintptr_t slot, const void *ip) {
+    return *(void *const *)slot == ip;
 }
 
 static uint32_t launch_stack(const rz_launch_call_t *call, void **frames) {
@@ -436,7 +442,7 @@ static uint32_t launch_stack(const rz_launch_call_t *call, void **frames) {
             continue;
         int same = 1;
         for (int i = 1; i < e->n && same; i++)
-            same = *(void *const *)e->slots[i] == e->frames[i];
+            same = slot_holds(e->slots[i], e->frames[i]);
         if (same) {
             memcpy(frames, e->frames, (size_t)e->n * sizeof *frames);
             return (uint32_t)e->n;

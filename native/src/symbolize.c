@@ -335,8 +335,17 @@ int rz__capture_stack(void **frames, int max) {
     void *all[64 + 16];
     int want = max + 16 < (int)(sizeof all / sizeof all[0]) ? max + 16 : (int)(sizeof all / sizeof all[0]);
     int n = backtrace(all, want), i = 0, k = 0;
-    while (i < n && (uintptr_t)all[i] >= g_self_lo && (uintptr_t)all[i] < g_self_hi)
-        i++; /* redzone's own allocation path */
+    /* Past redzone's own frames: the last of the leading run that holds them (a sanitizer's interceptor of
+     * backtrace, when there is one, comes before them). */
+    for (int j = 0, seen = 0; j < n; j++) {
+        int self = (uintptr_t)all[j] >= g_self_lo && (uintptr_t)all[j] < g_self_hi;
+        if (self) {
+            i = j + 1;
+            seen = 1;
+        } else if (seen) {
+            break;
+        }
+    }
     while (i < n && k < max)
         frames[k++] = all[i++];
     return k;
