@@ -322,16 +322,19 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+static pthread_once_t g_own_code_once = PTHREAD_ONCE_INIT;
+
+static void find_self_once(void) { dl_iterate_phdr(find_self, (void *)(uintptr_t)rz__capture_stack); }
+
+/* Found once, by whichever thread asks first (launches and allocations on many threads ask at once). */
 int rz__in_redzone(uintptr_t addr) {
-    if (g_self_hi == 0)
-        dl_iterate_phdr(find_self, (void *)(uintptr_t)rz__capture_stack);
+    pthread_once(&g_own_code_once, find_self_once);
     return addr >= g_self_lo && addr < g_self_hi;
 }
 
 int rz__capture_stack(void **frames, int max) {
     pthread_once(&g_fork_once, register_fork_handler);
-    if (g_self_hi == 0)
-        dl_iterate_phdr(find_self, (void *)(uintptr_t)rz__capture_stack);
+    pthread_once(&g_own_code_once, find_self_once);
     void *all[64 + 16];
     int want = max + 16 < (int)(sizeof all / sizeof all[0]) ? max + 16 : (int)(sizeof all / sizeof all[0]);
     int n = backtrace(all, want), i = 0, k = 0;
