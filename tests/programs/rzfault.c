@@ -34,25 +34,11 @@
 #include "device_store.h"
 #include "redzone.h"
 
-#define CHECK(call)                                                                                          \
-    do {                                                                                                     \
-        rzcu_result rc_ = (call);                                                                            \
-        if (rc_ != 0) {                                                                                      \
-            fprintf(stderr, "rzfault:%d: %s failed: %u\n", __LINE__, #call, rc_);                            \
-            exit(100);                                                                                       \
-        }                                                                                                    \
-    } while (0)
+#define PROG "rzfault"
+#include "prog.h"
 
 /* Print a call's result as `<what> -> <code>`. */
 #define SHOW(what, call) printf("%s -> %u\n", what, (unsigned)(call))
-
-static rzcu_context setup(void) {
-    rzcu_context ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    CHECK(cuCtxSetCurrent(ctx));
-    return ctx;
-}
 
 /* One byte past the end, as a kernel's store (device_store.h). */
 static void overrun(rzcu_deviceptr p, size_t user) {

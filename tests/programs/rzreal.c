@@ -60,22 +60,8 @@
 #include "cuda_emu.h"
 #include "device_store.h"
 
-#define CHECK(call)                                                                                          \
-    do {                                                                                                     \
-        rzcu_result rc_ = (call);                                                                            \
-        if (rc_ != 0) {                                                                                      \
-            fprintf(stderr, "rzreal:%d: %s failed: %u\n", __LINE__, #call, rc_);                             \
-            exit(100);                                                                                       \
-        }                                                                                                    \
-    } while (0)
-
-static rzcu_context setup(void) {
-    rzcu_context ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    CHECK(cuCtxSetCurrent(ctx));
-    return ctx;
-}
+#define PROG "rzreal"
+#include "prog.h"
 
 /* Writes n bytes of 0x5a from p + at. */
 CUDA_EMU_KERNEL(past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {

@@ -28,24 +28,10 @@
 
 #include "cuda_emu.h"
 
-#define CHECK(call)                                                                                          \
-    do {                                                                                                     \
-        rzcu_result rc_ = (call);                                                                            \
-        if (rc_ != 0) {                                                                                      \
-            fprintf(stderr, "rztransp:%d: %s failed: %u\n", __LINE__, #call, rc_);                           \
-            exit(100);                                                                                       \
-        }                                                                                                    \
-    } while (0)
+#define PROG "rztransp"
+#include "prog.h"
 
 #define SHOW(call) printf("rztransp: %s = %u\n", #call, (unsigned)(call))
-
-static rzcu_context setup(void) {
-    rzcu_context ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    CHECK(cuCtxSetCurrent(ctx));
-    return ctx;
-}
 
 /* Writes n bytes of 0x5a from p + at. */
 CUDA_EMU_KERNEL(past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {

@@ -18,24 +18,10 @@
 
 #include "cuda_emu.h"
 
-#define CHECK(call)                                                                                          \
-    do {                                                                                                     \
-        rzcu_result rc_ = (call);                                                                            \
-        if (rc_ != 0) {                                                                                      \
-            fprintf(stderr, "rzwriters:%d: %s failed: %u\n", __LINE__, #call, rc_);                          \
-            exit(100);                                                                                       \
-        }                                                                                                    \
-    } while (0)
+#define PROG "rzwriters"
+#include "prog.h"
 
 #define SHOW(call) printf("rzwriters: %s = %u\n", #call, (unsigned)(call))
-
-static rzcu_context setup(void) {
-    rzcu_context ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
-    CHECK(cuCtxSetCurrent(ctx));
-    return ctx;
-}
 
 static unsigned sum(const unsigned char *p, size_t n) {
     unsigned s = 0;
