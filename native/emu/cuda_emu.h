@@ -312,10 +312,6 @@ struct CUgraphEdgeData_st; /* CUgraphEdgeData */
     X(cuLaunchCooperativeKernel_ptsz, rzcu_result,                                                            \
       (rzcu_function f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by,   \
        unsigned int bz, unsigned int shared, rzcu_stream s, void **params))                                   \
-    X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, unsigned int mode))                               \
-    X(cuStreamBeginCapture_v2_ptsz, rzcu_result, (rzcu_stream s, unsigned int mode))                          \
-    X(cuStreamEndCapture, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                            \
-    X(cuStreamEndCapture_ptsz, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                       \
     X(cuStreamIsCapturing_ptsz, rzcu_result, (rzcu_stream s, rzcu_capture_status *status))                    \
     X(cuStreamGetCaptureInfo_v2, rzcu_result,                                                                 \
       (rzcu_stream s, rzcu_capture_status *status, rzcu_uint64 *id, struct CUgraph_st **graph,                \

@@ -32,6 +32,9 @@ typedef struct CUkern_st *rzcu_kernel; /* CUkernel: a library's kernel, context-
 typedef struct CUlib_st *rzcu_library;  /* CUlibrary */
 typedef unsigned int rzcu_capture_status; /* CUstreamCaptureStatus: 0 none, 1 active, 2 invalidated */
 typedef unsigned int rzcu_capture_mode;   /* CUstreamCaptureMode: 0 global, 1 thread-local, 2 relaxed */
+struct CUgraph_st;         /* CUgraph: opaque here */
+struct CUgraphNode_st;     /* CUgraphNode: opaque here */
+struct CUgraphEdgeData_st; /* CUgraphEdgeData: passed through by pointer */
 #define RZCU_STREAM_CAPTURE_MODE_RELAXED 2
 typedef struct CUmemPoolHandle_st *rzcu_mem_pool;
 typedef void (*rzcu_host_fn)(void *user_data);
@@ -289,6 +292,8 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuKernelGetName, rzcu_result, (const char **name, rzcu_kernel hfunc))                                \
     X(cuStreamIsCapturing, rzcu_result, (rzcu_stream s, rzcu_capture_status *status))                      \
     X(cuThreadExchangeStreamCaptureMode, rzcu_result, (rzcu_capture_mode * mode))                           \
+    X(cuStreamBeginCapture_v2, rzcu_result, (rzcu_stream s, rzcu_capture_mode mode))                         \
+    X(cuStreamEndCapture, rzcu_result, (rzcu_stream s, struct CUgraph_st **graph))                          \
     X(cuLaunchKernel, rzcu_result,                                                                          \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params,  \
@@ -337,14 +342,14 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     Y(cuMemFreeAsync_ptsz, cuMemFreeAsync)               \
     Y(cuEventRecord_ptsz, cuEventRecord)                 \
     Y(cuLaunchKernel_ptsz, cuLaunchKernel)               \
-    Y(cuLaunchKernelEx_ptsz, cuLaunchKernelEx)
+    Y(cuLaunchKernelEx_ptsz, cuLaunchKernelEx)           \
+    Y(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2) \
+    Y(cuStreamEndCapture_ptsz, cuStreamEndCapture)
 
-#define RZCU_FN_TYPEDEF(name, ret, params) typedef ret rzcu_fn_##name params;
-RZCU_ENTRY_POINTS(RZCU_FN_TYPEDEF)
-#undef RZCU_FN_TYPEDEF
-#define RZCU_VARIANT_TYPEDEF(variant, base) typedef rzcu_fn_##base rzcu_fn_##variant;
-RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF)
-#undef RZCU_VARIANT_TYPEDEF
+#define RZCU_FN_TYPEDEF_(name, ret, params) typedef ret rzcu_fn_##name params;
+RZCU_ENTRY_POINTS(RZCU_FN_TYPEDEF_)
+#define RZCU_VARIANT_TYPEDEF_(variant, base) typedef rzcu_fn_##base rzcu_fn_##variant;
+RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF_)
 
 /*
  * Y(exported name, newer name): older ABIs of the entry points that end a context (CUDA 2.0 cuCtxDestroy,
@@ -356,6 +361,26 @@ RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF)
     Y(cuCtxDestroy, cuCtxDestroy_v2)                                                                         \
     Y(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2)                                               \
     Y(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2)
+
+/*
+ * X(...): entry points only interposed, never called by the library, that a driver may lack (CUDA 12.3
+ * cuStreamBeginCaptureToGraph). Checked against cuda.h like the others.
+ */
+#define RZCU_OPTIONAL_ENTRY_POINTS(X)                                                                        \
+    X(cuStreamBeginCaptureToGraph, rzcu_result,                                                             \
+      (rzcu_stream s, struct CUgraph_st * graph, struct CUgraphNode_st *const *deps,                         \
+       const struct CUgraphEdgeData_st *edge_data, size_t ndeps, rzcu_capture_mode mode))
+RZCU_OPTIONAL_ENTRY_POINTS(RZCU_FN_TYPEDEF_)
+/* Y(variant, base) as above, for the optional entry points. */
+#define RZCU_OPTIONAL_VARIANTS(Y) Y(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)
+RZCU_OPTIONAL_VARIANTS(RZCU_VARIANT_TYPEDEF_)
+
+/*
+ * The CUDA 10.0 cuStreamBeginCapture (and _ptsz), without a capture mode: still exported for programs built
+ * against old headers, and handed out by cuGetProcAddress for version 10000; cuda.h 13 no longer declares
+ * it under this name.
+ */
+typedef rzcu_result rzcu_fn_cuStreamBeginCapture(rzcu_stream s);
 
 /*
  * The CUDA 11.3 entry point cuGetProcAddress (no status out-parameter). Still exported by CUDA 13 drivers

@@ -38,6 +38,7 @@ SAME(rzcu_mem_granularity_flags, CUmemAllocationGranularity_flags);
 /* Each entry point: the name as exported by libcuda (no cuda.h macro renaming) has our function type. */
 #define CHECK_FN(name, ret, params) SAME(rzcu_fn_##name, __typeof__(name));
 RZCU_ENTRY_POINTS(CHECK_FN)
+RZCU_OPTIONAL_ENTRY_POINTS(CHECK_FN)
 
 #define CHECK_RESULT(name, value) _Static_assert((int)name == value && (int)RZ##name == value, #name);
 RZCU_RESULTS(CHECK_RESULT)

@@ -52,6 +52,14 @@ static void load(void) {
     RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
     RZCU_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
+#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)rz__real_dlsym(h, #name);
+    RZCU_OPTIONAL_ENTRY_POINTS(RZ_RESOLVE)
+#undef RZ_RESOLVE
+#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)rz__real_dlsym(h, #variant);
+    RZCU_OPTIONAL_VARIANTS(RZ_RESOLVE_VARIANT)
+#undef RZ_RESOLVE_VARIANT
+    rz__drv.cuStreamBeginCapture = (rzcu_fn_cuStreamBeginCapture *)rz__real_dlsym(h, "cuStreamBeginCapture");
+    rz__drv.cuStreamBeginCapture_ptsz = (rzcu_fn_cuStreamBeginCapture *)rz__real_dlsym(h, "cuStreamBeginCapture_ptsz");
     rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)rz__real_dlsym(h, "cuGetProcAddress");
 #define RZ_RESOLVE_WRITER(exported, base, since, per_thread, params, args)                                   \
     rz__drv.writers.exported = (rzcu_wfn_##exported *)rz__real_dlsym(h, #exported);

@@ -134,11 +134,6 @@ void rz__dev_leave(int pushed) { leave_ctx(pushed); }
 
 rzcu_stream rz__stream_of(rzcu_stream s, int per_thread) { return per_thread && s == NULL ? RZCU_STREAM_PER_THREAD : s; }
 
-int rz__stream_capturing(rzcu_stream s) {
-    rzcu_capture_status status = 0;
-    return rz__drv.cuStreamIsCapturing && rz__drv.cuStreamIsCapturing(s, &status) == RZCUDA_SUCCESS && status != 0;
-}
-
 rzcu_result rz__dev_settle(void *ctx) {
     if (rz__drv.cuCtxSynchronize == NULL)
         return RZCUDA_ERROR_NOT_SUPPORTED;

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "rz_dlsym_next.h"
-#include "rz_internal.h"
+#include "rz_hooks.h"
 
 static RZ_TLS int t_in_hook;
 
@@ -26,15 +26,11 @@ static RZ_TLS int t_in_hook;
     t_in_hook = 1
 #define LEAVE() t_in_hook = reentered_
 
-/* Calls that only pass through still need the real entry point. */
-#define REAL(name) (rz__dev_load() == RZ_OK && rz__drv.name ? rz__drv.name : NULL)
-
-/* What a wrapper answers when it has no real entry point to call: without a driver, NOT_INITIALIZED (as
- * every call would be); with a driver that lacks this entry point (an older one), NOT_SUPPORTED. A program
- * that looks the name up gets no wrapper in the first place (rz__dlsym below). */
-static rzcu_result missing(void) {
+/* A program that looks up an entry point the driver lacks gets no wrapper in the first place (rz__dlsym). */
+rzcu_result rz__hook_missing(void) {
     return rz__dev_load() == RZ_OK ? RZCUDA_ERROR_NOT_SUPPORTED : RZCUDA_ERROR_NOT_INITIALIZED;
 }
+#define missing rz__hook_missing
 
 /* ---- allocation -------------------------------------------------------------------------------------- */
 static rzcu_result do_alloc(rzcu_deviceptr *dptr, size_t bytes, const rz_alloc_req_t *req) {
@@ -524,7 +520,10 @@ rzcu_result cuStreamDestroy_v2(rzcu_stream s) {
         rz__sync_stream_destroying(s);
         LEAVE();
     }
-    return real(s);
+    rzcu_result r = real(s);
+    if (r == RZCUDA_SUCCESS)
+        rz__capture_stream_gone(s);
+    return r;
 }
 
 /* ---- the end of a context ---------------------------------------------------------------------------- */
@@ -723,7 +722,8 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz) X(cuGetProcAddress)                  \
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
     X(cuPointerGetAttribute) X(cuStreamDestroy_v2) X(cuCtxDestroy) X(cuDevicePrimaryCtxRelease)                \
-    X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes) X(cuModuleUnload) X(cuLibraryUnload)
+    X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes) X(cuModuleUnload) X(cuLibraryUnload)                \
+    RZ_CAPTURE_WRAPPED(X)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

@@ -7,10 +7,11 @@
  * function and returns: no host wait. Under a debugger (any ptrace tracer) the launching thread waits for the
  * copy instead and judges it itself, so a violation breakpoint stops in that thread, inside the launch call.
  *
- * Driver calls per launch: cuCtxGetCurrent (which context's bands), cuStreamIsCapturing (not for the legacy
- * stream, which cannot be captured: a batched copy or a host function must never enter a program's graph
- * capture), one cuMemcpyBatchAsync and one cuLaunchHostFunc; plus, only when a launch on another stream of
- * the context is still being checked, a start marker (a host function queued before the kernel, below).
+ * Driver calls per launch: cuCtxGetCurrent (which context's bands), one cuMemcpyBatchAsync and one
+ * cuLaunchHostFunc; plus cuStreamIsCapturing while a capture is in progress in the process (capture.c: a
+ * batched copy or a host function must never enter a program's graph capture; never for the legacy stream,
+ * which cannot be captured), and, only when a launch on another stream of the context is still being
+ * checked, a start marker (a host function queued before the kernel, below).
  * What a check copies (its layout) is rebuilt only when the registry changed, so a launch costs no walk over
  * the zones while no allocation, free or poison happened.
  *

@@ -387,6 +387,13 @@ typedef struct rz_driver {
     RZCU_PER_THREAD_VARIANTS(RZ_DRIVER_VARIANT)
     RZCU_LEGACY_ENTRY_POINTS(RZ_DRIVER_VARIANT)
 #undef RZ_DRIVER_VARIANT
+#define RZ_DRIVER_FIELD(name, ret, params) rzcu_fn_##name *name;
+    RZCU_OPTIONAL_ENTRY_POINTS(RZ_DRIVER_FIELD)
+#undef RZ_DRIVER_FIELD
+#define RZ_DRIVER_VARIANT(variant, base) rzcu_fn_##base *variant;
+    RZCU_OPTIONAL_VARIANTS(RZ_DRIVER_VARIANT)
+#undef RZ_DRIVER_VARIANT
+    rzcu_fn_cuStreamBeginCapture *cuStreamBeginCapture, *cuStreamBeginCapture_ptsz;
     rzcu_fn_cuGetProcAddress *cuGetProcAddress;
     struct { /* the entry points hooks.c wraps to install bands first, by exported name */
 #define RZ_WRITER_FIELD(exported, base, since, per_thread, params, args) rzcu_wfn_##exported *exported;
@@ -410,6 +417,13 @@ rzcu_result rz__dev_settle(void *ctx);
  * whether it is being captured into a graph (where nothing may synchronise it). */
 rzcu_stream rz__stream_of(rzcu_stream s, int per_thread);
 int rz__stream_capturing(rzcu_stream s);
+/* Captures begun and ended through the interposed entry points (capture.c, from hooks_capture.c), so that
+ * rz__stream_capturing asks the driver only while one is in progress. */
+int rz__capture_beginning(rzcu_stream s);            /* 1: recorded now (undo with rz__capture_not_begun) */
+void rz__capture_not_begun(rzcu_stream s, int added); /* the driver refused to begin it */
+void rz__capture_ended(rzcu_stream s);
+void rz__capture_stream_gone(rzcu_stream s);
+int rz__capture_hooks_present(void);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 

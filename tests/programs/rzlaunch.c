@@ -15,6 +15,7 @@
  *   rzlaunch threads     four threads, a stream and a buffer each, two overruns each (the tree's TSan run)
  *   rzlaunch nowait      an overrun, then exit without synchronising
  *   rzlaunch asyncalloc  a launch checked while a stream-ordered allocation's band fill still waits
+ *   rzlaunch calls       driver calls per checked launch, without and during another stream's capture
  *   rzlaunch many N      N clean launches on one stream over 3 buffers (the cost of a check)
  * Every kernel is `fill(buf, from, to, value)`: buf[from .. to) = value, or `spin(flag)`: waits until
  * *flag != 0, or `sum(buf, n, out)`.
@@ -291,6 +292,66 @@ static void many(long n) {
     printf("rzlaunch: %ld launches\n", n);
 }
 
+/* Driver calls since the last reset, of every entry point (the emulated driver counts them). */
+#define NAME(name, ret, params) #name,
+#define VARIANT_NAME(variant, base) #variant,
+static const char *const g_names[] = {RZCU_ENTRY_POINTS(NAME) RZCU_PER_THREAD_VARIANTS(VARIANT_NAME)
+                                          CUDA_EMU_EXTRA_ENTRY_POINTS(NAME)};
+#undef NAME
+#undef VARIANT_NAME
+
+static unsigned long long all_calls(void) {
+    unsigned long long n = 0;
+    for (size_t i = 0; i < sizeof g_names / sizeof g_names[0]; i++)
+        n += cuEmuCallCount(g_names[i]);
+    return n;
+}
+
+/* LAUNCHES launches of f on s over b[0..3), with the driver calls they cost besides the launches. */
+static void calls_per_launch(rzcu_function f, rzcu_stream s, rzcu_deviceptr *b, const char *when) {
+    enum { LAUNCHES = 20 };
+    cuEmuResetCallCounts();
+    for (int i = 0; i < LAUNCHES; i++) {
+        long long from = 0, to = 256;
+        unsigned value = (unsigned)i;
+        void *params[] = {&b[i % 3], &from, &to, &value};
+        CHECK(cuLaunchKernel(f, 4, 1, 1, 64, 1, 1, 0, s, params, NULL));
+    }
+    unsigned long long other = all_calls() - cuEmuCallCount("cuLaunchKernel");
+    unsigned long long asked = cuEmuCallCount("cuStreamIsCapturing");
+    CHECK(cuStreamSynchronize(s));
+    printf("rzlaunch: %s: %.2f driver calls per launch, %.2f of them cuStreamIsCapturing\n", when,
+           (double)other / LAUNCHES, (double)asked / LAUNCHES);
+}
+
+/* What a checked launch costs in driver calls, with no capture in the process, while another stream is being
+ * captured (begun through an entry point from cuGetProcAddress, as the runtime begins one), and after that
+ * capture and one of the per-thread stream ended; the launch made into the capture is seen as one (the library's warning) and the capture stays
+ * valid. Run with
+ * CUDA_EMU_KERNEL_HOLD=1, so no check completes while the calls are counted. */
+static void calls(void) {
+    rzcu_stream s = stream(), c = stream();
+    rzcu_deviceptr b[3] = {alloc(256), alloc(256), alloc(256)};
+    rzcu_function f = kernel("fill");
+    calls_per_launch(f, s, b, "first launches"); /* the checks' staging, made once */
+    calls_per_launch(f, s, b, "no capture");
+    rzcu_result (*begin)(rzcu_stream, unsigned int);
+    CHECK(cuGetProcAddress("cuStreamBeginCapture", (void **)&begin, 12000, 0));
+    CHECK(begin(c, 0));
+    calls_per_launch(f, s, b, "while another stream is captured");
+    fill(c, b[0], 0, 256, 1);
+    struct CUgraph_st *g;
+    CHECK(cuStreamEndCapture(c, &g));
+    CHECK(cuStreamBeginCapture_v2_ptsz(NULL, 2)); /* this thread's per-thread stream, relaxed */
+    long long from = 0, to = 256;
+    unsigned value = 2;
+    void *params[] = {&b[1], &from, &to, &value};
+    CHECK(cuLaunchKernel_ptsz(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CHECK(cuStreamEndCapture_ptsz(NULL, &g));
+    printf("rzlaunch: capture ended\n");
+    calls_per_launch(f, s, b, "after the capture");
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     setvbuf(stdout, NULL, _IOLBF, 0); /* its lines and the library's, in the order they happened */
@@ -320,10 +381,12 @@ int main(int argc, char **argv) {
         no_wait();
     else if (strcmp(mode, "asyncalloc") == 0)
         async_alloc();
+    else if (strcmp(mode, "calls") == 0)
+        calls();
     else if (strcmp(mode, "many") == 0 && argc > 2)
         many(atol(argv[2]));
     else {
-        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|nowait|asyncalloc|many N\n");
+        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|nowait|asyncalloc|calls|many N\n");
         return 2;
     }
     return 0;

@@ -1,0 +1,103 @@
+/*
+ * Whether a stream is being captured into a graph, without asking the driver at every launch.
+ *
+ * The library must never queue its own work (a band copy, a host function, a fill) into a program's
+ * capture, so before it queues work on a program's stream it asks cuStreamIsCapturing. That is one driver
+ * call per kernel launch under METRALE_REDZONE_SCAN=launch, and per stream-ordered allocation. A capture
+ * always starts with cuStreamBeginCapture* on its origin stream (other streams only join a capture that is
+ * in progress, by waiting for an event recorded in it) and ends with cuStreamEndCapture on that stream, so
+ * while no capture begun through the interposed entry points is in progress, no stream is capturing and the
+ * question need not be asked. hooks_capture.c reports each capture here before the driver begins it (so the
+ * driver is asked from then on) and after it ends; while one is in
+ * progress anywhere in the process (or after more than ORIGINS at once, for ever), every question goes to
+ * the driver as before. In a build without the interposed entry points (the unit tests link the library's
+ * objects next to the emulated driver, and call cuStreamBeginCapture there directly) the driver is always
+ * asked: rz__capture_hooks_present is then the weak answer below.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "rz_internal.h"
+
+#define ORIGINS 64
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t g_origin[ORIGINS]; /* origin streams of the captures in progress (per-thread: by thread) */
+static int g_norigins;
+static int g_overflow;        /* more than ORIGINS at once were seen: ask the driver from then on */
+static _Atomic int g_active; /* g_norigins + g_overflow, read without the lock */
+static RZ_TLS char t_per_thread; /* the per-thread default stream's identity: one per thread */
+
+/* 1 where hooks_capture.c is linked in (libredzone.so), so every begun capture is reported. */
+__attribute__((weak)) int rz__capture_hooks_present(void) { return 0; }
+
+static uintptr_t key_of(rzcu_stream s) {
+    return s == RZCU_STREAM_PER_THREAD ? (uintptr_t)&t_per_thread : (uintptr_t)s;
+}
+
+static void publish_locked(void) {
+    atomic_store_explicit(&g_active, g_norigins + g_overflow, memory_order_release);
+}
+
+static int find_locked(uintptr_t k) {
+    for (int i = 0; i < g_norigins; i++)
+        if (g_origin[i] == k)
+            return i;
+    return -1;
+}
+
+static void remove_locked(int i) {
+    g_origin[i] = g_origin[--g_norigins];
+    publish_locked();
+}
+
+int rz__capture_beginning(rzcu_stream s) {
+    uintptr_t k = key_of(s);
+    int added = 0;
+    pthread_mutex_lock(&g_lock);
+    if (find_locked(k) < 0) {
+        if (g_norigins < ORIGINS) {
+            g_origin[g_norigins++] = k;
+            added = 1;
+        } else {
+            g_overflow = 1;
+        }
+    }
+    publish_locked();
+    pthread_mutex_unlock(&g_lock);
+    return added;
+}
+
+void rz__capture_not_begun(rzcu_stream s, int added) {
+    if (added)
+        rz__capture_stream_gone(s);
+}
+
+void rz__capture_ended(rzcu_stream s) {
+    uintptr_t k = key_of(s);
+    pthread_mutex_lock(&g_lock);
+    int i = find_locked(k);
+    /* cuStreamEndCapture on a stream that is not the capture's origin leaves the capture going: keep it
+     * until the driver says the stream captures nothing. */
+    rzcu_capture_status status = 1;
+    if (i >= 0 && rz__drv.cuStreamIsCapturing && rz__drv.cuStreamIsCapturing(s, &status) == RZCUDA_SUCCESS &&
+        status == 0)
+        remove_locked(i);
+    pthread_mutex_unlock(&g_lock);
+}
+
+void rz__capture_stream_gone(rzcu_stream s) {
+    uintptr_t k = key_of(s);
+    pthread_mutex_lock(&g_lock);
+    int i = find_locked(k);
+    if (i >= 0)
+        remove_locked(i);
+    pthread_mutex_unlock(&g_lock);
+}
+
+int rz__stream_capturing(rzcu_stream s) {
+    if (atomic_load_explicit(&g_active, memory_order_acquire) == 0 && rz__capture_hooks_present())
+        return 0; /* no capture in progress: no stream is capturing */
+    rzcu_capture_status status = 0;
+    return rz__drv.cuStreamIsCapturing && rz__drv.cuStreamIsCapturing(s, &status) == RZCUDA_SUCCESS && status != 0;
+}

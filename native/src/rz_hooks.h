@@ -1,0 +1,30 @@
+/*
+ * What the interposed entry points' files share (hooks.c and the hooks_*.c beside it; libredzone.so only).
+ */
+#ifndef REDZONE_RZ_HOOKS_H
+#define REDZONE_RZ_HOOKS_H
+
+#include "rz_internal.h"
+
+/* Calls that only pass through still need the real entry point. */
+#define REAL(name) (rz__dev_load() == RZ_OK && rz__drv.name ? rz__drv.name : NULL)
+
+/* What a wrapper answers when it has no real entry point to call: without a driver, NOT_INITIALIZED (as
+ * every call would be); with a driver that lacks this entry point (an older one), NOT_SUPPORTED. */
+rzcu_result rz__hook_missing(void);
+
+/* hooks_capture.c: stream capture begins and ends. */
+RZ_EXPORT rzcu_fn_cuStreamBeginCapture cuStreamBeginCapture;
+RZ_EXPORT rzcu_fn_cuStreamBeginCapture cuStreamBeginCapture_ptsz;
+RZ_EXPORT rzcu_fn_cuStreamBeginCapture_v2 cuStreamBeginCapture_v2;
+RZ_EXPORT rzcu_fn_cuStreamBeginCapture_v2_ptsz cuStreamBeginCapture_v2_ptsz;
+RZ_EXPORT rzcu_fn_cuStreamBeginCaptureToGraph cuStreamBeginCaptureToGraph;
+RZ_EXPORT rzcu_fn_cuStreamBeginCaptureToGraph_ptsz cuStreamBeginCaptureToGraph_ptsz;
+RZ_EXPORT rzcu_fn_cuStreamEndCapture cuStreamEndCapture;
+RZ_EXPORT rzcu_fn_cuStreamEndCapture_ptsz cuStreamEndCapture_ptsz;
+#define RZ_CAPTURE_WRAPPED(X)                                                                                \
+    X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)                          \
+    X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph) X(cuStreamBeginCaptureToGraph_ptsz)       \
+    X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)
+
+#endif
