@@ -549,6 +549,12 @@ static void end_report(void)
     X(cuKernelGetName, rzcu_fn_cuKernelGetName, (const char **name, rzcu_kernel hfunc), (name, hfunc))      \
     X(cuStreamIsCapturing, rzcu_fn_cuStreamIsCapturing, (rzcu_stream s, rzcu_capture_status *status), (s, status)) \
     X(cuThreadExchangeStreamCaptureMode, rzcu_fn_cuThreadExchangeStreamCaptureMode, (rzcu_capture_mode * mode), (mode)) \
+    X(cuStreamBeginCapture_v2, rzcu_fn_cuStreamBeginCapture_v2, (rzcu_stream s, rzcu_capture_mode mode), (s, mode)) \
+    X(cuStreamBeginCapture_v2_ptsz, rzcu_fn_cuStreamBeginCapture_v2, (rzcu_stream s, rzcu_capture_mode mode),   \
+      (s, mode))                                                                                            \
+    X(cuStreamEndCapture, rzcu_fn_cuStreamEndCapture, (rzcu_stream s, struct CUgraph_st **graph), (s, graph)) \
+    X(cuStreamEndCapture_ptsz, rzcu_fn_cuStreamEndCapture, (rzcu_stream s, struct CUgraph_st **graph),        \
+      (s, graph))                                                                                           \
     X(cuLaunchKernel, rzcu_fn_cuLaunchKernel,                                                               \
       (rzcu_function f, unsigned int grid_x, unsigned int grid_y, unsigned int grid_z, unsigned int block_x, \
        unsigned int block_y, unsigned int block_z, unsigned int shared_bytes, rzcu_stream s, void **params, \
