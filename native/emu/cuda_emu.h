@@ -298,6 +298,14 @@ struct CUgraphEdgeData_st; /* CUgraphEdgeData */
     X(cuMemcpyBatchAsync_ptsz, rzcu_result,                                                                   \
       (rzcu_deviceptr * dsts, rzcu_deviceptr * srcs, size_t * sizes, size_t count,                            \
        rzcu_memcpy_attributes * attrs, size_t * attrs_idxs, size_t num_attrs, size_t * fail_idx, rzcu_stream s)) \
+    X(cuMemcpy3DBatchAsync, rzcu_result,                                                                      \
+      (size_t count, rzcu_memcpy3d_batch_op * ops, size_t * fail_idx, unsigned long long flags, rzcu_stream s)) \
+    X(cuMemcpy3DBatchAsync_ptsz, rzcu_result,                                                                 \
+      (size_t count, rzcu_memcpy3d_batch_op * ops, size_t * fail_idx, unsigned long long flags, rzcu_stream s)) \
+    X(cuMemcpy3DBatchAsync_v2, rzcu_result,                                                                   \
+      (size_t count, rzcu_memcpy3d_batch_op * ops, unsigned long long flags, rzcu_stream s))                  \
+    X(cuMemcpy3DBatchAsync_v2_ptsz, rzcu_result,                                                              \
+      (size_t count, rzcu_memcpy3d_batch_op * ops, unsigned long long flags, rzcu_stream s))                  \
     X(cuGetProcAddress, rzcu_result, (const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags))   \
     X(cuCtxGetDevice_v2, rzcu_result, (rzcu_device * dev, rzcu_context ctx))                                  \
     X(cuLibraryLoadData, rzcu_result,                                                                         \

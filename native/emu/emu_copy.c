@@ -1,7 +1,7 @@
 /*
  * The emulated driver's memory entry points: allocation and free (stream-ordered ones included), pointer
  * queries, memsets, copies and batched copies, all submitted to the stream engine (emu_stream.c). Device
- * memory itself is emu_mem.c; pinned host memory emu_host.c; 2D/3D copies emu_copy2d.c.
+ * memory itself is emu_mem.c; pinned host memory emu_host.c; 2D/3D copies and cuMemcpy3DBatchAsync emu_copy2d.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>

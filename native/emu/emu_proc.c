@@ -87,6 +87,8 @@ static const struct proc_row rows[] = {
     {"cuMemcpy3DAsync", 3020, FN(cuMemcpy3DAsync_v2), FN(cuMemcpy3DAsync_v2_ptsz), 7000},
     {"cuMemcpyBatchAsync", 12080, FN(cuMemcpyBatchAsync), FN(cuMemcpyBatchAsync_ptsz), 12080},
     {"cuMemcpyBatchAsync", 13000, FN(cuMemcpyBatchAsync_v2), FN(cuMemcpyBatchAsync_v2_ptsz), 13000},
+    {"cuMemcpy3DBatchAsync", 12080, FN(cuMemcpy3DBatchAsync), FN(cuMemcpy3DBatchAsync_ptsz), 12080},
+    {"cuMemcpy3DBatchAsync", 13000, FN(cuMemcpy3DBatchAsync_v2), FN(cuMemcpy3DBatchAsync_v2_ptsz), 13000},
     {"cuStreamCreate", 2000, FN(cuStreamCreate), NULL, 0},
     {"cuStreamDestroy", 4000, FN(cuStreamDestroy_v2), NULL, 0},
     {"cuStreamSynchronize", 2000, FN(cuStreamSynchronize), FN(cuStreamSynchronize_ptsz), 7000},

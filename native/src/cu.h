@@ -114,6 +114,43 @@ typedef struct rzcu_memcpy_attributes {
     unsigned int flags;
 } rzcu_memcpy_attributes;
 
+/* CUDA_MEMCPY3D_BATCH_OP and its parts (CUDA 12.8+: cuMemcpy3DBatchAsync), laid out as in cuda.h. A pointer
+ * operand's rowLength and layerHeight count elements (1 byte for pointer-to-pointer copies); 0 means tightly
+ * packed by the copy's extent. */
+#define RZCU_MEMCPY_OPERAND_TYPE_POINTER 0x1
+#define RZCU_MEMCPY_OPERAND_TYPE_ARRAY 0x2
+
+typedef struct rzcu_extent3d {
+    size_t width, height, depth;
+} rzcu_extent3d;
+
+typedef struct rzcu_offset3d {
+    size_t x, y, z;
+} rzcu_offset3d;
+
+typedef struct rzcu_memcpy3d_operand {
+    unsigned int type; /* CUmemcpy3DOperandType */
+    union {
+        struct {
+            rzcu_deviceptr ptr;
+            size_t rowLength;
+            size_t layerHeight;
+            rzcu_mem_location locHint;
+        } ptr;
+        struct {
+            void *array; /* CUarray */
+            rzcu_offset3d offset;
+        } array;
+    } op;
+} rzcu_memcpy3d_operand;
+
+typedef struct rzcu_memcpy3d_batch_op {
+    rzcu_memcpy3d_operand src, dst;
+    rzcu_extent3d extent;
+    unsigned int srcAccessOrder; /* CUmemcpySrcAccessOrder */
+    unsigned int flags;          /* CUmemcpyFlags */
+} rzcu_memcpy3d_batch_op;
+
 /* CUlaunchConfig (CUDA 11.8+), laid out as in cuda.h; attributes are only passed through. */
 typedef struct rzcu_launch_config {
     unsigned int gridDimX, gridDimY, gridDimZ;

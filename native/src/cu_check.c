@@ -135,4 +135,15 @@ CHECK_3D(dstPitch) CHECK_3D(dstHeight) CHECK_3D(WidthInBytes) CHECK_3D(Height) C
 SAME_LAYOUT(rzcu_memcpy3d, CUDA_MEMCPY3D_PEER, srcContext);
 SAME_LAYOUT(rzcu_memcpy3d, CUDA_MEMCPY3D_PEER, dstContext);
 
+/* cuMemcpy3DBatchAsync's operations. */
+CHECK_CONST(RZCU_MEMCPY_OPERAND_TYPE_POINTER, CU_MEMCPY_OPERAND_TYPE_POINTER);
+CHECK_CONST(RZCU_MEMCPY_OPERAND_TYPE_ARRAY, CU_MEMCPY_OPERAND_TYPE_ARRAY);
+_Static_assert(sizeof(rzcu_memcpy3d_batch_op) == sizeof(CUDA_MEMCPY3D_BATCH_OP), "CUDA_MEMCPY3D_BATCH_OP size");
+#define CHECK_OP(field) SAME_LAYOUT(rzcu_memcpy3d_batch_op, CUDA_MEMCPY3D_BATCH_OP, field);
+CHECK_OP(src) CHECK_OP(src.type) CHECK_OP(src.op.ptr.ptr) CHECK_OP(src.op.ptr.rowLength)
+CHECK_OP(src.op.ptr.layerHeight) CHECK_OP(src.op.ptr.locHint) CHECK_OP(src.op.array.array)
+CHECK_OP(src.op.array.offset.x) CHECK_OP(src.op.array.offset.z) CHECK_OP(dst) CHECK_OP(dst.type)
+CHECK_OP(dst.op.ptr.ptr) CHECK_OP(dst.op.ptr.rowLength) CHECK_OP(dst.op.ptr.layerHeight) CHECK_OP(extent.width)
+CHECK_OP(extent.height) CHECK_OP(extent.depth) CHECK_OP(srcAccessOrder) CHECK_OP(flags)
+
 typedef int rz_cu_check_translation_unit_is_not_empty;

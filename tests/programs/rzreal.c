@@ -10,8 +10,8 @@
  *                      a context ends (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset)
  *                      with an overrun zone still live, after a buffer was banded and freed in it; then a new
  *                      context (the same handle, as the driver hands out) gets a buffer overrun by 8 bytes
- *   rzreal missing     an entry point the driver lacks (the emulated driver has no cuMemcpy3DBatchAsync, a CUDA
- *                      12.8/13.0 one): looked up with dlsym (global and in the driver), cuGetProcAddress, and
+ *   rzreal missing     an entry point the driver lacks (the emulated driver has no cuMemcpy3DPeer, the peer
+ *                      copies needing two devices' contexts): looked up with dlsym (global and in the driver), cuGetProcAddress, and
  *                      called through a weak reference; and one it has, for comparison
  *   rzreal guardrange  cuMemGetAddressRange inside a 1000-byte buffer, in its slack, and in its mapping before it
  *                      (run with METRALE_REDZONE_GUARD=idx:0 for a guard-page allocation, or without)
@@ -247,24 +247,23 @@ static int mode_ctxend(const char *how) {
 }
 
 /* Not in the emulated driver: bound to libredzone's definition when it is preloaded, else NULL. */
-extern rzcu_result cuMemcpy3DBatchAsync_v2(size_t count, void *ops, unsigned long long flags, rzcu_stream s)
-    __attribute__((weak));
+extern rzcu_result cuMemcpy3DPeer(const void *desc) __attribute__((weak));
 
 static int mode_missing(void) {
     setup();
     printf("rzreal: global dlsym of a missing entry point: %s\n",
-           dlsym(RTLD_DEFAULT, "cuMemcpy3DBatchAsync_v2") ? "found" : "none");
+           dlsym(RTLD_DEFAULT, "cuMemcpy3DPeer") ? "found" : "none");
     printf("rzreal: global dlsym of a present one: %s\n", dlsym(RTLD_DEFAULT, "cuMemsetD8_v2") ? "found" : "none");
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
     printf("rzreal: driver dlsym of a missing entry point: %s\n",
-           h && dlsym(h, "cuMemcpy3DBatchAsync_v2") ? "found" : "none");
+           h && dlsym(h, "cuMemcpy3DPeer") ? "found" : "none");
     void *pfn = (void *)1;
     rzcu_proc_query_result status = 99;
-    rzcu_result r = cuGetProcAddress_v2("cuMemcpy3DBatchAsync", &pfn, 13000, 0, &status);
+    rzcu_result r = cuGetProcAddress_v2("cuMemcpy3DPeer", &pfn, 13000, 0, &status);
     printf("rzreal: cuGetProcAddress of a missing entry point: %u, pfn %s, status %u\n", r, pfn ? "set" : "NULL",
            status);
-    if (cuMemcpy3DBatchAsync_v2)
-        printf("rzreal: calling it anyway: %u\n", cuMemcpy3DBatchAsync_v2(0, NULL, 0, NULL));
+    if (cuMemcpy3DPeer)
+        printf("rzreal: calling it anyway: %u\n", cuMemcpy3DPeer(NULL));
     return 0;
 }
 
