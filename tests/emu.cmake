@@ -13,6 +13,7 @@ add_executable(test_emu
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_stream.c
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_copy.c
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_copy2d.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_batch3d.c
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_ipc.c
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_pool.c
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_kernel.c
