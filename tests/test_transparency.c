@@ -114,6 +114,13 @@ Test(transparency, copies_and_memsets_past_the_end_refused_as_without) {
                            "rztransp: cuMemcpy3D_v2(&c3) = 0\n"), "up to the end: %s", bare);
     cr_assert(strstr(bare, "rztransp: cuMemcpy2D_v2(&c2) = 1\n"), "%s", bare);
     cr_assert(strstr(bare, "rztransp: cuMemcpy3D_v2(&c3) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemcpy3DBatchAsync(3, ops, &fail, 0, s) = 1\nrztransp: batch3d failIdx 1\n"
+                           "rztransp: cuMemcpy3DBatchAsync_v2(1, ops + 2, 0, s) = 1\n"
+                           "rztransp: cuMemcpy3DBatchAsync(3, ops, &fail, 0, s) = 1\nrztransp: batch3d failIdx 0\n"
+                           "rztransp: cuMemcpy3DBatchAsync_ptsz(3, ops, &fail, 0, s) = 1\nrztransp: batch3d failIdx 2\n"),
+              "%s", bare);
+    cr_assert(strstr(bare, "rztransp: cuMemcpy3D_v2(&c3) = 0\nrztransp: cuMemcpy3DBatchAsync_v2_ptsz(3, ops, 0, s) = 0\n"),
+              "a 3D batch up to the end: %s", bare);
     const char *reports[] = {
         "redzone: copy past the end of alloc#0: bytes [0..=7] written by cuMemcpyHtoD (user_bytes=1000); nothing "
         "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpyHtoD_v2(a, h, 1008) = 1\n",
@@ -143,12 +150,22 @@ Test(transparency, copies_and_memsets_past_the_end_refused_as_without) {
         /* a batch: its first bad copy, and failIdx says which */
         "redzone: copy past the end of alloc#1: bytes [0..=99] written by cuMemcpyBatchAsync (user_bytes=1000); "
         "nothing copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpyBatchAsync(dsts, "
-        "srcs, sizes, 3, &attr, &attr_idx, 1, &fail, s) = 1\nrztransp: batch failIdx 1\n"};
+        "srcs, sizes, 3, &attr, &attr_idx, 1, &fail, s) = 1\nrztransp: batch failIdx 1\n",
+        /* 3D batches: each pointer operand's rows and layers; the first bad operation, named in failIdx */
+        "redzone: copy past the end of alloc#1: bytes [0..=39] written by cuMemcpy3DBatchAsync (user_bytes=1000); "
+        "nothing copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpy3DBatchAsync(3, ops, "
+        "&fail, 0, s) = 1\nrztransp: batch3d failIdx 1\n",
+        "redzone: copy past the end of alloc#0: bytes [0..=8] read by cuMemcpy3DBatchAsync (user_bytes=1000); nothing "
+        "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpy3DBatchAsync_v2(1, ops + 2, 0, "
+        "s) = 1\n",
+        "redzone: copy past the end of alloc#0: bytes [0..=8] read by cuMemcpy3DBatchAsync (user_bytes=1000); nothing "
+        "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone\nrztransp: cuMemcpy3DBatchAsync_ptsz(3, ops, "
+        "&fail, 0, s) = 1\nrztransp: batch3d failIdx 2\n"};
     for (size_t i = 0; i < sizeof reports / sizeof reports[0]; i++)
         cr_assert(strstr(out, reports[i]), "want '%s':\n%s", reports[i], out);
     cr_assert_eq(count_of(out, "redzone: copy past the end of alloc#") + count_of(out, "redzone: memset past the end"),
-                 23, "one line per side refused: %s", out);
-    cr_assert(strstr(out, "; 23 violations in 1 scans;"), "each counted as a violation: %s", out);
+                 26, "one line per side refused: %s", out);
+    cr_assert(strstr(out, "; 26 violations in 1 scans;"), "each counted as a violation: %s", out);
     cr_assert_eq(count_of(out, "REDZONE VIOLATION"), 0, "no band was written: %s", out);
 }
 
@@ -175,7 +192,7 @@ Test(transparency, refused_copy_report_has_the_call_stack) {
                           "  cuMemcpyHtoD was called at:\n    #0 0x"), "%s", out);
     cr_assert(strstr(out, " (" RZTRANSP ")\n  alloc#0 was allocated at:\n    #0 0x"), "the program's frames: %s", out);
     cr_assert_eq(count_of(out, "libredzone"), 0, "redzone's own frames left out: %s", out);
-    cr_assert_eq(count_of(out, " was called at:\n"), 23, "one per report: %s", out);
+    cr_assert_eq(count_of(out, " was called at:\n"), 26, "one per report: %s", out);
 }
 
 /* A refused copy fails `redzone run --error-exitcode` as a band violation does. */

@@ -12,10 +12,10 @@
  * through.
  */
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "rz_copy_bounds.h"
 #include "rz_dlsym_next.h"
 #include "rz_hooks.h"
 
@@ -337,112 +337,7 @@ static rzcu_result graph_launch(int per_thread, void *ret, rzcu_wfn_cuGraphLaunc
     RZ_SA_PICK(__VA_ARGS__, RZ_SA10, RZ_SA9, RZ_SA8, RZ_SA7, RZ_SA6, RZ_SA5, RZ_SA4, RZ_SA3, RZ_SA2, RZ_SA1)(__VA_ARGS__)
 
 /* ---- copies and memsets: the driver's range check, against the program's sizes ----------------------- */
-/*
- * BOUNDS_<base>(entry, since, arguments...): whether a call of that entry point touches device memory
- * outside a buffer where the driver, seeing the padded block, would let it (bounds.c reports it). One per
- * base name of RZCU_DEVICE_WRITERS; `since` tells the batch copies' two signatures apart.
- */
-static int both(const char *e, rzcu_deviceptr dst, rzcu_deviceptr src, size_t n) {
-    /* Both sides are judged, so a copy wrong at both ends is reported at both (the source first). */
-    int bad = rz__bounds_check(e, RZ_BOUNDS_READ, src, n);
-    bad |= rz__bounds_check(e, RZ_BOUNDS_WRITE, dst, n);
-    return bad;
-}
-
-static int set_1d(const char *e, rzcu_deviceptr dst, size_t n, unsigned elem) {
-    uint64_t bytes;
-    return !__builtin_mul_overflow(n, elem, &bytes) && rz__bounds_check(e, RZ_BOUNDS_SET, dst, bytes);
-}
-
-static int set_2d(const char *e, rzcu_deviceptr dst, size_t pitch, size_t width, size_t height, unsigned elem) {
-    uint64_t row, start, bytes;
-    return !__builtin_mul_overflow(width, elem, &row) &&
-           rz__pitched_extent(dst, 0, 0, 0, pitch, 0, row, height, 1, &start, &bytes) &&
-           rz__bounds_check(e, RZ_BOUNDS_SET, start, bytes);
-}
-
-static int copy_2d(const char *e, const void *desc) {
-    const rzcu_memcpy2d *d = desc;
-    uint64_t start, bytes;
-    int bad = 0;
-    if (d && rz__memcpy2d_extent(d, 0, &start, &bytes))
-        bad |= rz__bounds_check(e, RZ_BOUNDS_READ, start, bytes);
-    if (d && rz__memcpy2d_extent(d, 1, &start, &bytes))
-        bad |= rz__bounds_check(e, RZ_BOUNDS_WRITE, start, bytes);
-    return bad;
-}
-
-static int copy_3d(const char *e, const void *desc) {
-    const rzcu_memcpy3d *d = desc;
-    uint64_t start, bytes;
-    int bad = 0;
-    if (d && rz__memcpy3d_extent(d, 0, &start, &bytes))
-        bad |= rz__bounds_check(e, RZ_BOUNDS_READ, start, bytes);
-    if (d && rz__memcpy3d_extent(d, 1, &start, &bytes))
-        bad |= rz__bounds_check(e, RZ_BOUNDS_WRITE, start, bytes);
-    return bad;
-}
-
-/* cuMemcpyBatchAsync: (attrs, attrs_idxs, num_attrs, fail_idx, stream) before CUDA 13, (..., num_attrs,
- * stream) since. The first bad copy's index goes to fail_idx, as the driver reports a bad copy. */
-static int batch(const char *e, int since, rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *sizes, size_t count,
-                 ...) {
-    if (dsts == NULL || srcs == NULL || sizes == NULL)
-        return 0;
-    for (size_t i = 0; i < count; i++) {
-        if (!both(e, dsts[i], srcs[i], sizes[i]))
-            continue;
-        if (since < 13000) {
-            va_list ap;
-            va_start(ap, count);
-            (void)va_arg(ap, void *);   /* attrs */
-            (void)va_arg(ap, size_t *); /* attrs_idxs */
-            (void)va_arg(ap, size_t);   /* num_attrs */
-            size_t *fail_idx = va_arg(ap, size_t *);
-            va_end(ap);
-            if (fail_idx)
-                *fail_idx = i;
-        }
-        return 1;
-    }
-    return 0;
-}
-
-#define BOUNDS_cuMemcpy(e, v, dst, src, n) both(e, dst, src, n)
-#define BOUNDS_cuMemcpyAsync(e, v, dst, src, n, s) both(e, dst, src, n)
-#define BOUNDS_cuMemcpyPeer(e, v, dst, dctx, src, sctx, n) both(e, dst, src, n)
-#define BOUNDS_cuMemcpyPeerAsync(e, v, dst, dctx, src, sctx, n, s) both(e, dst, src, n)
-#define BOUNDS_cuMemcpyHtoD(e, v, dst, src, n) rz__bounds_check(e, RZ_BOUNDS_WRITE, dst, n)
-#define BOUNDS_cuMemcpyHtoDAsync(e, v, dst, src, n, s) rz__bounds_check(e, RZ_BOUNDS_WRITE, dst, n)
-#define BOUNDS_cuMemcpyDtoH(e, v, dst, src, n) rz__bounds_check(e, RZ_BOUNDS_READ, src, n)
-#define BOUNDS_cuMemcpyDtoHAsync(e, v, dst, src, n, s) rz__bounds_check(e, RZ_BOUNDS_READ, src, n)
-#define BOUNDS_cuMemcpyDtoD(e, v, dst, src, n) both(e, dst, src, n)
-#define BOUNDS_cuMemcpyDtoDAsync(e, v, dst, src, n, s) both(e, dst, src, n)
-#define BOUNDS_cuMemcpyDtoA(e, v, array, offset, src, n) rz__bounds_check(e, RZ_BOUNDS_READ, src, n)
-#define BOUNDS_cuMemcpyAtoD(e, v, dst, array, offset, n) rz__bounds_check(e, RZ_BOUNDS_WRITE, dst, n)
-#define BOUNDS_cuMemcpy2D(e, v, desc) copy_2d(e, desc)
-#define BOUNDS_cuMemcpy2DUnaligned(e, v, desc) copy_2d(e, desc)
-#define BOUNDS_cuMemcpy2DAsync(e, v, desc, s) copy_2d(e, desc)
-#define BOUNDS_cuMemcpy3D(e, v, desc) copy_3d(e, desc)
-#define BOUNDS_cuMemcpy3DAsync(e, v, desc, s) copy_3d(e, desc)
-#define BOUNDS_cuMemcpy3DPeer(e, v, desc) copy_3d(e, desc)
-#define BOUNDS_cuMemcpy3DPeerAsync(e, v, desc, s) copy_3d(e, desc)
-#define BOUNDS_cuMemcpyBatchAsync(e, v, ...) batch(e, v, __VA_ARGS__)
-#define BOUNDS_cuMemcpy3DBatchAsync(e, v, ...) 0 /* not checked (docs/design.md) */
-#define BOUNDS_cuMemsetD8(e, v, dst, value, n) set_1d(e, dst, n, 1)
-#define BOUNDS_cuMemsetD8Async(e, v, dst, value, n, s) set_1d(e, dst, n, 1)
-#define BOUNDS_cuMemsetD16(e, v, dst, value, n) set_1d(e, dst, n, 2)
-#define BOUNDS_cuMemsetD16Async(e, v, dst, value, n, s) set_1d(e, dst, n, 2)
-#define BOUNDS_cuMemsetD32(e, v, dst, value, n) set_1d(e, dst, n, 4)
-#define BOUNDS_cuMemsetD32Async(e, v, dst, value, n, s) set_1d(e, dst, n, 4)
-#define BOUNDS_cuMemsetD2D8(e, v, dst, pitch, value, w, h) set_2d(e, dst, pitch, w, h, 1)
-#define BOUNDS_cuMemsetD2D8Async(e, v, dst, pitch, value, w, h, s) set_2d(e, dst, pitch, w, h, 1)
-#define BOUNDS_cuMemsetD2D16(e, v, dst, pitch, value, w, h) set_2d(e, dst, pitch, w, h, 2)
-#define BOUNDS_cuMemsetD2D16Async(e, v, dst, pitch, value, w, h, s) set_2d(e, dst, pitch, w, h, 2)
-#define BOUNDS_cuMemsetD2D32(e, v, dst, pitch, value, w, h) set_2d(e, dst, pitch, w, h, 4)
-#define BOUNDS_cuMemsetD2D32Async(e, v, dst, pitch, value, w, h, s) set_2d(e, dst, pitch, w, h, 4)
-#define BOUNDS_cuLaunchCooperativeKernel(e, v, ...) 0 /* a kernel: its bands judge it */
-#define BOUNDS_cuGraphLaunch(e, v, ...) 0
+/* BOUNDS_<base> (rz_copy_bounds.h): the ranges a call touches, each judged by bounds.c. */
 
 #define RZ_UNPAREN(...) __VA_ARGS__
 #define RZ_CALL(f, ...) f(__VA_ARGS__)

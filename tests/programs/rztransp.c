@@ -13,7 +13,7 @@
  *                      and host to host
  *   rztransp refused   a kernel writes 8 bytes past the end of a 1000-byte buffer; cuMemFree with no current
  *                      context (refused by the driver), then again with one
- *   rztransp pastend   copies (HtoD, DtoH, DtoD, unified, async, per-thread, 2D, 3D, batched) and memsets
+ *   rztransp pastend   copies (HtoD, DtoH, DtoD, unified, async, per-thread, 2D, 3D, batched, 3D batched) and memsets
  *                      (D8/16/32, 2D, async)
  *                      that run past the end of 1000-byte buffers or start in what would be a band, and the
  *                      same up to the end exactly; prints each result and the bytes the program then holds
@@ -215,6 +215,32 @@ static int mode_pastend(void) {
     SHOW(cuMemcpyBatchAsync(dsts, srcs, sizes, 3, &attr, &attr_idx, 1, &fail, s));
     printf("rztransp: batch failIdx %zu\n", fail);
     SHOW(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, &attr, &attr_idx, 1, s));
+    /* 3D batches: a pointer operand's bytes run from its first row to the last row of its last layer. */
+#define OPERAND(p, ...) {.type = RZCU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = (p), __VA_ARGS__}}
+    rzcu_memcpy3d_batch_op ops[3] = {
+        {.src = OPERAND(a), .dst = OPERAND(b), .extent = {10, 2, 1},
+         .srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM},
+        /* 2 layers of 3 rows of 20 bytes, layers 4 rows apart, from b + 900: 40 bytes past the end of b */
+        {.src = OPERAND((rzcu_deviceptr)(uintptr_t)h), .dst = OPERAND(b + 900, .layerHeight = 4), .extent = {20, 3, 2},
+         .srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL},
+        /* 2 layers of 5 rows 101 bytes apart, bytes 90..99 of each, from a: 9 bytes past the end of a */
+        {.src = OPERAND(a + 90, .rowLength = 101, .layerHeight = 5), .dst = OPERAND(b, .rowLength = 100),
+         .extent = {10, 5, 2}, .srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM},
+    };
+#undef OPERAND
+    fail = 77;
+    SHOW(cuMemcpy3DBatchAsync(3, ops, &fail, 0, s));
+    printf("rztransp: batch3d failIdx %zu\n", fail);
+    SHOW(cuMemcpy3DBatchAsync_v2(1, ops + 2, 0, s));
+    ops[0].srcAccessOrder = 0; /* an operation the driver refuses by itself, before the bad ones: its answer */
+    fail = 77;
+    SHOW(cuMemcpy3DBatchAsync(3, ops, &fail, 0, s));
+    printf("rztransp: batch3d failIdx %zu\n", fail);
+    ops[0].srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    ops[1].dst.op.ptr.ptr = b + 860; /* up to the end: the last bad operation is the read */
+    fail = 77;
+    SHOW(cuMemcpy3DBatchAsync_ptsz(3, ops, &fail, 0, s));
+    printf("rztransp: batch3d failIdx %zu\n", fail);
     SHOW(cuStreamSynchronize(s));
     /* Up to the end exactly, and nothing at all at the end: the driver's work, done. */
     SHOW(cuMemcpyHtoD_v2(a, h, 1000));
@@ -227,6 +253,8 @@ static int mode_pastend(void) {
     SHOW(cuMemcpy2D_v2(&c2));
     c3.srcPitch = 100; /* 2 layers of 5 rows, bytes 90..99 of each: up to the end */
     SHOW(cuMemcpy3D_v2(&c3));
+    ops[2].src.op.ptr.rowLength = 100; /* the same, in a 3D batch whose every operation now ends in its buffer */
+    SHOW(cuMemcpy3DBatchAsync_v2_ptsz(3, ops, 0, s));
     SHOW(cuMemcpyDtoH_v2(g, a + 1000, 0));
     SHOW(cuStreamSynchronize(s));
     SHOW(cuMemcpyDtoH_v2(g, a, 1000));
