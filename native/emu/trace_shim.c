@@ -238,7 +238,7 @@ static struct alloc *live_base(uintptr_t p)
 /* What each entry point's line says about its arguments. */
 enum kind {
     K_OTHER, K_ALLOC, K_ALLOC_MANAGED, K_ALLOC_PITCH, K_ALLOC_ASYNC, K_ALLOC_POOL, K_FREE, K_FREE_ASYNC, K_RANGE,
-    K_SET, K_SET_ASYNC, K_HTOD, K_HTOD_ASYNC, K_DTOH, K_DTOH_ASYNC, K_DTOD, K_DTOD_ASYNC, K_BATCH, K_STREAM_CREATE,
+    K_SET, K_SET_ASYNC, K_HTOD, K_HTOD_ASYNC, K_DTOH, K_DTOH_ASYNC, K_DTOD, K_DTOD_ASYNC, K_BATCH, K_BATCH3D, K_STREAM_CREATE,
     K_STREAM_SYNC, K_LAUNCH, K_LAUNCH_EX, K_PROC, K_PROC1, K_POINTER_ATTR, K_CTX_SYNC
 };
 
@@ -323,6 +323,19 @@ static void before(struct line *l, const struct entry *e, const uint64_t *a)
         add(l, " count=%" PRIu64, a[3]);
         for (uint64_t i = 0; dsts && srcs && sizes && i < a[3] && i < 16; i++)
             add(l, " [%s<-%s n=%zu]", ptr_name(dsts[i], p1, sizeof p1), ptr_name(srcs[i], p2, sizeof p2), sizes[i]);
+        break;
+    }
+    case K_BATCH3D: { /* [dst<-src widthxheightxdepth], each pointer with its rowLength/layerHeight */
+        const rzcu_memcpy3d_batch_op *ops = (const rzcu_memcpy3d_batch_op *)(uintptr_t)a[1];
+        add(l, " count=%" PRIu64, a[0]);
+        for (uint64_t i = 0; ops && i < a[0] && i < 16; i++) {
+            const rzcu_memcpy3d_operand *d = &ops[i].dst, *sr = &ops[i].src;
+            int dp = d->type == RZCU_MEMCPY_OPERAND_TYPE_POINTER, sp = sr->type == RZCU_MEMCPY_OPERAND_TYPE_POINTER;
+            add(l, " [%s/%zu/%zu<-%s/%zu/%zu %zux%zux%zu]", dp ? ptr_name(d->op.ptr.ptr, p1, sizeof p1) : "array",
+                dp ? d->op.ptr.rowLength : 0, dp ? d->op.ptr.layerHeight : 0,
+                sp ? ptr_name(sr->op.ptr.ptr, p2, sizeof p2) : "array", sp ? sr->op.ptr.rowLength : 0,
+                sp ? sr->op.ptr.layerHeight : 0, ops[i].extent.width, ops[i].extent.height, ops[i].extent.depth);
+        }
         break;
     }
     case K_STREAM_SYNC:
@@ -692,6 +705,8 @@ static enum kind kind_of(const char *n)
         {"cuMemcpyDtoD_v2", K_DTOD}, {"cuMemcpyDtoD_v2_ptds", K_DTOD}, {"cuMemcpyDtoDAsync_v2", K_DTOD_ASYNC},
         {"cuMemcpyDtoDAsync_v2_ptsz", K_DTOD_ASYNC}, {"cuMemcpyBatchAsync_v2", K_BATCH},
         {"cuMemcpyBatchAsync_v2_ptsz", K_BATCH}, {"cuMemcpyBatchAsync", K_BATCH}, {"cuMemcpyBatchAsync_ptsz", K_BATCH},
+        {"cuMemcpy3DBatchAsync", K_BATCH3D}, {"cuMemcpy3DBatchAsync_ptsz", K_BATCH3D},
+        {"cuMemcpy3DBatchAsync_v2", K_BATCH3D}, {"cuMemcpy3DBatchAsync_v2_ptsz", K_BATCH3D},
         {"cuStreamCreate", K_STREAM_CREATE}, {"cuStreamSynchronize", K_STREAM_SYNC},
         {"cuStreamSynchronize_ptsz", K_STREAM_SYNC}, {"cuLaunchKernel", K_LAUNCH}, {"cuLaunchKernel_ptsz", K_LAUNCH},
         {"cuLaunchKernelEx", K_LAUNCH_EX}, {"cuLaunchKernelEx_ptsz", K_LAUNCH_EX}, {"cuGetProcAddress_v2", K_PROC},
