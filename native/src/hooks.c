@@ -30,7 +30,7 @@ static RZ_TLS int t_in_hook;
 rzcu_result rz__hook_missing(void) {
     return rz__dev_load() == RZ_OK ? RZCUDA_ERROR_NOT_SUPPORTED : RZCUDA_ERROR_NOT_INITIALIZED;
 }
-#define missing rz__hook_missing
+static inline rzcu_result missing(void) { return rz__hook_missing(); }
 
 /* ---- allocation -------------------------------------------------------------------------------------- */
 static rzcu_result do_alloc(rzcu_deviceptr *dptr, size_t bytes, const rz_alloc_req_t *req) {
