@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     require(o.front_bytes % RZ_FRONT_UNIT == 0 && o.front_bytes <= RZ_FRONT_MAX, "front band in 256-byte units");
     require(o.stacks <= 32, "at most 32 stack frames");
     require(!o.poison.set || o.poison.lo <= o.poison.hi, "poison window lo <= hi");
-    require((o.scan & ~(unsigned)(RZ_SCAN_FREE | RZ_SCAN_SYNC | RZ_SCAN_EXIT | RZ_SCAN_FATAL)) == 0, "scan bits");
+    require((o.scan & ~(unsigned)(RZ_SCAN_FREE | RZ_SCAN_SYNC | RZ_SCAN_EXIT | RZ_SCAN_FATAL | RZ_SCAN_LAUNCH)) == 0,
+            "scan bits");
     require(o.guard.n <= RZ_GUARD_LIST_MAX && !(o.guard.every && o.guard.n), "guard selection");
     require(memchr(o.warnings, 0, sizeof o.warnings) != NULL, "warnings terminated");
     require(memchr(o.log_path, 0, sizeof o.log_path) != NULL, "log path terminated");
