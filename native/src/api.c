@@ -614,6 +614,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         return (int)r;
     }
     rz__record_unmap(zone.user_bytes + zone.pad_bytes + rz__zone_front(&zone));
+    rz__ipc_zone_gone(dptr); /* its IPC records, if it was exported (one load otherwise) */
     if (rz__zone_watched(&zone))
         rz__count(RZ_C_live_zones, -1);
     return RZCUDA_SUCCESS;
