@@ -47,9 +47,13 @@ static int g_swept;                          /* this process looked for dead exp
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 /* ---- record files ------------------------------------------------------------------------------------ */
+static char g_root[RZ_PATH_MAX]; /* tests: where the directory is made instead */
+
+void rz__ipc_set_root(const char *root) { snprintf(g_root, sizeof g_root, "%s", root ? root : ""); }
+
 int rz__ipc_dir(char *out, size_t cap) {
     struct stat st;
-    const char *root = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+    const char *root = g_root[0] ? g_root : stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
     int n = snprintf(out, cap, "%s/redzone-ipc-%u", root, (unsigned)geteuid());
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }

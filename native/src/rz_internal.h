@@ -620,6 +620,8 @@ int rz__ipc_driver_ptr(uint64_t p, uint64_t *drv);
 void rz__ipc_closed(uint64_t p);
 /* The record directory (/dev/shm/redzone-ipc-<euid>, or under /tmp without /dev/shm) into out; 0 or -1. */
 int rz__ipc_dir(char *out, size_t cap);
+/* Tests: make the directory under root instead of /dev/shm (NULL: the default again). */
+void rz__ipc_set_root(const char *root);
 /* One record file, by the handle bytes it is named after (a hash of them): write (atomically, by rename),
  * read (1 and *out when it exists, is well formed and names exactly these bytes; the pid is not judged),
  * remove. Write/remove: RZ_OK or an error. */
