@@ -116,6 +116,7 @@ Test(writers, ipc_handles_with_a_front_band) {
                            "(expected 8421542c)\n"),
               "%s", bare);
     cr_assert(strstr(bare, "rzwriters: cuIpcCloseMemHandle(p + 16) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rzwriters: opened through cuGetProcAddress at the allocation: 1\n"), "%s", bare);
     cr_assert_eq(count(out, "redzone: warning: cuIpcGetMemHandle of alloc#"), 1, "%s", out);
     cr_assert(strstr(out, "a process that opens it gets the program's pointer only if it runs under redzone too"),
               "%s", out);
