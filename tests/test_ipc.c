@@ -5,13 +5,14 @@
  * makes. The emulated driver opens handles only in the process that made them, so the cross-process tests
  * here stop at the library's lookup in a forked child, which has no export of its own and must read the file:
  * they show that the record reaches another process and is judged there, not that a GPU driver opens the
- * handle (tests/gpu does that on a GPU).
+ * handle there (no test does that yet).
  */
 #include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "rz_ipc.h"
 #include "rz_test.h"
 
 static char root[64], dir[RZ_PATH_MAX];

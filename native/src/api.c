@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "rz_annotate.h"
+#include "rz_ipc.h"
 #include "rz_internal.h"
 
 RZ_EXPORT uint64_t rz_next_index(void) { return atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed); }

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "rz_internal.h"
+#include "rz_ipc.h"
 
 static RZ_TLS int t_in_ipc; /* a driver calling back into these names goes straight through */
 

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rz_internal.h"
+#include "rz_ipc.h"
 
 #define RECORD_HEAD "redzone-ipc 1"
 #define SWEEP_MAX 4096 /* directory entries the first export of a process looks at */
