@@ -422,8 +422,8 @@ typedef rzcu_result rzcu_fn_cuStreamBeginCapture(rzcu_stream s);
 /*
  * X(name, return type, parameter list): IPC memory handles (CUipcMemHandle: 64 opaque bytes, passed by value;
  * the driver's, never changed by redzone). A list apart from RZCU_ENTRY_POINTS: only libredzone resolves and
- * wraps them (ipc.c); the emulated driver declares them among its extras, and the call-trace shim does not
- * trace them (a handle is no argument it can write). Y(exported name, newer name): cuIpcOpenMemHandle, the
+ * wraps them (hooks_ipc.c); the emulated driver declares them among its extras, and the call-trace shim does
+ * not trace them (a handle is no argument it can write). Y(exported name, newer name): cuIpcOpenMemHandle, the
  * CUDA 4.1 ABI of cuIpcOpenMemHandle_v2 (cuda.h renames the one to the other, so only _v2 is checked).
  */
 #define RZCU_IPC_HANDLE_SIZE 64

@@ -204,8 +204,11 @@ static void after_fork_child(void) {
     pthread_mutex_init(&g_mu, NULL);
 }
 
+/* A thread that holds the lock while another exits would hang the exit: then the files stay, for the next
+ * exporter's sweep (their pid is gone). */
 static void at_exit(void) {
-    pthread_mutex_lock(&g_mu);
+    if (pthread_mutex_trylock(&g_mu) != 0)
+        return;
     for (size_t i = 0; i < g_nexports; i++)
         rz__ipc_record_remove(g_exports[i].rec.handle);
     g_nexports = 0;

@@ -590,14 +590,6 @@ void rz__alloc_after_fork(void);
 /* Forget, optionally check the band (METRALE_REDZONE_SCAN=free), free. Returns the driver's result code. */
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
 
-/* ---- IPC memory handles (ipc.c, in libredzone only; the records they keep: rz_ipc.h) --------------------- */
-/* The interposed entry points, for hooks.c's list of wrappers. */
-#define RZ_IPC_WRAPPER_DECL(name, ret, params) rzcu_fn_##name name;
-RZCU_IPC_ENTRY_POINTS(RZ_IPC_WRAPPER_DECL)
-#undef RZ_IPC_WRAPPER_DECL
-#define RZ_IPC_WRAPPER_DECL(name, newer) rzcu_fn_##newer name;
-RZCU_IPC_LEGACY_ENTRY_POINTS(RZ_IPC_WRAPPER_DECL)
-#undef RZ_IPC_WRAPPER_DECL
 
 /* Exported name of the interposed entry point cuGetProcAddress returns for `symbol` at `version` with
  * `flags`, or NULL when redzone does not wrap that symbol at that version (procmap.c). */

@@ -1,5 +1,5 @@
 /*
- * IPC memory handles of zones with a front band: what the interposed entry points (ipc.c) and the records
+ * IPC memory handles of zones with a front band: what the interposed entry points (hooks_ipc.c) and the records
  * that carry the band to the importing process (ipcrec.c) share, and what api.c tells them (a zone freed).
  */
 #ifndef REDZONE_IPC_H

@@ -1,27 +1,23 @@
 /*
- * Interposition of the IPC memory handle entry points (libredzone only, listed with the other wrappers in
- * hooks.c's RZ_WRAPPED): with front bands (METRALE_REDZONE_FRONT) the program's pointer is the driver's
- * allocation base plus the band, and the driver makes handles of allocation bases only. The exporter's
- * cuIpcGetMemHandle of a zone's pointer asks the driver for the handle of the padded block and records the
- * band beside it (ipcrec.c); the importer's cuIpcOpenMemHandle adds the band recorded for that handle to what
- * the driver opened, and cuIpcCloseMemHandle gives the driver its own pointer back. Everything else (zones
- * without a front band, inner pointers, unknown pointers and handles, every error) is the driver's call with
- * the program's arguments and the driver's answer. The handle's bytes are never changed. An importer that
- * does not run under redzone gets the driver's pointer, the front band's start: the exporter warns once.
+ * Interposition of the IPC memory handle entry points (libredzone only; rz_hooks.h lists them for hooks.c's
+ * lookups). With front bands (METRALE_REDZONE_FRONT) the program's pointer is the driver's allocation base
+ * plus the band, and the driver makes handles of allocation bases only. The exporter's cuIpcGetMemHandle of a
+ * zone's pointer asks the driver for the handle of the padded block and records the band beside it
+ * (ipcrec.c); the importer's cuIpcOpenMemHandle adds the band recorded for that handle to what the driver
+ * opened, and cuIpcCloseMemHandle gives the driver its own pointer back. Everything else (zones without a
+ * front band, inner pointers, unknown pointers and handles, every error) is the driver's call with the
+ * program's arguments and the driver's answer. The handle's bytes are never changed. An importer that does
+ * not run under redzone gets the driver's pointer, the front band's start: the exporter warns once.
  */
 #include <stdio.h>
 #include <unistd.h>
 
+#include "rz_hooks.h"
 #include "rz_ipc.h"
 
 static RZ_TLS int t_in_ipc; /* a driver calling back into these names goes straight through */
 
-#define REAL(name) (rz__dev_load() == RZ_OK && rz__drv.name ? rz__drv.name : NULL)
-
-/* As in hooks.c: without a driver, NOT_INITIALIZED; with one that lacks the entry point, NOT_SUPPORTED. */
-static rzcu_result missing(void) {
-    return rz__dev_load() == RZ_OK ? RZCUDA_ERROR_NOT_SUPPORTED : RZCUDA_ERROR_NOT_INITIALIZED;
-}
+#define missing rz__hook_missing
 
 static void exported(const rzcu_ipc_mem_handle *handle, rzcu_deviceptr ptr, uint64_t index, uint64_t front,
                      uint64_t user_bytes) {
@@ -43,7 +39,6 @@ static void exported(const rzcu_ipc_mem_handle *handle, rzcu_deviceptr ptr, uint
                  (unsigned long long)index, (unsigned long long)front, dir, rz_strerror(rc));
 }
 
-RZ_EXPORT rzcu_fn_cuIpcGetMemHandle cuIpcGetMemHandle;
 rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) {
     rzcu_fn_cuIpcGetMemHandle *real = REAL(cuIpcGetMemHandle);
     if (real == NULL)
@@ -106,7 +101,6 @@ static rzcu_result open_handle(rzcu_fn_cuIpcOpenMemHandle_v2 *real, rzcu_devicep
     return r;
 }
 
-RZ_EXPORT rzcu_fn_cuIpcOpenMemHandle_v2 cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle;
 rzcu_result cuIpcOpenMemHandle_v2(rzcu_deviceptr *pdptr, rzcu_ipc_mem_handle handle, unsigned int flags) {
     return open_handle(REAL(cuIpcOpenMemHandle_v2), pdptr, handle, flags);
 }
@@ -114,7 +108,6 @@ rzcu_result cuIpcOpenMemHandle(rzcu_deviceptr *pdptr, rzcu_ipc_mem_handle handle
     return open_handle(REAL(cuIpcOpenMemHandle), pdptr, handle, flags);
 }
 
-RZ_EXPORT rzcu_fn_cuIpcCloseMemHandle cuIpcCloseMemHandle;
 rzcu_result cuIpcCloseMemHandle(rzcu_deviceptr dptr) {
     rzcu_fn_cuIpcCloseMemHandle *real = REAL(cuIpcCloseMemHandle);
     if (real == NULL)
