@@ -79,7 +79,9 @@ static int record_path(const unsigned char *handle, char *out, size_t cap) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-static int pid_alive(int64_t pid) { return pid > 0 && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
+static int pid_alive(int64_t pid) {
+    return pid > 0 && pid <= INT32_MAX && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
 
 int rz__ipc_record_write(const rz_ipc_record_t *rec) {
     char dir[RZ_PATH_MAX], path[RZ_PATH_MAX + 32], tmp[RZ_PATH_MAX + 64];
