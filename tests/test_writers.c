@@ -104,6 +104,24 @@ Test(writers, ipc_handles_as_without) {
     cr_assert(strstr(bare, "rzwriters: cuIpcGetMemHandle(&handle, a + 16) = 1\n"), "%s", bare);
 }
 
+/* With front bands the handle is made for the padded block and opened at the program's pointer again
+ * (docs/failure-modes.md, IPC handles): the same codes and bytes as without redzone, an inner pointer gets
+ * the driver's own error, and the exporter says once that an importer must run under redzone too. */
+Test(writers, ipc_handles_with_a_front_band) {
+    same_as_without("ipc", "METRALE_REDZONE_FRONT=256", NULL);
+    cr_assert(strstr(bare, "rzwriters: cuIpcGetMemHandle(&handle, a) = 0\n"), "%s", bare);
+    cr_assert(strstr(bare, "rzwriters: cuIpcGetMemHandle(&handle, a + 16) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rzwriters: opened at the allocation: 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rzwriters: written through the opened pointer, read at the allocation: 8421542c "
+                           "(expected 8421542c)\n"),
+              "%s", bare);
+    cr_assert(strstr(bare, "rzwriters: cuIpcCloseMemHandle(p + 16) = 1\n"), "%s", bare);
+    cr_assert(strstr(bare, "rzwriters: opened through cuGetProcAddress at the allocation: 1\n"), "%s", bare);
+    cr_assert_eq(count(out, "redzone: warning: cuIpcGetMemHandle of alloc#"), 1, "%s", out);
+    cr_assert(strstr(out, "a process that opens it gets the program's pointer only if it runs under redzone too"),
+              "%s", out);
+}
+
 /* Item 2: cuPointerGetAttributes answers for the program's range; band bytes get what the driver gives for
  * an address no allocation holds (success, default values). */
 Test(writers, pointer_attributes_plural_answer_for_the_program_range) {

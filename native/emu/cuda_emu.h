@@ -235,11 +235,9 @@ typedef struct cuda_emu_memcpy3d {
     size_t WidthInBytes, Height, Depth;
 } cuda_emu_memcpy3d_t;
 
-/* CUipcMemHandle: 64 opaque bytes, passed by value. */
-typedef struct cuda_emu_ipc_mem_handle {
-    char reserved[64];
-} cuda_emu_ipc_mem_handle_t;
-#define CUDA_EMU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+/* CUipcMemHandle: 64 opaque bytes, passed by value (cu.h's type, which libredzone's wrappers take). */
+typedef rzcu_ipc_mem_handle cuda_emu_ipc_mem_handle_t;
+#define CUDA_EMU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS RZCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 #define CUDA_EMU_MEMHOSTALLOC_PORTABLE 0x1
 #define CUDA_EMU_MEMHOSTALLOC_DEVICEMAP 0x2
 #define CUDA_EMU_MEMHOSTALLOC_WRITECOMBINED 0x4

@@ -36,7 +36,8 @@ typedef unsigned long long rz_devptr_t;
     X(RZ_EOVERFLOW, -5, "size overflow")                                              \
     X(RZ_ENOTFOUND, -6, "no such zone")                                               \
     X(RZ_EDISABLED, -7, "red zones are disabled (METRALE_REDZONE unset or 0)")        \
-    X(RZ_EBUSY, -8, "busy: a scan or poison is already running on this thread, or the registry is held by a stopped thread")
+    X(RZ_EBUSY, -8, "busy: a scan or poison is already running on this thread, or the registry is held by a stopped thread") \
+    X(RZ_EIO, -9, "a file redzone keeps could not be written or read")
 
 typedef enum rz_status {
 #define RZ_STATUS_ENUM(name, value, msg) name = value,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "rz_annotate.h"
+#include "rz_ipc.h"
 #include "rz_internal.h"
 
 RZ_EXPORT uint64_t rz_next_index(void) { return atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed); }
@@ -614,6 +615,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         return (int)r;
     }
     rz__record_unmap(zone.user_bytes + zone.pad_bytes + rz__zone_front(&zone));
+    rz__ipc_zone_gone(dptr); /* its IPC records, if it was exported (one load otherwise) */
     if (rz__zone_watched(&zone))
         rz__count(RZ_C_live_zones, -1);
     return RZCUDA_SUCCESS;

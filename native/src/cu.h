@@ -420,6 +420,29 @@ RZCU_OPTIONAL_VARIANTS(RZCU_VARIANT_TYPEDEF_)
 typedef rzcu_result rzcu_fn_cuStreamBeginCapture(rzcu_stream s);
 
 /*
+ * X(name, return type, parameter list): IPC memory handles (CUipcMemHandle: 64 opaque bytes, passed by value;
+ * the driver's, never changed by redzone). A list apart from RZCU_ENTRY_POINTS: only libredzone resolves and
+ * wraps them (hooks_ipc.c); the emulated driver declares them among its extras, and the call-trace shim does
+ * not trace them (a handle is no argument it can write). Y(exported name, newer name): cuIpcOpenMemHandle, the
+ * CUDA 4.1 ABI of cuIpcOpenMemHandle_v2 (cuda.h renames the one to the other, so only _v2 is checked).
+ */
+#define RZCU_IPC_HANDLE_SIZE 64
+#define RZCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+typedef struct rzcu_ipc_mem_handle {
+    char reserved[RZCU_IPC_HANDLE_SIZE];
+} rzcu_ipc_mem_handle;
+#ifndef RZCU_IPC_MEM_HANDLE
+#define RZCU_IPC_MEM_HANDLE rzcu_ipc_mem_handle
+#endif
+#define RZCU_IPC_ENTRY_POINTS(X)                                                                             \
+    X(cuIpcGetMemHandle, rzcu_result, (RZCU_IPC_MEM_HANDLE * handle, rzcu_deviceptr dptr))                  \
+    X(cuIpcOpenMemHandle_v2, rzcu_result,                                                                   \
+      (rzcu_deviceptr * pdptr, RZCU_IPC_MEM_HANDLE handle, unsigned int flags))                             \
+    X(cuIpcCloseMemHandle, rzcu_result, (rzcu_deviceptr dptr))
+#define RZCU_IPC_LEGACY_ENTRY_POINTS(Y) Y(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2)
+RZCU_IPC_ENTRY_POINTS(RZCU_FN_TYPEDEF_)
+
+/*
  * The CUDA 11.3 entry point cuGetProcAddress (no status out-parameter). Still exported by CUDA 13 drivers
  * and used by older runtimes; cuda.h 13 no longer declares it, so it cannot be checked against it.
  */

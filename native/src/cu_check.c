@@ -8,6 +8,7 @@
 #define RZCU_LAUNCH_CONFIG CUlaunchConfig
 #define RZCU_MEM_ALLOCATION_PROP CUmemAllocationProp
 #define RZCU_MEM_ACCESS_DESC CUmemAccessDesc
+#define RZCU_IPC_MEM_HANDLE CUipcMemHandle
 #include <cuda.h>
 #include <stddef.h>
 
@@ -39,6 +40,10 @@ SAME(rzcu_mem_granularity_flags, CUmemAllocationGranularity_flags);
 #define CHECK_FN(name, ret, params) SAME(rzcu_fn_##name, __typeof__(name));
 RZCU_ENTRY_POINTS(CHECK_FN)
 RZCU_OPTIONAL_ENTRY_POINTS(CHECK_FN)
+RZCU_IPC_ENTRY_POINTS(CHECK_FN)
+_Static_assert(sizeof(rzcu_ipc_mem_handle) == sizeof(CUipcMemHandle), "CUipcMemHandle layout");
+_Static_assert(RZCU_IPC_HANDLE_SIZE == CU_IPC_HANDLE_SIZE, "IPC handle size");
+_Static_assert(RZCU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS == CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, "IPC open flag");
 
 #define CHECK_RESULT(name, value) _Static_assert((int)name == value && (int)RZ##name == value, #name);
 RZCU_RESULTS(CHECK_RESULT)

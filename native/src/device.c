@@ -47,10 +47,12 @@ static void load(void) {
     }
 #define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)rz__real_dlsym(h, #name);
     RZCU_ENTRY_POINTS(RZ_RESOLVE)
+    RZCU_IPC_ENTRY_POINTS(RZ_RESOLVE)
 #undef RZ_RESOLVE
 #define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)rz__real_dlsym(h, #variant);
     RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
     RZCU_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
+    RZCU_IPC_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
 #define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)rz__real_dlsym(h, #name);
     RZCU_OPTIONAL_ENTRY_POINTS(RZ_RESOLVE)

@@ -386,9 +386,11 @@ typedef struct rz_driver {
 #define RZ_DRIVER_VARIANT(variant, base) rzcu_fn_##base *variant;
     RZCU_PER_THREAD_VARIANTS(RZ_DRIVER_VARIANT)
     RZCU_LEGACY_ENTRY_POINTS(RZ_DRIVER_VARIANT)
+    RZCU_IPC_LEGACY_ENTRY_POINTS(RZ_DRIVER_VARIANT)
 #undef RZ_DRIVER_VARIANT
 #define RZ_DRIVER_FIELD(name, ret, params) rzcu_fn_##name *name;
     RZCU_OPTIONAL_ENTRY_POINTS(RZ_DRIVER_FIELD)
+    RZCU_IPC_ENTRY_POINTS(RZ_DRIVER_FIELD)
 #undef RZ_DRIVER_FIELD
 #define RZ_DRIVER_VARIANT(variant, base) rzcu_fn_##base *variant;
     RZCU_OPTIONAL_VARIANTS(RZ_DRIVER_VARIANT)
@@ -587,6 +589,7 @@ int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes);
 void rz__alloc_after_fork(void);
 /* Forget, optionally check the band (METRALE_REDZONE_SCAN=free), free. Returns the driver's result code. */
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
+
 
 /* Exported name of the interposed entry point cuGetProcAddress returns for `symbol` at `version` with
  * `flags`, or NULL when redzone does not wrap that symbol at that version (procmap.c). */

@@ -7,7 +7,8 @@
  *                     host to device, device to device, device to host, and three the driver refuses
  *   rzwriters order   cuStreamWaitEvent between two streams; cuMemHostAlloc, cuMemHostGetDevicePointer and an
  *                     asynchronous copy into it, cuMemFreeHost
- *   rzwriters ipc     cuIpcGetMemHandle, cuIpcOpenMemHandle (twice), cuIpcCloseMemHandle, and bad handles
+ *   rzwriters ipc     cuIpcGetMemHandle, cuIpcOpenMemHandle (twice, and once through cuGetProcAddress), bytes
+ *                     written and read through the opened pointer, cuIpcCloseMemHandle, bad handles and pointers
  *   rzwriters attrs   cuPointerGetAttributes on a 1000-byte buffer: inside it, past its end, before its start
  */
 #define _GNU_SOURCE
@@ -190,6 +191,21 @@ static int mode_ipc(void) {
     unsigned char back[1000];
     SHOW(cuMemcpyDtoH_v2(back, q, sizeof back));
     printf("rzwriters: read through the opened pointer: %08x\n", sum(back, sizeof back));
+    unsigned char mine[1000];
+    for (size_t i = 0; i < sizeof mine; i++)
+        mine[i] = (unsigned char)(i * 7 + 1);
+    SHOW(cuMemcpyHtoD_v2(p, mine, sizeof mine));
+    SHOW(cuMemcpyDtoH_v2(back, a, sizeof back));
+    printf("rzwriters: written through the opened pointer, read at the allocation: %08x (expected %08x)\n",
+           sum(back, sizeof back), sum(mine, sizeof mine));
+    SHOW(cuIpcCloseMemHandle(p + 16));
+    void *open_fn = NULL, *close_fn = NULL;
+    rzcu_deviceptr r = 0;
+    SHOW(cuGetProcAddress_v2("cuIpcOpenMemHandle", &open_fn, 13000, 0, NULL));
+    SHOW(cuGetProcAddress_v2("cuIpcCloseMemHandle", &close_fn, 13000, 0, NULL));
+    SHOW(((rzcu_fn_cuIpcOpenMemHandle_v2 *)open_fn)(&r, handle, CUDA_EMU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    printf("rzwriters: opened through cuGetProcAddress at the allocation: %d\n", r == a);
+    SHOW(((rzcu_fn_cuIpcCloseMemHandle *)close_fn)(r));
     SHOW(cuIpcOpenMemHandle_v2(&q, junk, CUDA_EMU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     SHOW(cuIpcOpenMemHandle_v2(&q, handle, 0));
     SHOW(cuIpcCloseMemHandle(p));

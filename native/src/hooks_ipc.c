@@ -1,0 +1,122 @@
+/*
+ * Interposition of the IPC memory handle entry points (libredzone only; rz_hooks.h lists them for hooks.c's
+ * lookups). With front bands (METRALE_REDZONE_FRONT) the program's pointer is the driver's allocation base
+ * plus the band, and the driver makes handles of allocation bases only. The exporter's cuIpcGetMemHandle of a
+ * zone's pointer asks the driver for the handle of the padded block and records the band beside it
+ * (ipcrec.c); the importer's cuIpcOpenMemHandle adds the band recorded for that handle to what the driver
+ * opened, and cuIpcCloseMemHandle gives the driver its own pointer back. Everything else (zones without a
+ * front band, inner pointers, unknown pointers and handles, every error) is the driver's call with the
+ * program's arguments and the driver's answer. The handle's bytes are never changed. An importer that does
+ * not run under redzone gets the driver's pointer, the front band's start: the exporter warns once.
+ */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "rz_hooks.h"
+#include "rz_ipc.h"
+
+static RZ_TLS int t_in_ipc; /* a driver calling back into these names goes straight through */
+
+#define missing rz__hook_missing
+
+static void exported(const rzcu_ipc_mem_handle *handle, rzcu_deviceptr ptr, uint64_t index, uint64_t front,
+                     uint64_t user_bytes) {
+    rz_ipc_record_t rec = {.front = front, .user_bytes = user_bytes, .pid = (int64_t)getpid()};
+    memcpy(rec.handle, handle->reserved, sizeof rec.handle);
+    char dir[RZ_PATH_MAX];
+    if (rz__ipc_dir(dir, sizeof dir) != 0)
+        snprintf(dir, sizeof dir, "(no directory)");
+    int rc = rz__ipc_export(&rec, ptr, index);
+    static atomic_int warned, failed;
+    if (rc == RZ_OK && !atomic_exchange(&warned, 1))
+        rz__warn("cuIpcGetMemHandle of alloc#%llu, which has a %llu-byte front band: the handle names the padded "
+                 "block; a process that opens it gets the program's pointer only if it runs under redzone too "
+                 "(it reads the band from %s)",
+                 (unsigned long long)index, (unsigned long long)front, dir);
+    if (rc != RZ_OK && !atomic_exchange(&failed, 1))
+        rz__warn("cuIpcGetMemHandle of alloc#%llu: cannot record its %llu-byte front band in %s (%s): a process "
+                 "that opens the handle gets the start of the front band, not the program's pointer",
+                 (unsigned long long)index, (unsigned long long)front, dir, rz_strerror(rc));
+}
+
+rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) {
+    rzcu_fn_cuIpcGetMemHandle *real = REAL(cuIpcGetMemHandle);
+    if (real == NULL)
+        return missing();
+    if (t_in_ipc || handle == NULL || rz__options()->front_bytes == 0)
+        return real(handle, dptr);
+    t_in_ipc = 1;
+    uint64_t front = 0, user_bytes = 0, index = 0;
+    rz__registry_lock();
+    const rz_zone_node_t *z = rz__registry_find(dptr); /* a zone's own pointer only: inner ones stay the driver's */
+    if (z && z->front_units && !(z->flags & RZ_ZONE_GUARD)) {
+        front = rz__zone_front(z);
+        user_bytes = z->user_bytes;
+        index = z->index;
+    }
+    rz__registry_unlock();
+    rzcu_result r = real(handle, dptr - front);
+    if (r == RZCUDA_SUCCESS && front)
+        exported(handle, dptr, index, front, user_bytes);
+    t_in_ipc = 0;
+    return r;
+}
+
+/* Whether the record fits what the driver opened at drv: its block starts there and holds the band and the
+ * program's bytes (a record that does not is not this mapping's; the driver's pointer is kept). A driver that
+ * cannot say is trusted with the record. */
+static int record_fits(rzcu_deviceptr drv, const rz_ipc_record_t *rec) {
+    rzcu_deviceptr base = 0;
+    size_t size = 0;
+    if (rz__drv.cuMemGetAddressRange_v2 == NULL || rz__drv.cuMemGetAddressRange_v2(&base, &size, drv) != RZCUDA_SUCCESS)
+        return 1;
+    return base == drv && size >= rec->front && size - rec->front >= rec->user_bytes;
+}
+
+static rzcu_result open_handle(rzcu_fn_cuIpcOpenMemHandle_v2 *real, rzcu_deviceptr *pdptr, rzcu_ipc_mem_handle handle,
+                               unsigned int flags) {
+    if (real == NULL)
+        return missing();
+    rzcu_result r = real(pdptr, handle, flags);
+    if (r != RZCUDA_SUCCESS || pdptr == NULL || t_in_ipc)
+        return r;
+    t_in_ipc = 1;
+    rz_ipc_record_t rec;
+    rzcu_deviceptr drv = *pdptr;
+    if (rz__ipc_lookup((const unsigned char *)handle.reserved, &rec)) {
+        static atomic_int warned;
+        if (!record_fits(drv, &rec)) {
+            if (!atomic_exchange(&warned, 1))
+                rz__warn("cuIpcOpenMemHandle: the front band recorded for this handle (%llu bytes, %llu-byte buffer) "
+                         "does not fit the block the driver opened at 0x%llx: the driver's pointer is returned",
+                         (unsigned long long)rec.front, (unsigned long long)rec.user_bytes, (unsigned long long)drv);
+        } else if (rz__ipc_opened(drv + rec.front, drv) == RZ_OK) {
+            *pdptr = drv + rec.front;
+        } else if (!atomic_exchange(&warned, 1)) {
+            rz__warn("cuIpcOpenMemHandle: out of host memory for the table of opened handles: the driver's "
+                     "pointer (the start of the exporter's front band) is returned");
+        }
+    }
+    t_in_ipc = 0;
+    return r;
+}
+
+rzcu_result cuIpcOpenMemHandle_v2(rzcu_deviceptr *pdptr, rzcu_ipc_mem_handle handle, unsigned int flags) {
+    return open_handle(REAL(cuIpcOpenMemHandle_v2), pdptr, handle, flags);
+}
+rzcu_result cuIpcOpenMemHandle(rzcu_deviceptr *pdptr, rzcu_ipc_mem_handle handle, unsigned int flags) {
+    return open_handle(REAL(cuIpcOpenMemHandle), pdptr, handle, flags);
+}
+
+rzcu_result cuIpcCloseMemHandle(rzcu_deviceptr dptr) {
+    rzcu_fn_cuIpcCloseMemHandle *real = REAL(cuIpcCloseMemHandle);
+    if (real == NULL)
+        return missing();
+    uint64_t drv;
+    if (t_in_ipc || !rz__ipc_driver_ptr(dptr, &drv))
+        return real(dptr);
+    rzcu_result r = real(drv);
+    if (r == RZCUDA_SUCCESS)
+        rz__ipc_closed(dptr);
+    return r;
+}

@@ -1,0 +1,215 @@
+/*
+ * The records that carry a zone's front band from the process exporting an IPC handle to the one opening it
+ * (ipcrec.c), on the emulated driver: the file's life (written at export, gone with the free and at exit, never
+ * another process's), where it lives (a directory only this user can write), and the lookup a second process
+ * makes. The emulated driver opens handles only in the process that made them, so the cross-process tests
+ * here stop at the library's lookup in a forked child, which has no export of its own and must read the file:
+ * they show that the record reaches another process and is judged there, not that a GPU driver opens the
+ * handle there (no test does that yet).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "rz_ipc.h"
+#include "rz_test.h"
+
+static char root[64], dir[RZ_PATH_MAX];
+
+static void remove_root(void) {
+    if (getpid() == atoi(strrchr(root, '-') + 1)) { /* not from a forked child's exit */
+        rmdir(dir);
+        rmdir(root);
+    }
+}
+
+/* Records under a root of this test's own (the tests change the directory's mode; the real one may be in use
+ * by other tests running at the same time), with front bands on. */
+static void front_band(void) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_FRONT", "256", 1);
+    snprintf(root, sizeof root, "/tmp/rz-ipc-test-%ld", (long)getpid());
+    cr_assert(mkdir(root, 0700) == 0 || errno == EEXIST);
+    rz__ipc_set_root(root);
+    cr_assert_eq(rz__ipc_dir(dir, sizeof dir), 0);
+    atexit(remove_root);
+}
+
+/* The record file for these handle bytes exists (found by content: the name is a hash of the bytes). */
+static int record_exists(const rz_ipc_record_t *rec) {
+    rz_ipc_record_t got;
+    return rz__ipc_record_read(rec->handle, &got);
+}
+
+/* Entries of the directory whose name says they are a temporary file of process pid. */
+static int temporaries_of(long pid) {
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return 0;
+    char needle[48];
+    snprintf(needle, sizeof needle, ".tmp.%ld.", pid);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strstr(e->d_name, needle) != NULL;
+    closedir(d);
+    return n;
+}
+
+/* A zone with a front band, exported through the driver as ipc.c does it: the handle of the padded block. */
+static rz_ipc_record_t export_zone(rz_devptr_t *p, uint64_t *index) {
+    cr_assert_eq(rz_mem_alloc(p, 1000), RZCUDA_SUCCESS);
+    rz__registry_lock();
+    const rz_zone_node_t *z = rz__registry_find(*p);
+    cr_assert(z && rz__zone_front(z) == 256);
+    *index = z->index;
+    rz__registry_unlock();
+    rzcu_ipc_mem_handle h;
+    cr_assert_eq(cuIpcGetMemHandle(&h, *p - 256), RZCUDA_SUCCESS, "the driver's handle of the padded block");
+    rz_ipc_record_t rec = {.front = 256, .user_bytes = 1000, .pid = getpid()};
+    memcpy(rec.handle, h.reserved, sizeof rec.handle);
+    cr_assert_eq(rz__ipc_export(&rec, *p, *index), RZ_OK);
+    return rec;
+}
+
+Test(ipc, a_record_round_trips_in_a_directory_only_this_user_can_write, .init = front_band) {
+    rz_ipc_record_t rec = {.front = 512, .user_bytes = 12345, .pid = getpid()};
+    for (size_t i = 0; i < sizeof rec.handle; i++)
+        rec.handle[i] = (unsigned char)(i * 37 + 5);
+    cr_assert_eq(rz__ipc_record_write(&rec), RZ_OK);
+    struct stat st;
+    cr_assert_eq(lstat(dir, &st), 0, "%s", dir);
+    cr_assert(S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 0777) == 0700, "mode %o", st.st_mode);
+    rz_ipc_record_t got;
+    cr_assert_eq(rz__ipc_record_read(rec.handle, &got), 1);
+    cr_assert_eq(memcmp(&got, &rec, sizeof got), 0);
+    cr_assert_eq(temporaries_of(getpid()), 0, "written by rename: no temporary file left");
+    rz_ipc_record_t other = rec;
+    other.handle[63] ^= 1;
+    cr_assert_eq(rz__ipc_record_read(other.handle, &got), 0, "another handle has no record");
+    cr_assert_eq(rz__ipc_record_remove(rec.handle), RZ_OK);
+    cr_assert_eq(rz__ipc_record_read(rec.handle, &got), 0);
+}
+
+Test(ipc, a_record_is_not_trusted_from_a_directory_others_can_write, .init = front_band) {
+    rz_ipc_record_t rec = {.front = 256, .user_bytes = 1, .pid = getpid()};
+    rec.handle[0] = 0x5a;
+    cr_assert_eq(rz__ipc_record_write(&rec), RZ_OK);
+    struct stat st;
+    cr_assert_eq(stat(dir, &st), 0);
+    cr_assert_eq(chmod(dir, 0777), 0);
+    rz_ipc_record_t got;
+    int read_open = rz__ipc_record_read(rec.handle, &got);
+    int wrote_open = rz__ipc_record_write(&rec);
+    cr_assert_eq(chmod(dir, st.st_mode & 07777), 0);
+    cr_assert_eq(read_open, 0, "a directory anyone can write is not read");
+    cr_assert_eq(wrote_open, RZ_EIO, "nor written");
+    cr_assert_eq(rz__ipc_record_read(rec.handle, &got), 1);
+    rz__ipc_record_remove(rec.handle);
+}
+
+Test(ipc, the_record_goes_with_the_free, .init = front_band) {
+    rzt_context(0);
+    rz_devptr_t p;
+    uint64_t index;
+    rz_ipc_record_t rec = export_zone(&p, &index);
+    cr_assert(record_exists(&rec));
+    cr_assert_eq(rz__ipc_exports(), 1);
+    cr_assert_eq(rz__ipc_export(&rec, p, index), RZ_OK, "exported again: the same record");
+    cr_assert_eq(rz__ipc_exports(), 1);
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+    cr_assert(!record_exists(&rec), "the directory entry went with the free");
+    cr_assert_eq(rz__ipc_exports(), 0);
+}
+
+/* The forked child has no export of its own (its table starts empty), so what it finds came from the file. */
+Test(ipc, another_process_finds_the_record_in_its_file, .init = front_band) {
+    rzt_context(0);
+    rz_devptr_t p;
+    uint64_t index;
+    rz_ipc_record_t rec = export_zone(&p, &index);
+    rz_ipc_record_t got;
+    cr_assert_eq(rz__ipc_lookup(rec.handle, &got), 1, "the exporter finds its own");
+    for (int removed = 0; removed < 2; removed++) {
+        if (removed)
+            cr_assert_eq(rz__ipc_record_remove(rec.handle), RZ_OK);
+        pid_t child = fork();
+        cr_assert(child >= 0);
+        if (child == 0) {
+            int ok = rz__ipc_exports() == 0 && rz__ipc_lookup(rec.handle, &got) == !removed &&
+                     (removed || (got.front == 256 && got.user_bytes == 1000 && got.pid == getppid() &&
+                                  memcmp(got.handle, rec.handle, sizeof got.handle) == 0));
+            _exit(ok ? 0 : 1);
+        }
+        int status;
+        cr_assert_eq(waitpid(child, &status, 0), child);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s",
+                  removed ? "without the file the child found a record" : "the child did not find the record");
+    }
+    cr_assert_eq(rz__ipc_lookup(rec.handle, &got), 1, "the exporter's own table still has it");
+}
+
+static pid_t dead_pid(void) {
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0)
+        _exit(0);
+    cr_assert_eq(waitpid(child, NULL, 0), child);
+    return child;
+}
+
+Test(ipc, a_dead_exporters_record_is_ignored_and_swept, .init = front_band) {
+    rz_ipc_record_t stale = {.front = 256, .user_bytes = 64, .pid = dead_pid()};
+    memset(stale.handle, 0xd1, sizeof stale.handle);
+    cr_assert_eq(rz__ipc_record_write(&stale), RZ_OK);
+    rz_ipc_record_t got;
+    cr_assert_eq(rz__ipc_record_read(stale.handle, &got), 1, "the file is there");
+    cr_assert_eq(rz__ipc_lookup(stale.handle, &got), 0, "but its exporter is gone");
+    rzt_context(0);
+    rz_devptr_t p;
+    uint64_t index;
+    rz_ipc_record_t rec = export_zone(&p, &index); /* this process's first export sweeps */
+    cr_assert_eq(rz__ipc_record_read(stale.handle, &got), 0, "swept");
+    cr_assert(record_exists(&rec));
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+}
+
+/* A child's exit removes the child's records, not its parent's (which the child's table never held). */
+Test(ipc, exit_removes_this_process_records_only, .init = front_band) {
+    rzt_context(0);
+    rz_devptr_t p;
+    uint64_t index;
+    rz_ipc_record_t parents = export_zone(&p, &index);
+    rz_ipc_record_t childs = {.front = 256, .user_bytes = 8};
+    memset(childs.handle, 0xc4, sizeof childs.handle);
+    pid_t child = fork();
+    cr_assert(child >= 0);
+    if (child == 0) {
+        childs.pid = getpid();
+        int ok = rz__ipc_export(&childs, 0x1000, 7) == RZ_OK && rz__ipc_exports() == 1 && record_exists(&childs);
+        exit(ok ? 0 : 1); /* atexit handlers run */
+    }
+    int status;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child could not export");
+    cr_assert(!record_exists(&childs), "the child's record went at its exit");
+    cr_assert(record_exists(&parents), "the parent's stayed");
+    cr_assert_eq(rz_mem_free(p), RZCUDA_SUCCESS);
+    cr_assert(!record_exists(&parents));
+}
+
+Test(ipc, opens_are_counted_and_forgotten_at_the_last_close, .init = front_band) {
+    uint64_t drv = 0;
+    cr_assert_eq(rz__ipc_driver_ptr(0x2100, &drv), 0);
+    cr_assert_eq(rz__ipc_opened(0x2100, 0x2000), RZ_OK);
+    cr_assert_eq(rz__ipc_opened(0x2100, 0x2000), RZ_OK);
+    cr_assert_eq(rz__ipc_opens(), 1);
+    cr_assert_eq(rz__ipc_driver_ptr(0x2100, &drv), 1);
+    cr_assert_eq(drv, 0x2000);
+    cr_assert_eq(rz__ipc_driver_ptr(0x2000, &drv), 0, "the driver's own pointer is no opened pointer");
+    rz__ipc_closed(0x2100);
+    cr_assert_eq(rz__ipc_driver_ptr(0x2100, &drv), 1, "one open left");
+    rz__ipc_closed(0x2100);
+    cr_assert_eq(rz__ipc_driver_ptr(0x2100, &drv), 0);
+    cr_assert_eq(rz__ipc_opens(), 0);
+}
