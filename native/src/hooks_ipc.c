@@ -17,8 +17,6 @@
 
 static RZ_TLS int t_in_ipc; /* a driver calling back into these names goes straight through */
 
-#define missing rz__hook_missing
-
 static void exported(const rzcu_ipc_mem_handle *handle, rzcu_deviceptr ptr, uint64_t index, uint64_t front,
                      uint64_t user_bytes) {
     rz_ipc_record_t rec = {.front = front, .user_bytes = user_bytes, .pid = (int64_t)getpid()};
@@ -42,7 +40,7 @@ static void exported(const rzcu_ipc_mem_handle *handle, rzcu_deviceptr ptr, uint
 rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) {
     rzcu_fn_cuIpcGetMemHandle *real = REAL(cuIpcGetMemHandle);
     if (real == NULL)
-        return missing();
+        return rz__hook_missing();
     if (t_in_ipc || handle == NULL || rz__options()->front_bytes == 0)
         return real(handle, dptr);
     t_in_ipc = 1;
@@ -76,7 +74,7 @@ static int record_fits(rzcu_deviceptr drv, const rz_ipc_record_t *rec) {
 static rzcu_result open_handle(rzcu_fn_cuIpcOpenMemHandle_v2 *real, rzcu_deviceptr *pdptr, rzcu_ipc_mem_handle handle,
                                unsigned int flags) {
     if (real == NULL)
-        return missing();
+        return rz__hook_missing();
     rzcu_result r = real(pdptr, handle, flags);
     if (r != RZCUDA_SUCCESS || pdptr == NULL || t_in_ipc)
         return r;
@@ -111,7 +109,7 @@ rzcu_result cuIpcOpenMemHandle(rzcu_deviceptr *pdptr, rzcu_ipc_mem_handle handle
 rzcu_result cuIpcCloseMemHandle(rzcu_deviceptr dptr) {
     rzcu_fn_cuIpcCloseMemHandle *real = REAL(cuIpcCloseMemHandle);
     if (real == NULL)
-        return missing();
+        return rz__hook_missing();
     uint64_t drv;
     if (t_in_ipc || !rz__ipc_driver_ptr(dptr, &drv))
         return real(dptr);
