@@ -321,19 +321,25 @@ rzcu_result cuEmuDeviceLoad(void *dst, rzcu_deviceptr src, size_t n)
  * queued; the direction of each copy follows from its pointers (emulated device range or host). A
  * per-copy error sets *fail_idx to the copy's index, any other error to SIZE_MAX.
  */
+rzcu_result emu_batch_stream(rzcu_stream hstream, bool per_thread, size_t *fail_idx, struct CUctx_st **ctx,
+                             struct CUstream_st **out)
+{
+    if (fail_idx)
+        *fail_idx = SIZE_MAX;
+    CHECK(emu_current_ctx(ctx));
+    /* "Must not be legacy NULL stream." */
+    if (hstream == RZCU_STREAM_LEGACY || (!hstream && !per_thread))
+        return RZCUDA_ERROR_INVALID_VALUE;
+    return emu_resolve_stream(hstream, per_thread, *ctx, out);
+}
+
 static rzcu_result do_batch(rzcu_deviceptr *dsts, rzcu_deviceptr *srcs, size_t *sizes, size_t count,
                             rzcu_memcpy_attributes *attrs, size_t *attrs_idxs, size_t num_attrs, size_t *fail_idx,
                             rzcu_stream hstream, bool per_thread)
 {
-    if (fail_idx)
-        *fail_idx = SIZE_MAX;
     struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    /* "Must not be legacy NULL stream." */
-    if (hstream == RZCU_STREAM_LEGACY || (!hstream && !per_thread))
-        return RZCUDA_ERROR_INVALID_VALUE;
     struct CUstream_st *s;
-    CHECK(emu_resolve_stream(hstream, per_thread, c, &s));
+    CHECK(emu_batch_stream(hstream, per_thread, fail_idx, &c, &s));
     if (count == 0 || !dsts || !srcs || !sizes || !attrs || !attrs_idxs || num_attrs == 0 || num_attrs > count)
         return RZCUDA_ERROR_INVALID_VALUE;
     for (size_t k = 0; k < num_attrs; k++) {

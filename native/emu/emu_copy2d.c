@@ -248,15 +248,9 @@ static struct pieces pieces_of(const rzcu_extent3d *e, const struct operand *s, 
 static rzcu_result do_batch3d(size_t count, const rzcu_memcpy3d_batch_op *ops, size_t *fail_idx,
                               unsigned long long flags, rzcu_stream hstream, bool per_thread)
 {
-    if (fail_idx)
-        *fail_idx = SIZE_MAX;
     struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
-    /* "Must not be default NULL stream." */
-    if (hstream == RZCU_STREAM_LEGACY || (!hstream && !per_thread))
-        return RZCUDA_ERROR_INVALID_VALUE;
     struct CUstream_st *s;
-    CHECK(emu_resolve_stream(hstream, per_thread, c, &s));
+    CHECK(emu_batch_stream(hstream, per_thread, fail_idx, &c, &s));
     if (count == 0 || !ops || flags != 0) /* "flags for future use, must be zero now" */
         return RZCUDA_ERROR_INVALID_VALUE;
     size_t nitems = 0;

@@ -139,6 +139,10 @@ void emu_stream_sync(struct CUstream_st *s);
 void emu_ctx_sync(struct CUctx_st *ctx);
 void emu_sync_all_contexts(void);
 rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out);
+/* The current context and the stream of a batched copy (cuMemcpyBatchAsync, cuMemcpy3DBatchAsync): the legacy
+ * stream is refused; *fail_idx (when given) is SIZE_MAX until a copy is found bad. */
+rzcu_result emu_batch_stream(rzcu_stream h, bool per_thread, size_t *fail_idx, struct CUctx_st **ctx,
+                             struct CUstream_st **out);
 extern struct CUctx_st *emu_ctx_pool;
 extern atomic_size_t emu_nctx;
 extern struct CUstream_st *emu_stream_pool;
