@@ -136,3 +136,25 @@ Test(bounds, report_line) {
     cr_assert_str_eq(line, "redzone: memset past the end of alloc#0: bytes [2..=5] written by cuMemsetD2D32 "
                            "(user_bytes=100); nothing set, CUDA_ERROR_INVALID_VALUE returned as without redzone");
 }
+
+Test(bounds, refusal_record_line) {
+    rz_refusal_t r = {.index = 3, .user_bytes = 64, .first = -16, .last = -9, .how = RZ_REFUSED_READ,
+                      .result = RZCUDA_ERROR_INVALID_VALUE};
+    snprintf(r.entry, sizeof r.entry, "cuMemcpyDtoD");
+    char line[512], want[512];
+    rz__format_refusal(&r, rz__cu_result_name(r.result), line, sizeof line);
+    rz__format_out_of_range(RZ_BOUNDS_READ, "cuMemcpyDtoD", 3, 64, -16, -9, "CUDA_ERROR_INVALID_VALUE", want,
+                            sizeof want);
+    cr_assert_str_eq(line, want);
+    /* A record read from a program: an entry name without its NUL is cut at the field's end, not read past. */
+    memset(r.entry, 'x', sizeof r.entry);
+    r.how = RZ_REFUSED_SET;
+    rz__format_refusal(&r, "CUDA_ERROR_INVALID_VALUE", line, sizeof line);
+    char name[sizeof r.entry + 1];
+    memset(name, 'x', sizeof r.entry);
+    name[sizeof r.entry] = '\0';
+    rz__format_out_of_range(RZ_BOUNDS_SET, name, 3, 64, -16, -9, "CUDA_ERROR_INVALID_VALUE", want, sizeof want);
+    cr_assert_str_eq(line, want);
+    cr_assert_str_eq(rz__cu_result_name(RZCUDA_ERROR_INVALID_VALUE), "CUDA_ERROR_INVALID_VALUE");
+    cr_assert_str_eq(rz__cu_result_name(-12345), "CUDA_ERROR_(unknown)");
+}

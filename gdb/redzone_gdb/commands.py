@@ -4,7 +4,7 @@ import json
 
 import gdb
 
-from . import agent, args, debugger, settings, target, view
+from . import agent, args, debugger, settings, stops, target, view
 from .args import USAGE, UsageError
 from .settings import SETTING_NAMES, SETTINGS
 from .ui import write as _write
@@ -49,7 +49,7 @@ SUBCOMMANDS = f"""redzone subcommands (help redzone SUBCOMMAND for each):
   violations [--json]           the last scan's violations
   stats [--json] (counters)     the mapping counters
   status                        library, options, method, debugger
-  break on|off                  stop where the library finds a violation
+  break on|off                  stop where the library finds a violation or refuses a copy
 settings: set/show redzone {SETTING_NAMES}"""
 
 
@@ -256,8 +256,8 @@ At most the first 16 violated zones of the last scan are kept; the summary line 
 _NEW_BP = []
 
 
-def _new_violation_breakpoint():
-    _NEW_BP.append(ViolationBreakpoint())
+def _new_hook_breakpoints():
+    _NEW_BP.extend(HookBreakpoint(hook) for hook in stops.HOOKS)
 
 
 def _auto_bool(value):
@@ -367,34 +367,43 @@ def _cpu_note():
     return "redzone makes no inferior calls"
 
 
-# ---- break on violation --------------------------------------------------------------------------------
-class ViolationBreakpoint(gdb.Breakpoint):
-    """Stops where the library reports a violation on its own (free, sync, exit scans)."""
+# ---- break on violation or refused copy -----------------------------------------------------------------
+class HookBreakpoint(gdb.Breakpoint):
+    """Stops at one of the library's debugger hooks (stops.HOOKS): a violation it reports on its own (free,
+    sync, exit, launch checks), or a copy or memset it refuses for running outside its buffer."""
 
-    def __init__(self):
-        super().__init__("__redzone_violation", internal=True)
+    def __init__(self, hook):
+        super().__init__(hook.symbol, internal=True)
         self.silent = True
+        self.hook = hook
 
     def stop(self):
         if agent.Agent.busy or target.agent_serving():
             return False  # a scan gdb asked for reports instead of stopping
+        how = None
         try:
             _, state = target.state()
-            if view.u32(state, view.offset("state.log_fd")) != 2:
-                # The library's own line went to its log file: show it here too.
-                rec = gdb.parse_and_eval("violation")
-                gdb.write(view.violation(target.read(int(rec), view.size("violation"))) + "\n")
+            # The library's own line went to its log file: show it here too. (A refusal's record also says
+            # whether it is a copy or a memset.)
+            to_file = view.u32(state, view.offset("state.log_fd")) != 2
+            if to_file or self.hook is stops.REFUSAL:
+                record = target.read(int(gdb.parse_and_eval(self.hook.argument)), view.size(self.hook.record))
+                if self.hook is stops.REFUSAL:
+                    how = record[view.offset("refusal.how")]
+                if to_file:
+                    line = view.violation(record) if self.hook is stops.VIOLATION else view.refusal(record)
+                    gdb.write(line + "\n")
         except (gdb.error, target.TargetError) as e:
-            gdb.write(f"redzone: violation reported (record unreadable: {e})\n")
-        ViolationBreakpoint.select_program_frame = True  # done by _on_stop, once the stop is reported
+            gdb.write(f"redzone: {self.hook.kind} reported (record unreadable: {e})\n")
+        HookBreakpoint.stopped = (self.hook.kind, how)  # said by _on_stop, once the stop is reported
         return True
 
-    select_program_frame = False
+    stopped = None
 
 
-def _select_program_frame():
-    """After a violation stop: select the first frame outside libredzone (the program's call that led to
-    the violation, as ASan reports name it) and say which it is."""
+def _select_program_frame(kind, how):
+    """After a hook stop: select the first frame outside libredzone (the program's call that led to the
+    violation or made the refused copy, as ASan reports name it) and say which it is."""
     frame, level = gdb.newest_frame(), 0
     while not debugger.is_none(frame):
         so = gdb.solib_name(frame.pc())
@@ -402,64 +411,66 @@ def _select_program_frame():
             break
         frame, level = frame.older(), level + 1
     if debugger.is_none(frame):
-        gdb.write("redzone: stopped where the library found this violation; `bt` shows the host stack\n")
+        gdb.write(stops.stop_sentence(kind, None, how) + "\n")
         return
     frame.select()
     sal = frame.find_sal()
     where = f" at {sal.symtab.filename}:{sal.line}" if not debugger.is_none(sal.symtab) and sal.line else ""
-    gdb.write(f"redzone: stopped where the library found this violation; frame #{level}, {frame.name() or '??'}"
-              f"{where}, the program's call that led to it, is selected (`bt` shows the whole host stack, "
-              "`frame 0` the library's report call)\n")
+    gdb.write(stops.stop_sentence(kind, (level, frame.name(), where), how) + "\n")
 
 
 class BreakCommand(gdb.Command):
-    """Stop when the library reports a violation by itself (at free, sync or exit).
+    """Stop when the library reports a violation by itself (at free, sync, exit or after a launch), or
+refuses a copy or memset that runs outside its buffer.
 
 Usage: redzone break on|off
 
-Scans that gdb asks for (redzone scan, autoscan) never stop; they print their reports."""
+At the stop the program's own frame that led to it is selected. Scans that gdb asks for (redzone scan,
+autoscan) never stop; they print their reports."""
 
     def __init__(self):
         super().__init__("redzone break", gdb.COMMAND_BREAKPOINTS)
-        self.bp = None
+        self.bps = []
 
     def invoke(self, arg, from_tty):
         _guard("break", self.run, gdb.string_to_argv(arg))
 
     def run(self, argv):
         on = args.parse_on_off(argv, "break")
-        if on and self.bp is None:
+        if on and not self.bps:
             pending = gdb.parameter("breakpoint pending")
             gdb.execute("set breakpoint pending on", to_string=True)
             try:
                 # Made inside a captured command: gdb's "Function ... not defined" for a pending location
                 # would reach the user otherwise; the sentence below says what it means.
-                gdb.execute(f"python import sys; sys.modules['{__name__}']._new_violation_breakpoint()", to_string=True)
-                self.bp = _NEW_BP.pop()
+                gdb.execute(f"python import sys; sys.modules['{__name__}']._new_hook_breakpoints()", to_string=True)
+                self.bps = _NEW_BP[:]
+                del _NEW_BP[:]
             finally:
                 gdb.execute(f"set breakpoint pending {_auto_bool(pending)}", to_string=True)
-            if self.bp.pending:
+            if any(bp.pending for bp in self.bps):
                 _write("redzone break: on (armed for when the program starts and loads libredzone)")
                 return
-        elif not on and self.bp is not None:
-            self.bp.delete()
-            self.bp = None
+        elif not on and self.bps:
+            for bp in self.bps:
+                bp.delete()
+            self.bps = []
         _write(f"redzone break: {'on' if on else 'off'}")
 
 
 # ---- settings ------------------------------------------------------------------------------------------
 # ---- autoscan -------------------------------------------------------------------------------------------
 def _on_stop(event):
-    at_violation = ViolationBreakpoint.select_program_frame and not agent.Agent.busy
-    if at_violation:
-        ViolationBreakpoint.select_program_frame = False
+    at_hook = HookBreakpoint.stopped if not agent.Agent.busy else None
+    if at_hook:
+        HookBreakpoint.stopped = None
         try:
-            _select_program_frame()
+            _select_program_frame(*at_hook)
         except gdb.error as e:
             gdb.write(f"redzone: could not select the program's frame ({e})\n")
     if agent.Agent.busy or SETTINGS.autoscan == "off":
         return
-    if at_violation:
+    if at_hook and stops.holds_registry(at_hook[0]):
         # The stopped thread is inside the library's own check and holds the zone registry: a scan now
         # would be refused, and the library's report of this stop is already printed above.
         _write("redzone autoscan: not at a violation stop (the library is in the middle of its own check, whose "

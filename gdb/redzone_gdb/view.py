@@ -36,8 +36,9 @@ def lib():
         l.rzv_zone_fields.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint64),
                                       ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_int),
                                       ctypes.POINTER(ctypes.c_int)]
-        l.rzv_violation.restype = ctypes.c_size_t
-        l.rzv_violation.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
+        for f in (l.rzv_violation, l.rzv_refusal):
+            f.restype = ctypes.c_size_t
+            f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
         l.rzv_scan_summary.restype = ctypes.c_size_t
         l.rzv_scan_summary.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
         l.rzv_status_name.restype = ctypes.c_char_p
@@ -161,6 +162,11 @@ def zone_list(state_bytes, read_chunk, lo=None, hi=None, limit=0, violated=False
 
 def violation(record_bytes):
     return _text(lib().rzv_violation, record_bytes)
+
+
+def refusal(record_bytes):
+    """The `copy past the end of alloc#N` line of a refusal record (__redzone_refused's argument)."""
+    return _text(lib().rzv_refusal, record_bytes)
 
 
 def status_name(status):

@@ -152,6 +152,33 @@ typedef struct rz_violation {
 /* Called once per violated zone found by a scan, before the zone is re-filled. Break here in a debugger. */
 RZ_API void __redzone_violation(const rz_violation_t *violation);
 
+/* rz_refusal_t.how: the side of the call that leaves its buffer. */
+enum { RZ_REFUSED_READ = 0, RZ_REFUSED_WRITTEN = 1, RZ_REFUSED_SET = 2 };
+
+/*
+ * Fixed-layout record of one copy or memset refused for leaving its buffer (the `copy past the end of
+ * alloc#N` line), passed to __redzone_refused() so a debugger can break there and read it. Offsets are
+ * pinned by _Static_assert in the library.
+ */
+typedef struct rz_refusal {
+    uint64_t index;       /* creation index of the allocation the range starts in (its buffer or a band) */
+    rz_devptr_t ptr;      /* its user pointer */
+    uint64_t user_bytes;
+    rz_devptr_t addr;     /* the device range the call asked for: [addr, addr + bytes) */
+    uint64_t bytes;
+    int64_t first;        /* the bytes outside the buffer, as the line gives them: offsets from its end (>= 0), */
+    int64_t last;         /* or, before its start, negative distances back from it (the farthest first) */
+    int32_t result;       /* the CUresult the program gets (CUDA_ERROR_INVALID_VALUE, 1), the driver not called */
+    uint8_t how;          /* RZ_REFUSED_READ (a copy's source), _WRITTEN (its destination), _SET (a memset) */
+    uint8_t reserved[3];
+    char entry[48];       /* the driver call's base name ("cuMemcpyDtoH"), NUL-terminated */
+} rz_refusal_t;
+
+/* Called once per refused range (per line: a device-to-device copy wrong at both ends is two), after its
+ * lines are printed and it is counted, before the call returns its error to the program, with no lock of the
+ * library held. Break here in a debugger. */
+RZ_API void __redzone_refused(const rz_refusal_t *refusal);
+
 #ifdef __cplusplus
 }
 #endif

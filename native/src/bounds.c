@@ -3,8 +3,9 @@
  * driver sees padded blocks, so a copy or memset that runs from a buffer into its band (or starts in a band)
  * lies inside one allocation for it and succeeds, where without redzone it would be refused with
  * CUDA_ERROR_INVALID_VALUE. The interposed copies and memsets (hooks.c) ask here first, for each device range
- * they touch: such a range is reported (`copy past the end of alloc#N: ...`, counted as a violation) and the
- * call returns the driver's answer without redzone, nothing done. Everything else goes to the driver as it
+ * they touch: such a range is reported (`copy past the end of alloc#N: ...`, counted as a violation, passed
+ * to the __redzone_refused hook a debugger breaks on) and the call returns the driver's answer without
+ * redzone, nothing done. Everything else goes to the driver as it
  * was, which judges it as it would without redzone.
  *
  * Cost: a range that starts at a buffer's own pointer (most copies) is one registry lookup; any other
@@ -136,11 +137,15 @@ __attribute__((noinline)) static int zone_by_block(rz_devptr_t p, zone_view_t *v
 }
 
 /* ---- the check ----------------------------------------------------------------------------------------- */
-__attribute__((cold, noinline)) static void report(const char *entry, int how, const zone_view_t *v, int64_t first,
-                                                   int64_t last) {
+/* The line (and stacks), the count, then the __redzone_refused hook (judge.c) a debugger breaks on: called
+ * with no lock held (the caller released the registry), so a debugger stopped there finds it free. */
+__attribute__((cold, noinline)) static void report(const char *entry, int how, const zone_view_t *v, rz_devptr_t p,
+                                                   uint64_t bytes, int64_t first, int64_t last) {
+    rz_refusal_t r = {.index = v->index, .ptr = v->ptr, .user_bytes = v->user_bytes, .addr = p, .bytes = bytes,
+                      .first = first, .last = last, .result = RZCUDA_ERROR_INVALID_VALUE, .how = (uint8_t)how};
+    snprintf(r.entry, sizeof r.entry, "%s", entry);
     char line[512];
-    rz__format_out_of_range(how, entry, v->index, v->user_bytes, first, last,
-                            rz__cu_name(RZCUDA_ERROR_INVALID_VALUE), line, sizeof line);
+    rz__format_refusal(&r, rz__cu_name(RZCUDA_ERROR_INVALID_VALUE), line, sizeof line);
     rz__log("%s", line);
     uint64_t depth = rz__options()->stacks;
     if (depth) {
@@ -158,7 +163,8 @@ __attribute__((cold, noinline)) static void report(const char *entry, int how, c
             rz__symbolize_frames(alloc, (int)v->nframes);
         }
     }
-    rz__count(RZ_C_violations, 1);
+    rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
+    __redzone_refused(&r);
 }
 
 int rz__bounds_check(const char *entry, int how, rz_devptr_t p, uint64_t n) {
@@ -182,6 +188,6 @@ int rz__bounds_check(const char *entry, int how, rz_devptr_t p, uint64_t n) {
     int64_t first, last;
     if (!rz__outside_user_range(v.ptr, v.user_bytes, p, n, &first, &last))
         return 0;
-    report(entry, how, &v, first, last);
+    report(entry, how, &v, p, n, first, last);
     return 1;
 }

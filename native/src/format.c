@@ -190,3 +190,22 @@ size_t rz__format_out_of_range(int how, const char *entry, uint64_t index, uint6
                      entry, (unsigned long long)user_bytes, how == RZ_BOUNDS_SET ? "set" : "copied", driver_answer);
     return clamp(n, cap);
 }
+
+size_t rz__format_refusal(const rz_refusal_t *r, const char *driver_answer, char *out, size_t cap) {
+    char entry[sizeof r->entry + 1]; /* a record read from a program: its name may lack its NUL */
+    memcpy(entry, r->entry, sizeof r->entry);
+    entry[sizeof r->entry] = '\0';
+    return rz__format_out_of_range(r->how, entry, r->index, r->user_bytes, r->first, r->last, driver_answer, out, cap);
+}
+
+const char *rz__cu_result_name(int r) {
+    switch (r) {
+#define RZ_CU_NAME_CASE(n, value)                                                                            \
+    case value:                                                                                              \
+        return #n;
+        RZCU_RESULTS(RZ_CU_NAME_CASE)
+#undef RZ_CU_NAME_CASE
+    default:
+        return "CUDA_ERROR_(unknown)";
+    }
+}

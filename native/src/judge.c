@@ -3,7 +3,8 @@
  * judge, rz__band_violation in format.c, shared with the gdb plugin), and a violation gets its report line,
  * the zone's allocation stack, the kernels that may have written it, the counters, the state block's record
  * and the __redzone_violation hook a debugger breaks on. Scans hold their reports back while they hold the
- * registry lock and print them after (below); the free-time check reports at once.
+ * registry lock and print them after (below); the free-time check reports at once. The hook for a copy or
+ * memset refused for leaving its buffer (bounds.c), __redzone_refused, sits next to it.
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -13,6 +14,11 @@
 RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) {
     /* Empty on purpose: a debugger breaks here. The asm keeps the call from being optimised away. */
     __asm__ volatile("" : : "r"(violation) : "memory");
+}
+
+RZ_EXPORT RZ_NOINLINE void __redzone_refused(const rz_refusal_t *refusal) {
+    /* The same for a copy or memset refused for leaving its buffer (bounds.c). */
+    __asm__ volatile("" : : "r"(refusal) : "memory");
 }
 
 static void record_violation(const rz_violation_t *v) {

@@ -207,15 +207,7 @@ const char *rz__cu_name(rzcu_result r) {
     const char *name = NULL;
     if (rz__drv.cuGetErrorName != NULL && rz__drv.cuGetErrorName(r, &name) == RZCUDA_SUCCESS && name != NULL)
         return name;
-    switch (r) {
-#define RZ_CU_NAME_CASE(n, value)                                                                            \
-    case value:                                                                                              \
-        return #n;
-        RZCU_RESULTS(RZ_CU_NAME_CASE)
-#undef RZ_CU_NAME_CASE
-    default:
-        return "CUDA_ERROR_(unknown)";
-    }
+    return rz__cu_result_name((int)r);
 }
 
 /* The traced zone's size, for the trace line (`redzone bisect` reads it there). */

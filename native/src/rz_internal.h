@@ -620,7 +620,8 @@ void rz__sync_context_ended(void *ctx);
 void rz__sync_annotate(void);
 
 /* ---- the program's copies and memsets against its sizes (bounds.c) ----------------------------------- */
-enum { RZ_BOUNDS_READ, RZ_BOUNDS_WRITE, RZ_BOUNDS_SET }; /* a copy's source, its destination, a memset */
+/* A copy's source, its destination, a memset: the values rz_refusal_t.how takes (redzone.h). */
+enum { RZ_BOUNDS_READ = RZ_REFUSED_READ, RZ_BOUNDS_WRITE = RZ_REFUSED_WRITTEN, RZ_BOUNDS_SET = RZ_REFUSED_SET };
 /* Whether a copy or memset could reach a band: bands are on and some allocation is live (two loads). */
 static inline int rz__bounds_armed(void) {
     const rz_options_t *o = rz__options();
@@ -721,6 +722,10 @@ size_t rz__format_counters_json(const uint64_t *counters, char *out, size_t cap)
 /* A copy or memset refused for leaving alloc#index's buffer (how: RZ_BOUNDS_*; first < 0: before its start). */
 size_t rz__format_out_of_range(int how, const char *entry, uint64_t index, uint64_t user_bytes, int64_t first,
                                int64_t last, const char *driver_answer, char *out, size_t cap);
+/* The same line from the record passed to __redzone_refused (the gdb plugin formats it through the view). */
+size_t rz__format_refusal(const rz_refusal_t *r, const char *driver_answer, char *out, size_t cap);
+/* A CUresult's name from the table in cu.h, without asking a driver ("CUDA_ERROR_(unknown)" outside it). */
+const char *rz__cu_result_name(int r);
 /* A free of a pointer `before` bytes inside alloc#index's front band. */
 size_t rz__format_bad_free(uint64_t ptr, uint64_t index, uint64_t user_bytes, uint64_t before, const char *driver_answer,
                            char *out, size_t cap);

@@ -26,6 +26,7 @@ VIEW size_t rzv_zone_header(char *out, size_t cap);
 VIEW int rzv_zone_fields(const void *node_bytes, uint64_t *index, uint32_t *next, int *violated, int *watched);
 VIEW size_t rzv_zone_row(const void *node_bytes, int json, char *out, size_t cap);
 VIEW size_t rzv_violation(const void *bytes, char *out, size_t cap);
+VIEW size_t rzv_refusal(const void *bytes, char *out, size_t cap);
 typedef const void *(*rzv_chunk_fn)(uint32_t chunk);
 VIEW int rzv_list(const void *state_bytes, rzv_chunk_fn chunk, uint64_t from, uint64_t to, uint64_t limit,
                   int violated_only, int json, char *out, size_t cap, uint64_t *shown, uint64_t *total,
@@ -50,6 +51,13 @@ VIEW int rzv_check_launches(const void *bytes);
 VIEW int rzv_window_byte(const void *state_bytes, uint64_t index);
 VIEW size_t rzv_frame(int k, uint64_t addr, const char *path, uint64_t base, const char *name, int *ours, char *out,
                       size_t cap);
+/* The `copy past the end of alloc#N` line from a refusal record (__redzone_refused's argument). */
+VIEW size_t rzv_refusal(const void *bytes, char *out, size_t cap) {
+    rz_refusal_t r;
+    memcpy(&r, bytes, sizeof r);
+    return rz__format_refusal(&r, rz__cu_result_name(r.result), out, cap);
+}
+
 VIEW size_t rzv_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap);
 VIEW const char *rzv_status_name(int status);
 
@@ -110,6 +118,7 @@ VIEW size_t rzv_offset(const char *field) {
     F("node.expected", rz_zone_node_t, expected)
     F("node.flags", rz_zone_node_t, flags)
     F("node.index", rz_zone_node_t, index)
+    F("refusal.how", rz_refusal_t, how)
 #undef F
     return (size_t)-1;
 }
@@ -131,6 +140,8 @@ VIEW size_t rzv_size(const char *what) {
         return RZ_DEPOT_CHUNKS;
     if (strcmp(what, "violation") == 0)
         return sizeof(rz_violation_t);
+    if (strcmp(what, "refusal") == 0)
+        return sizeof(rz_refusal_t);
     if (strcmp(what, "counters") == 0)
         return RZ_NCOUNTERS;
     if (strcmp(what, "launches") == 0)

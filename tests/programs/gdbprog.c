@@ -10,6 +10,8 @@
  *                        parent waits for it, then stop_here(7), frees
  *   gdbprog forkchild    fork before any CUDA call; the child initialises, overruns a zone and calls
  *                        stop_here(8) (follow-fork-mode child); the parent waits for it
+ *   gdbprog copypast     2 allocations; read_back() copies 108 bytes of the 100-byte alloc#1 to the host (a copy
+ *                        the driver refuses); prints what it returned; exits 0 only for CUDA_ERROR_INVALID_VALUE
  */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -41,6 +43,14 @@ __attribute__((noinline)) void stop_here(int where) { g_sink = where; }
 __attribute__((noinline)) void tick(int thread) { __atomic_fetch_add(&g_sink, thread, __ATOMIC_RELAXED); }
 
 static rzcu_context g_ctx;
+
+/* The copy past the end of q (100 bytes), on a line of its own: `redzone break on` stops with this frame
+ * selected, on this line. */
+rzcu_result read_back(unsigned char *host, rzcu_deviceptr q);
+__attribute__((noinline)) rzcu_result read_back(unsigned char *host, rzcu_deviceptr q) {
+    rzcu_result r = cuMemcpyDtoH_v2(host, q, 108);
+    return r;
+}
 
 static void on_usr1(int sig) {
     (void)sig;
@@ -113,6 +123,18 @@ int main(int argc, char **argv) {
         CHECK(cuMemFree_v2(q));
         printf("gdbprog: %s done\n", mode);
         return 0;
+    }
+    if (strcmp(mode, "copypast") == 0) {
+        rzcu_deviceptr a, q;
+        CHECK(cuMemAlloc_v2(&a, 256));
+        CHECK(cuMemAlloc_v2(&q, 100));
+        unsigned char host[108];
+        rzcu_result r = read_back(host, q);
+        printf("gdbprog: read_back returned %s\n",
+               r == RZCUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "something else");
+        CHECK(cuMemFree_v2(q));
+        CHECK(cuMemFree_v2(a));
+        return r == RZCUDA_ERROR_INVALID_VALUE ? 0 : 3;
     }
     if (strcmp(mode, "fork") == 0) {
         rzcu_deviceptr q;

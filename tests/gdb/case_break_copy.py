@@ -1,0 +1,81 @@
+"""`redzone break on` stops at a copy the library refuses for running past the end of a buffer (the
+__redzone_refused hook), with the program's frame of the copy call selected; `continue` gives the program
+the driver's CUDA_ERROR_INVALID_VALUE and it runs to its end; `redzone break off` runs through. The plugin
+prints the library's line itself only when the library logs to a file (otherwise it is on stderr already)."""
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import *
+
+TMP = os.environ.get("TMPDIR", "/tmp")
+LOG = os.path.join(TMP, f"rz-gdb-break-copy-{os.getpid()}.log")
+OUT = os.path.join(TMP, f"rz-gdb-break-copy-{os.getpid()}.out")
+LINE = ("redzone: copy past the end of alloc#1: bytes [0..=7] read by cuMemcpyDtoH (user_bytes=100); nothing "
+        "copied, CUDA_ERROR_INVALID_VALUE returned as without redzone")
+SAW = "gdbprog: read_back returned CUDA_ERROR_INVALID_VALUE"
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def fresh(*paths):
+    for p in paths:
+        if os.path.exists(p):
+            os.unlink(p)
+
+
+fresh(LOG, OUT)
+prepare()
+ex(f"set environment METRALE_REDZONE_LOG={LOG}")
+check("redzone break: on" in ex("redzone break on"), "break on")
+text = go(f"run copypast > {OUT}")
+check(gdb.selected_inferior().pid != 0, f"stopped at the refused copy: {text}")
+check(count(text, LINE) == 1, f"the plugin printed the library's line (the library logs to a file): {text}")
+check("stopped at a refused copy" in text and "is selected" in text, text)
+check(gdb.selected_frame().name() == "read_back", f"the program's frame is selected: {text}")
+src = os.path.join(os.environ["RZ_SOURCE_DIR"], "tests", "programs", "gdbprog.c")
+sal = gdb.selected_frame().find_sal()
+check("cuMemcpyDtoH_v2(host, q, 108)" in open(src).read().splitlines()[sal.line - 1]
+      and f"gdbprog.c:{sal.line}" in text, f"on the line of the copy: {text}")
+bt = ex("bt")
+check("__redzone_refused" in bt and "cuMemcpyDtoH_v2" in bt and " read_back " in bt and " main " in bt,
+      f"inside the copy call, before it returned: {bt}")
+check(int(gdb.parse_and_eval("$redzone_violations()")) == 1, "counted before the hook")
+check(count(read(LOG), LINE) == 1, "the library's own line, written before it stopped here")
+# The hook is called with no lock of the library held: a scan works here (no band was written).
+check("redzone scan: 2 zones checked, 0 violated" in ex("redzone scan"), "a scan at the stop")
+ex("frame 0")
+rec = lambda field: int(gdb.parse_and_eval(f"refusal->{field}"))
+check((rec("index"), rec("user_bytes"), rec("bytes"), rec("first"), rec("last"), rec("how"), rec("result")) ==
+      (1, 100, 108, 0, 7, 0, 1), "the record: alloc#1, 108 bytes asked, [0..=7] read, CUDA_ERROR_INVALID_VALUE")
+check(rec("addr") == rec("ptr"), "the range starts at the buffer's pointer")
+check('"cuMemcpyDtoH"' in ex("print refusal->entry"), "the entry point's name")
+text = go("continue")
+check(gdb.selected_inferior().pid == 0 and int(gdb.parse_and_eval("$_exitcode")) == 0,
+      f"ran to its end, having seen CUDA_ERROR_INVALID_VALUE (exit code 0): {text}")
+check(SAW in read(OUT), read(OUT))
+check(count(read(LOG), LINE) == 1, "reported once")
+
+# Off: the same copy is refused and reported, and the program runs through.
+ex("redzone break off")
+fresh(LOG, OUT)
+text = go(f"run copypast > {OUT}")
+check(gdb.selected_inferior().pid == 0 and int(gdb.parse_and_eval("$_exitcode")) == 0, f"no stop: {text}")
+check(SAW in read(OUT) and count(read(LOG), LINE) == 1 and "refused" not in text, text)
+
+# On, the library logging to stderr: it prints the line itself; the plugin only says where it stopped.
+# Autoscan runs at this stop (unlike at a violation's, where the library holds its registry).
+ex("unset environment METRALE_REDZONE_LOG")
+ex("redzone break on")
+ex("set redzone autoscan on")
+text = go(f"run copypast > {OUT}")
+check(gdb.selected_frame().name() == "read_back" and "stopped at a refused copy" in text, text)
+check(LINE not in text, f"not printed twice: {text}")
+check("redzone scan: 2 zones checked, 0 violated" in text and "autoscan: not at" not in text, text)
+ex("set redzone autoscan off")
+ex("redzone break off")
+go("continue")
+check(int(gdb.parse_and_eval("$_exitcode")) == 0 and SAW in read(OUT), read(OUT))
+fresh(LOG, OUT)
+done()
