@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -509,4 +510,178 @@ Test(emu_real, event_query_and_launches_ordered_after_the_previous_one) {
     FAILS(cuEventQuery(e2), RZCUDA_ERROR_INVALID_HANDLE);
     OK(cuCtxSynchronize());
     OK(cuMemFreeHost(flag));
+}
+
+/* ---- capture modes: the calls cuThreadExchangeStreamCaptureMode's documentation calls potentially unsafe ---- */
+#define MODE_GLOBAL RZCU_STREAM_CAPTURE_MODE_GLOBAL
+#define MODE_THREAD_LOCAL RZCU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+#define MODE_RELAXED RZCU_STREAM_CAPTURE_MODE_RELAXED
+
+/* The thread's mode: set, handed back, validated (an unknown mode changes nothing). */
+Test(emu_real, capture_mode_is_exchanged_and_validated) {
+    primary_current();
+    rzcu_capture_mode m = MODE_RELAXED;
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    cr_assert_eq(m, MODE_GLOBAL, "a thread starts in the global mode");
+    m = 3;
+    FAILS(cuThreadExchangeStreamCaptureMode(&m), RZCUDA_ERROR_INVALID_VALUE);
+    FAILS(cuThreadExchangeStreamCaptureMode(NULL), RZCUDA_ERROR_INVALID_VALUE);
+    m = MODE_THREAD_LOCAL;
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    cr_assert_eq(m, MODE_RELAXED, "the refused exchanges kept the mode");
+    m = MODE_GLOBAL;
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    cr_assert_eq(m, MODE_THREAD_LOCAL);
+}
+
+/* Each call of the unsafe set, made by the capturing thread (global mode) against live objects: refused,
+ * and the capture invalidated. Returns what the call returned. */
+static rzcu_result unsafe_call(int which, rzcu_deviceptr dev, void *host, void *plain) {
+    rzcu_deviceptr d;
+    size_t pitch;
+    void *h;
+    switch (which) {
+    case 0: return cuMemAlloc_v2(&d, 64);
+    case 1: return cuMemAllocPitch_v2(&d, &pitch, 64, 2, 4);
+    case 2: return cuMemAllocManaged(&d, 64, RZCU_MEM_ATTACH_GLOBAL);
+    case 3: return cuMemAllocHost_v2(&h, 64);
+    case 4: return cuMemHostAlloc(&h, 64, 0);
+    case 5: return cuMemHostRegister_v2(plain, 4096, 0);
+    case 6: return cuMemFree_v2(dev);
+    case 7: return cuMemFreeHost(host);
+    default: return cuMemHostUnregister(plain);
+    }
+}
+
+Test(emu_real, unsafe_calls_are_refused_in_a_thread_capturing_in_the_global_mode) {
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr dev;
+    void *host;
+    static char plain[2][4096] __attribute__((aligned(4096)));
+    OK(cuMemAlloc_v2(&dev, 64));
+    OK(cuMemAllocHost_v2(&host, 64));
+    OK(cuMemHostRegister_v2(plain[1], 4096, 0)); /* for the unregister */
+    struct CUgraph_st *graph;
+    rzcu_capture_status st = 9;
+    for (int which = 0; which < 9; which++) {
+        OK(cuStreamBeginCapture_v2(s, MODE_GLOBAL));
+        cr_assert_eq(unsafe_call(which, dev, host, which == 8 ? plain[1] : plain[0]),
+                     RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "unsafe call %d", which);
+        OK(cuStreamIsCapturing(s, &st));
+        cr_assert_eq(st, 2, "unsafe call %d invalidated the capture", which);
+        FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    }
+    /* Nothing was done by them: the memory is still there, the range still registered. */
+    OK(cuMemsetD8_v2(dev, 1, 64));
+    OK(cuMemFree_v2(dev));
+    OK(cuMemFreeHost(host));
+    OK(cuMemHostUnregister(plain[1]));
+    FAILS(cuMemHostUnregister(plain[0]), RZCUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+}
+
+/* In its own thread: a capture begun global or thread-local prohibits; one begun relaxed does not; a thread
+ * in the relaxed mode is never prohibited; the stream-ordered allocation is captured, not refused. */
+Test(emu_real, own_capture_prohibits_unless_relaxed) {
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr d;
+    struct CUgraph_st *graph;
+    OK(cuStreamBeginCapture_v2(s, MODE_THREAD_LOCAL));
+    FAILS(cuMemAlloc_v2(&d, 64), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+
+    rzcu_capture_mode m = MODE_THREAD_LOCAL; /* the thread's mode does not lift its own capture's rule */
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    OK(cuStreamBeginCapture_v2(s, MODE_GLOBAL));
+    FAILS(cuMemAlloc_v2(&d, 64), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuThreadExchangeStreamCaptureMode(&m)); /* back to global */
+
+    OK(cuStreamBeginCapture_v2(s, MODE_RELAXED));
+    OK(cuMemAlloc_v2(&d, 64));
+    OK(cuMemFree_v2(d));
+    OK(cuStreamEndCapture(s, &graph));
+    OK(cuGraphDestroy(graph));
+
+    OK(cuStreamBeginCapture_v2(s, MODE_GLOBAL));
+    m = MODE_RELAXED;
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    OK(cuMemAlloc_v2(&d, 64));
+    OK(cuMemFree_v2(d));
+    OK(cuThreadExchangeStreamCaptureMode(&m)); /* the global mode back: prohibited again */
+    cr_assert_eq(m, MODE_RELAXED);
+    FAILS(cuMemAlloc_v2(&d, 64), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+
+    OK(cuStreamBeginCapture_v2(s, MODE_GLOBAL));
+    OK(cuMemAllocAsync(&d, 64, s)); /* stream-ordered: a memory node */
+    OK(cuMemFreeAsync(d, s));
+    OK(cuStreamEndCapture(s, &graph));
+    OK(cuGraphDestroy(graph));
+    OK(cuMemAlloc_v2(&d, 64)); /* no capture left */
+    OK(cuMemFree_v2(d));
+}
+
+/* Another thread's capture, begun in the mode given, ended by that thread after the main thread's calls. */
+struct capturer {
+    rzcu_context ctx;
+    rzcu_stream s;
+    rzcu_capture_mode mode;
+    pthread_barrier_t began, done;
+    rzcu_result end;
+};
+
+static void *capture_thread(void *arg) {
+    struct capturer *c = arg;
+    cuCtxSetCurrent(c->ctx);
+    rzcu_result r = cuStreamBeginCapture_v2(c->s, c->mode);
+    pthread_barrier_wait(&c->began);
+    pthread_barrier_wait(&c->done);
+    struct CUgraph_st *graph = NULL;
+    c->end = r != RZCUDA_SUCCESS ? r : cuStreamEndCapture(c->s, &graph);
+    if (graph)
+        cuGraphDestroy(graph);
+    return NULL;
+}
+
+/* While the other thread captures in capture_mode, this thread (in my_mode) calls cuMemAlloc: the result of
+ * that call, and *end what the other thread's cuStreamEndCapture returned. */
+static rzcu_result alloc_beside(rzcu_capture_mode capture_mode, rzcu_capture_mode my_mode, rzcu_result *end) {
+    struct capturer c = {.ctx = primary_current(), .mode = capture_mode};
+    OK(cuStreamCreate(&c.s, RZCU_STREAM_NON_BLOCKING));
+    pthread_barrier_init(&c.began, NULL, 2);
+    pthread_barrier_init(&c.done, NULL, 2);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, capture_thread, &c), 0);
+    pthread_barrier_wait(&c.began);
+    rzcu_capture_mode m = my_mode;
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    rzcu_deviceptr d = 0;
+    rzcu_result r = cuMemAlloc_v2(&d, 64);
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    pthread_barrier_wait(&c.done);
+    pthread_join(t, NULL);
+    if (r == RZCUDA_SUCCESS)
+        OK(cuMemFree_v2(d)); /* no capture any more */
+    pthread_barrier_destroy(&c.began);
+    pthread_barrier_destroy(&c.done);
+    *end = c.end;
+    return r;
+}
+
+Test(emu_real, another_threads_global_capture_prohibits_a_global_thread_only) {
+    rzcu_result end;
+    FAILS(alloc_beside(MODE_GLOBAL, MODE_GLOBAL, &end), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    cr_assert_eq(end, RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "the other thread's capture was invalidated");
+    OK(alloc_beside(MODE_GLOBAL, MODE_THREAD_LOCAL, &end));
+    OK(end);
+    OK(alloc_beside(MODE_GLOBAL, MODE_RELAXED, &end));
+    OK(end);
+    OK(alloc_beside(MODE_THREAD_LOCAL, MODE_GLOBAL, &end));
+    OK(end);
+    OK(alloc_beside(MODE_RELAXED, MODE_GLOBAL, &end));
+    OK(end);
 }

@@ -88,6 +88,7 @@ EMU_API rzcu_result cuMemAlloc_v2(rzcu_deviceptr *dptr, size_t bytesize)
     ENTER(cuMemAlloc_v2);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (!dptr || bytesize == 0)
         return RZCUDA_ERROR_INVALID_VALUE;
     return plain_alloc(c, c->device, bytesize, dptr);
@@ -103,6 +104,7 @@ EMU_API rzcu_result cuMemAllocPitch_v2(rzcu_deviceptr *dptr, size_t *pitch, size
     ENTER(cuMemAllocPitch_v2);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (!dptr || !pitch || width_bytes == 0 || height == 0 || width_bytes > 2147483647u)
         return RZCUDA_ERROR_INVALID_VALUE;
     if (element_bytes != 4 && element_bytes != 8 && element_bytes != 16)
@@ -121,6 +123,7 @@ EMU_API rzcu_result cuMemAllocManaged(rzcu_deviceptr *dptr, size_t bytesize, uns
     ENTER(cuMemAllocManaged);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (!dptr || bytesize == 0 || (flags != RZCU_MEM_ATTACH_GLOBAL && flags != RZCU_MEM_ATTACH_HOST))
         return RZCUDA_ERROR_INVALID_VALUE;
     return plain_alloc(c, c->device, bytesize, dptr);
@@ -139,6 +142,7 @@ EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
     ENTER(cuMemFree_v2);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (!dptr)
         return RZCUDA_SUCCESS;
     if (!emu_mem_is_base(dptr))

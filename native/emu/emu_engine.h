@@ -104,6 +104,8 @@ struct CUstream_st {
     struct emu_graph *graph;  /* the work captured so far, under mu */
     struct CUgraph_st *graph_handle; /* the graph being captured into (cuStreamGetCaptureInfo), under mu */
     uint64_t capture_id;      /* the capture sequence's id, unique in the process, under mu */
+    unsigned capture_mode;    /* the mode cuStreamBeginCapture was given (CU_STREAM_CAPTURE_MODE_*), under mu */
+    pthread_t capture_thread; /* the thread that began the capture, under mu */
 };
 
 /* Per-thread state: the context stack and the per-thread default streams, freed when the thread exits. */

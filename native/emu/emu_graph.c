@@ -24,8 +24,14 @@
  * in API order (as cuMemAllocAsync outside capture allocates at the call), so the memory is valid earlier
  * and longer than the driver promises; the address is the same.
  *
- * Capture modes (cuStreamBeginCapture's, cuThreadExchangeStreamCaptureMode's) are accepted and not enforced
- * beyond the captured stream and its context; the legacy stream
+ * Capture modes, as cuThreadExchangeStreamCaptureMode documents them: each thread has a mode (GLOBAL until
+ * exchanged), each capture the mode it was begun with and its beginning thread. A thread whose mode is not
+ * RELAXED is prohibited from potentially unsafe calls while it has a capture of its own not begun RELAXED, or,
+ * in GLOBAL mode, while any other thread has one begun GLOBAL; such a call fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates those captures (emu_capture_unsafe_call). The
+ * emulator's set of unsafe calls: the allocation family the documentation names (cuMemAlloc, AllocPitch,
+ * AllocManaged, AllocHost, HostAlloc, HostRegister, Free, FreeHost, HostUnregister; not the stream-ordered
+ * cuMemAllocAsync/FreeAsync, which are captured). The legacy stream
  * cannot be captured, and while a blocking stream of its context is, asking whether the legacy stream is
  * capturing is CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. The emulator has no graph node handles: capture info
  * reports no dependencies.
@@ -78,6 +84,7 @@ static pthread_mutex_t gmem_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct emu_gmem *gmems; /* every graph allocation, under gmem_mu */
 static atomic_ullong next_gmem_id = 1;
 static atomic_ullong next_capture_id = 1;
+static atomic_int strict_captures; /* captures begun and not ended whose mode is not RELAXED */
 
 bool emu_graphs_init(void) { return emu_table_init(&graphs) && emu_table_init(&execs); }
 
@@ -317,6 +324,10 @@ static rzcu_result begin_capture(rzcu_stream hstream, unsigned int mode, bool pe
         s->graph_handle = graph;
         s->graph = &graph->g;
         s->capture_id = atomic_fetch_add(&next_capture_id, 1);
+        s->capture_mode = mode;
+        s->capture_thread = pthread_self();
+        if (mode != RZCU_STREAM_CAPTURE_MODE_RELAXED)
+            atomic_fetch_add(&strict_captures, 1);
         atomic_store(&s->capture, 1);
     }
     pthread_mutex_unlock(&s->mu);
@@ -335,8 +346,42 @@ EMU_API rzcu_result cuStreamBeginCapture_v2_ptsz(rzcu_stream hstream, unsigned i
     return begin_capture(hstream, mode, true);
 }
 
-/* The thread's capture mode: kept and handed back, not enforced (see above). */
+/* The thread's capture mode, which decides which captures prohibit its unsafe calls (see above). */
 static _Thread_local rzcu_capture_mode t_capture_mode; /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+
+/*
+ * Whether the calling thread may make a potentially unsafe call now. A capture concerns it when it is not
+ * RELAXED and either the thread began it or (in GLOBAL mode) it was begun GLOBAL. Every capture concerned is
+ * invalidated, as a synchronisation of its stream would be. Captures of destroyed streams (never ended) no
+ * longer count. Without a capture that is not RELAXED (the common case) this is one atomic load.
+ */
+rzcu_result emu_capture_unsafe_call(void)
+{
+    rzcu_capture_mode mine = t_capture_mode;
+    if (mine == RZCU_STREAM_CAPTURE_MODE_RELAXED || atomic_load(&strict_captures) == 0)
+        return RZCUDA_SUCCESS;
+    pthread_t self = pthread_self();
+    rzcu_result r = RZCUDA_SUCCESS;
+    size_t n = atomic_load(&emu_nstreams_total);
+    if (n > MAX_STREAMS)
+        n = MAX_STREAMS;
+    for (size_t i = 0; i < n; i++) {
+        struct CUstream_st *s = &emu_stream_pool[i];
+        if (!atomic_load(&s->capture) || atomic_load(&s->destroyed))
+            continue;
+        pthread_mutex_lock(&s->mu);
+        unsigned mode = s->capture_mode;
+        bool concerned = atomic_load(&s->capture) && mode != RZCU_STREAM_CAPTURE_MODE_RELAXED &&
+                         (pthread_equal(s->capture_thread, self) ||
+                          (mine == RZCU_STREAM_CAPTURE_MODE_GLOBAL && mode == RZCU_STREAM_CAPTURE_MODE_GLOBAL));
+        pthread_mutex_unlock(&s->mu);
+        if (concerned) {
+            invalidate(s);
+            r = RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+    }
+    return r;
+}
 
 EMU_API rzcu_result cuThreadExchangeStreamCaptureMode(rzcu_capture_mode *mode)
 {
@@ -471,6 +516,8 @@ static rzcu_result end_capture(rzcu_stream hstream, struct CUgraph_st **pgraph, 
     pthread_mutex_lock(&s->mu);
     int state = atomic_load(&s->capture);
     struct CUgraph_st *graph = s->graph_handle;
+    if (state && s->capture_mode != RZCU_STREAM_CAPTURE_MODE_RELAXED)
+        atomic_fetch_sub(&strict_captures, 1);
     s->graph = NULL;
     s->graph_handle = NULL;
     atomic_store(&s->capture, 0);

@@ -162,6 +162,7 @@ EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
     ENTER(cuMemAllocHost_v2);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (!pp)
         return RZCUDA_ERROR_INVALID_VALUE;
     return host_alloc(c, bytesize, 0, pp);
@@ -174,6 +175,7 @@ EMU_API rzcu_result cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flag
     ENTER(cuMemHostAlloc);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (!pp || (flags & ~HOSTALLOC_FLAGS))
         return RZCUDA_ERROR_INVALID_VALUE;
     return host_alloc(c, bytesize, flags, pp);
@@ -207,6 +209,7 @@ EMU_API rzcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int 
     ENTER(cuMemHostRegister_v2);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (flags & ~HOSTREGISTER_FLAGS)
         return RZCUDA_ERROR_INVALID_VALUE;
     return host_register(p, bytesize, flags);
@@ -217,6 +220,7 @@ EMU_API rzcu_result cuMemHostUnregister(void *p)
     ENTER(cuMemHostUnregister);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (!p)
         return RZCUDA_ERROR_INVALID_VALUE;
     emu_sync_outstanding(); /* copies into it may still be queued */
@@ -230,6 +234,7 @@ EMU_API rzcu_result cuMemFreeHost(void *p)
     ENTER(cuMemFreeHost);
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
+    CHECK(emu_capture_unsafe_call());
     if (!p)
         return RZCUDA_SUCCESS;
     emu_sync_outstanding(); /* like cuMemFree, complete outstanding work that may still read or write it */

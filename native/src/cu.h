@@ -35,6 +35,8 @@ typedef unsigned int rzcu_capture_mode;   /* CUstreamCaptureMode: 0 global, 1 th
 struct CUgraph_st;         /* CUgraph: opaque here */
 struct CUgraphNode_st;     /* CUgraphNode: opaque here */
 struct CUgraphEdgeData_st; /* CUgraphEdgeData: passed through by pointer */
+#define RZCU_STREAM_CAPTURE_MODE_GLOBAL 0
+#define RZCU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 #define RZCU_STREAM_CAPTURE_MODE_RELAXED 2
 typedef struct CUmemPoolHandle_st *rzcu_mem_pool;
 typedef void (*rzcu_host_fn)(void *user_data);
