@@ -196,6 +196,38 @@ Test(launch, three_driver_calls_per_launch_outside_a_capture) {
     cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 0, "%s", g_out);
 }
 
+/* Another thread captures in the global mode while this one, in the global mode too, makes its first launch
+ * (checked: the library makes its page-locked staging then) and synchronises: the capture must end, and its
+ * graph run, as without redzone; the launch is still checked. The program's own cuMemAlloc beside a capture
+ * keeps the driver's answer (refused, and that capture invalidated) with redzone and without. */
+static const char *const g_beside_lines[] = {
+    "rzlaunch: launched and synchronised beside the capture\n", "rzlaunch: capture 1 ended with 0\n",
+    "rzlaunch: graph 1 ran: a[0] = 1\n", "rzlaunch: cuMemAlloc beside the capture: 900\n",
+    "rzlaunch: capture 2 ended with 901\n"};
+
+static void expect_beside_lines(void) {
+    const char *at = g_out;
+    for (size_t i = 0; i < sizeof g_beside_lines / sizeof g_beside_lines[0]; i++) {
+        const char *l = strstr(at, g_beside_lines[i]);
+        cr_assert(l, "missing, or out of order: %s\n%s", g_beside_lines[i], g_out);
+        at = l + strlen(g_beside_lines[i]);
+    }
+}
+
+Test(launch, a_global_capture_on_another_thread_survives_the_first_checked_launch) {
+    const char *argv[] = {RZLAUNCH, "beside", NULL};
+    const char *plain[] = {EMU, NULL};
+    cr_assert_eq(spawn_capture(plain, argv, g_out, sizeof g_out), 0, "%s", g_out);
+    expect_beside_lines(); /* the driver's answers, without redzone */
+    cr_assert_eq(run_launch("launch", NULL, argv), 0, "%s", g_out);
+    expect_beside_lines();
+    const char *v = line_of("REDZONE VIOLATION alloc#1 user_bytes=256 pad=64 : bytes [0..=3] past the end");
+    cr_assert(v && next_line_is(v, "  written by kernel fill (launch #"), "the launch was checked:\n%s", g_out);
+    cr_assert(v < strstr(g_out, "rzlaunch: launched and synchronised beside the capture\n"), "%s", g_out);
+    cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 1, "%s", g_out);
+    cr_assert_null(strstr(g_out, "could not be page-locked"), "the staging was page-locked:\n%s", g_out);
+}
+
 Test(launch, example_stream_overrun) {
     const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--scan", "launch,free,exit,fatal", "--",
                           EXAMPLES "/stream_overrun", NULL};

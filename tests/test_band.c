@@ -397,15 +397,18 @@ Test(band, scan_and_poison_take_a_constant_number_of_driver_calls, .timeout = 12
         cr_assert_eq(rz_mem_alloc(&p, 32), RZCUDA_SUCCESS);
     cuEmuResetCallCounts();
     cr_assert_eq(rz_scan(), 0);
-    /* Once per process: pin the staging. The check kernel is off by default: no module is tried. */
-    cr_assert_leq(all_driver_calls(), 4, "a first scan of %d zones took %llu driver calls", N, all_driver_calls());
+    /* Once per process: pin the staging, with the thread's capture mode relaxed around it (two exchanges). The
+     * check kernel is off by default: no module is tried. */
+    cr_assert_leq(all_driver_calls(), 6, "a first scan of %d zones took %llu driver calls", N, all_driver_calls());
     cr_assert_eq(cuEmuCallCount("cuMemHostRegister_v2"), 1, "the first scan pins its staging");
+    cr_assert_eq(cuEmuCallCount("cuThreadExchangeStreamCaptureMode"), 2, "relaxed, then the mode back");
     cr_assert_eq(cuEmuCallCount("cuModuleLoadData"), 0);
     for (int round = 0; round < 3; round++) {
         cuEmuResetCallCounts();
         cr_assert_eq(rz_scan(), 0);
         cr_assert_leq(all_driver_calls(), 3, "a scan of %d zones took %llu driver calls", N, all_driver_calls());
         cr_assert_eq(cuEmuCallCount("cuMemHostRegister_v2"), 0, "staging stays pinned");
+        cr_assert_eq(cuEmuCallCount("cuThreadExchangeStreamCaptureMode"), 0, "no mode exchange per scan");
         cr_assert_eq(cuEmuCallCount("cuModuleLoadData"), 0, "the kernel is not tried again in this context");
     }
     cuEmuResetCallCounts();

@@ -168,7 +168,10 @@ static int check_ctx(void *ctx, size_t m, uint8_t *suspect) {
         k->buf = 0;
         k->buf_size = 0;
         size_t size = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes + bytes / 2;
-        if (rz__drv.cuMemAlloc_v2(&k->buf, size) != RZCUDA_SUCCESS)
+        rzcu_capture_mode saved = rz__dev_relaxed_begin(); /* the library's buffer: no capture's business */
+        rzcu_result ar = rz__drv.cuMemAlloc_v2(&k->buf, size);
+        rz__dev_relaxed_end(saved);
+        if (ar != RZCUDA_SUCCESS)
             goto out;
         k->buf_size = size;
     }

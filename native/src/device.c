@@ -90,6 +90,40 @@ rzcu_result rz__dev_alloc(rz_devptr_t *p, size_t bytes) { return rz__drv.cuMemAl
 rzcu_result rz__dev_free(rz_devptr_t p) { return rz__drv.cuMemFree_v2(p); }
 
 /*
+ * The library's own potentially unsafe calls (allocating, freeing, page-locking or unlocking memory: the
+ * family cuThreadExchangeStreamCaptureMode's documentation names) run with the calling thread's capture mode
+ * relaxed. In the default global mode the driver refuses them while this thread has a capture of its own, or
+ * any other thread one begun in the global mode, and invalidates that capture: the program's graph would be
+ * lost only because redzone set up a buffer. They are not stream work, nothing of theirs belongs in a graph,
+ * and what they make is the library's, so the relaxed mode (which the driver allows any thread) is right for
+ * them. Two cheap driver calls around rare setup calls only (a buffer made or grown), never per launch; never
+ * around the program's own calls, which get the driver's answer.
+ */
+#define MODE_UNCHANGED 0xffffffffu
+
+rzcu_capture_mode rz__dev_relaxed_begin(void) {
+    rzcu_capture_mode mode = RZCU_STREAM_CAPTURE_MODE_RELAXED;
+    if (rz__drv.cuThreadExchangeStreamCaptureMode == NULL ||
+        rz__drv.cuThreadExchangeStreamCaptureMode(&mode) != RZCUDA_SUCCESS)
+        return MODE_UNCHANGED; /* an old driver: the call is made in the program's mode */
+    return mode;
+}
+
+void rz__dev_relaxed_end(rzcu_capture_mode saved) {
+    if (saved != MODE_UNCHANGED)
+        rz__drv.cuThreadExchangeStreamCaptureMode(&saved); /* the program's mode back */
+}
+
+rzcu_result rz__dev_host_register(void *p, size_t bytes) {
+    if (rz__drv.cuMemHostRegister_v2 == NULL)
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    rzcu_capture_mode saved = rz__dev_relaxed_begin();
+    rzcu_result r = rz__drv.cuMemHostRegister_v2(p, bytes, RZCU_MEMHOSTREGISTER_PORTABLE);
+    rz__dev_relaxed_end(saved);
+    return r;
+}
+
+/*
  * Page-locked slots for band copies queued in the program's stream order (the check before a stream-ordered
  * free): a driver returns from a device-to-pageable copy only once it has completed, which would make
  * cuMemFreeAsync wait for all the stream's earlier work, a host wait the program never asked for. One
@@ -113,7 +147,7 @@ static void pinned_setup_locked(void) {
             munmap(p, size);
         return;
     }
-    rzcu_result r = rz__drv.cuMemHostRegister_v2(p, size, RZCU_MEMHOSTREGISTER_PORTABLE);
+    rzcu_result r = rz__dev_host_register(p, size);
     if (r != RZCUDA_SUCCESS) {
         munmap(p, size);
         g_pinned_state = r == RZCUDA_ERROR_INVALID_CONTEXT ? 0 : -1; /* no context: try again later */
@@ -570,14 +604,19 @@ static pthread_mutex_t g_retired_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void release(const struct retired *r) {
     if (r->host) {
-        if (r->pinned)
+        if (r->pinned) {
+            rzcu_capture_mode saved = rz__dev_relaxed_begin();
             rz__drv.cuMemHostUnregister(r->host); /* a failure leaves nothing to undo here */
+            rz__dev_relaxed_end(saved);
+        }
         munmap(r->host, r->size);
     }
     if (r->dev) {
         int pushed;
         if (rz__dev_enter(r->ctx, &pushed) == RZCUDA_SUCCESS) {
+            rzcu_capture_mode saved = rz__dev_relaxed_begin();
             rz__drv.cuMemFree_v2(r->dev);
+            rz__dev_relaxed_end(saved);
             rz__dev_leave(pushed);
         }
     }
@@ -627,7 +666,6 @@ int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes) {
     st->p = p;
     st->size = size;
     /* Without a current context the driver says so (CUDA_ERROR_INVALID_CONTEXT) and the pages stay plain. */
-    st->pinned = rz__drv.cuMemHostRegister_v2 && rz__drv.cuMemHostUnregister &&
-                 rz__drv.cuMemHostRegister_v2(p, size, RZCU_MEMHOSTREGISTER_PORTABLE) == RZCUDA_SUCCESS;
+    st->pinned = rz__drv.cuMemHostUnregister && rz__dev_host_register(p, size) == RZCUDA_SUCCESS;
     return RZ_OK;
 }

@@ -249,8 +249,7 @@ static rz_staging_buf_t *staging_take(size_t bytes, uint64_t layout_id) {
     b->p = p;
     b->size = size;
     /* Page-locked, or the driver returns from a copy into it only once the copy is done: a host wait. */
-    b->pinned = rz__drv.cuMemHostRegister_v2 &&
-                rz__drv.cuMemHostRegister_v2(p, size, RZCU_MEMHOSTREGISTER_PORTABLE) == RZCUDA_SUCCESS;
+    b->pinned = rz__dev_host_register(p, size) == RZCUDA_SUCCESS; /* relaxed: a capture elsewhere stays valid */
     if (!b->pinned) {
         static atomic_int warned;
         if (!atomic_exchange(&warned, 1))

@@ -411,6 +411,13 @@ extern rz_driver_t rz__drv;
 int rz__dev_load(void);
 rzcu_result rz__dev_alloc(rz_devptr_t *p, size_t bytes);
 rzcu_result rz__dev_free(rz_devptr_t p);
+/* Around the library's own allocation-family calls (cuMemAlloc, cuMemFree, cuMemHostRegister, ...): the
+ * calling thread's capture mode relaxed, so no capture of the program's is refused or invalidated because of
+ * them; end gives the program's mode back. Never around the program's own calls. */
+rzcu_capture_mode rz__dev_relaxed_begin(void);
+void rz__dev_relaxed_end(rzcu_capture_mode saved);
+/* Page-lock p (portable), with the mode relaxed: the driver's answer (NOT_SUPPORTED without the entry point). */
+rzcu_result rz__dev_host_register(void *p, size_t bytes);
 void *rz__dev_current_ctx(void);
 /* Wait for all work of context ctx (the current one when NULL), as the driver's cuMemFree and context
  * teardown do, so a band read afterwards sees what the program's in-flight kernels and copies wrote. */

@@ -241,16 +241,9 @@ void *rz__graph_slot_take(size_t bytes) {
     if (g_graph_state == 0) {
         size_t size = GRAPH_SLOT * GRAPH_SLOTS;
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        /* This thread is capturing: in the default (global) capture mode the driver refuses calls that may
-         * synchronise, such as registering host memory, and may invalidate the program's capture. Relaxed
-         * for this one call, as the driver allows. */
-        rzcu_capture_mode mode = RZCU_STREAM_CAPTURE_MODE_RELAXED;
-        int relaxed = rz__drv.cuThreadExchangeStreamCaptureMode &&
-                      rz__drv.cuThreadExchangeStreamCaptureMode(&mode) == RZCUDA_SUCCESS;
-        rzcu_result r = p == MAP_FAILED ? RZCUDA_ERROR_OUT_OF_MEMORY
-                                        : rz__drv.cuMemHostRegister_v2(p, size, RZCU_MEMHOSTREGISTER_PORTABLE);
-        if (relaxed)
-            rz__drv.cuThreadExchangeStreamCaptureMode(&mode); /* the program's mode back */
+        /* This thread is capturing: in the default (global) capture mode the driver refuses registering host
+         * memory and invalidates the program's capture. Made with the mode relaxed, as the driver allows. */
+        rzcu_result r = p == MAP_FAILED ? RZCUDA_ERROR_OUT_OF_MEMORY : rz__dev_host_register(p, size);
         if (r == RZCUDA_SUCCESS) {
             g_graph = p;
             g_graph_state = 1;

@@ -16,10 +16,14 @@
  *   rzlaunch nowait      an overrun, then exit without synchronising
  *   rzlaunch asyncalloc  a launch checked while a stream-ordered allocation's band fill still waits
  *   rzlaunch calls       driver calls per checked launch, without and during another stream's capture
+ *   rzlaunch beside      another thread captures in the global mode while this one (global mode) makes its
+ *                        first launch, an overrun, and synchronises; then, in a second capture, its cuMemAlloc
+ *                        (which the driver refuses then); each capture's end and the graph's launch printed
  *   rzlaunch many N      N clean launches on one stream over 3 buffers (the cost of a check)
  * Every kernel is `fill(buf, from, to, value)`: buf[from .. to) = value, or `spin(flag)`: waits until
  * *flag != 0, or `sum(buf, n, out)`.
  */
+#define _GNU_SOURCE /* pthread barriers */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -352,6 +356,66 @@ static void calls(void) {
     calls_per_launch(f, s, b, "after the capture");
 }
 
+/* Thread A of `beside`: two captures of its stream in the global mode (a kernel on a each), each held open
+ * until the main thread is done beside it; then ended (the first also instantiated and launched). */
+struct beside {
+    rzcu_context ctx;
+    rzcu_stream s;
+    rzcu_deviceptr a;
+    pthread_barrier_t began, done;
+};
+
+static void *beside_capturer(void *arg) {
+    struct beside *b = arg;
+    CHECK(cuCtxSetCurrent(b->ctx));
+    for (int round = 1; round <= 2; round++) {
+        CHECK(cuStreamBeginCapture_v2(b->s, 0)); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+        fill(b->s, b->a, 0, 256, (unsigned)round);
+        pthread_barrier_wait(&b->began);
+        pthread_barrier_wait(&b->done);
+        struct CUgraph_st *g = NULL;
+        rzcu_result r = cuStreamEndCapture(b->s, &g);
+        printf("rzlaunch: capture %d ended with %u\n", round, r);
+        if (r != 0)
+            continue;
+        struct CUgraphExec_st *exec;
+        CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+        CHECK(cuGraphLaunch(exec, b->s));
+        CHECK(cuStreamSynchronize(b->s));
+        unsigned char first = 0;
+        CHECK(cuMemcpyDtoH_v2(&first, b->a, 1));
+        printf("rzlaunch: graph %d ran: a[0] = %u\n", round, first);
+        CHECK(cuGraphExecDestroy(exec));
+        CHECK(cuGraphDestroy(g));
+    }
+    return NULL;
+}
+
+static void beside(rzcu_context ctx) {
+    struct beside t = {.ctx = ctx};
+    t.s = stream();
+    t.a = alloc(256); /* alloc#0 */
+    rzcu_stream s = stream();
+    rzcu_deviceptr b = alloc(256); /* alloc#1 */
+    pthread_barrier_init(&t.began, NULL, 2);
+    pthread_barrier_init(&t.done, NULL, 2);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, beside_capturer, &t) != 0)
+        exit(101);
+    pthread_barrier_wait(&t.began); /* capture 1 in progress */
+    fill(s, b, 0, 260, 0x5a);      /* this process's first checked launch: 4 bytes past the end */
+    CHECK(cuStreamSynchronize(s));
+    printf("rzlaunch: launched and synchronised beside the capture\n");
+    pthread_barrier_wait(&t.done);
+    pthread_barrier_wait(&t.began); /* capture 2 in progress */
+    rzcu_deviceptr p = 0;
+    printf("rzlaunch: cuMemAlloc beside the capture: %u\n", cuMemAlloc_v2(&p, 256));
+    pthread_barrier_wait(&t.done);
+    pthread_join(thread, NULL);
+    pthread_barrier_destroy(&t.began);
+    pthread_barrier_destroy(&t.done);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     setvbuf(stdout, NULL, _IOLBF, 0); /* its lines and the library's, in the order they happened */
@@ -383,10 +447,13 @@ int main(int argc, char **argv) {
         async_alloc();
     else if (strcmp(mode, "calls") == 0)
         calls();
+    else if (strcmp(mode, "beside") == 0)
+        beside(ctx);
     else if (strcmp(mode, "many") == 0 && argc > 2)
         many(atol(argv[2]));
     else {
-        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|nowait|asyncalloc|calls|many N\n");
+        fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|nowait|"
+                        "asyncalloc|calls|beside|many N\n");
         return 2;
     }
     return 0;
