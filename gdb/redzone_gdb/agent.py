@@ -215,8 +215,17 @@ class _Session:
                 raise _Abandon(f"interrupted (Ctrl-C) before the agent finished {what}", req)
 
     def _late(self, what):
-        why = (f"it was stopped on its way by {', '.join(sorted(set(self.stops)))}" if self.stops else
-               "a stopped thread may hold a lock it needs: inside the driver, or in malloc during a fork")
+        if self.stops:
+            why = f"it was stopped on its way by {', '.join(sorted(set(self.stops)))}"
+        else:
+            inside = _threads_in_driver(self.inf, self.tid)
+            if inside:
+                names = ", ".join(str(n) for n in inside)
+                why = (f"thread{'s' if len(inside) > 1 else ''} {names} stopped inside the CUDA driver "
+                       f"(libcuda) may hold a lock the agent needs there: continue, then scan again, or "
+                       "`set redzone method memory`")
+            else:
+                why = "a stopped thread may hold a lock it needs: inside the driver, or in malloc during a fork"
         return f"the agent did not answer within {self.timeout:g} s ({why}; it was serving {what})"
 
     def _interrupt(self):
@@ -245,6 +254,28 @@ class _Session:
             if self.frame_level is not None:
                 debugger.select_frame_level(self.frame_level)
         gdb.execute(f"set scheduler-locking {self.locking}", to_string=True)
+
+
+def _threads_in_driver(inf, agent_tid):
+    """The numbers of the program's threads (not the agent) with a frame in the CUDA driver (libcuda), where
+    a thread stopped with a driver lock held makes the agent's own driver calls wait. Switches threads: the
+    session's end restores the user's selection."""
+    found = []
+    for t in sorted(inf.threads(), key=lambda t: t.num):
+        if not t.is_valid() or t.ptid[1] == agent_tid:
+            continue
+        try:
+            t.switch()
+            frame = gdb.newest_frame()
+            while not debugger.is_none(frame):
+                so = gdb.solib_name(frame.pc())
+                if not debugger.is_none(so) and so.rsplit("/", 1)[-1].startswith("libcuda"):
+                    found.append(t.num)
+                    break
+                frame = frame.older()
+        except gdb.error:
+            continue
+    return found
 
 
 def _signal_handling(name):

@@ -31,7 +31,9 @@ if METHOD == "memory":
     done()
     sys.exit(0)
 t0 = time.time()
-expect_error("redzone scan", "did not answer within 1 s", "restored")
+# The error says why, naming the thread found stopped inside the driver (the program's only thread, 1).
+expect_error("redzone scan", "did not answer within 1 s", "thread 1 stopped inside the CUDA driver (libcuda)",
+             "set redzone method memory", "restored")
 check(time.time() - t0 < 5, "gave up in time")
 check(selected() == before, f"{before} -> {selected()}")
 ex("delete")
