@@ -27,17 +27,6 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-#define NAME(name, ret, params) #name,
-static const char *const g_names[] = {RZCU_ENTRY_POINTS(NAME)};
-#undef NAME
-
-static unsigned long long all_calls(void) {
-    unsigned long long n = 0;
-    for (size_t i = 0; i < sizeof g_names / sizeof g_names[0]; i++)
-        n += cuEmuCallCount(g_names[i]);
-    return n;
-}
-
 int main(int argc, char **argv) {
     long zones = argc > 1 ? atol(argv[1]) : 1000, launches = argc > 2 ? atol(argv[2]) : 1000;
     rzcu_context ctx;
@@ -68,7 +57,7 @@ int main(int argc, char **argv) {
                 return 1;
             in_calls += now() - t;
         }
-        unsigned long long before_sync = all_calls();
+        unsigned long long before_sync = cuEmuCallCountAll();
         if (cuStreamSynchronize(s))
             return 1;
         total_us[round] = (now() - t0) * 1e6 / (double)launches;

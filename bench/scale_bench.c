@@ -99,18 +99,6 @@ static void stream_row(int nctx, int scans) {
            "");
 }
 
-static unsigned long long all_calls(void) {
-    static const char *const names[] = {
-#define NAME(name, ret, params) #name,
-        RZCU_ENTRY_POINTS(NAME)
-#undef NAME
-    };
-    unsigned long long n = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        n += cuEmuCallCount(names[i]);
-    return n;
-}
-
 /* Driver calls per churn step (free one zone, allocate another; no device work) beyond the step's own
  * cuMemFree and cuMemAlloc, with `live` zones, oldest first (FIFO), newest first (LIFO) or at random. */
 static void churn_row(const char *order, int live, int steps) {
@@ -131,7 +119,7 @@ static void churn_row(const char *order, int live, int steps) {
         rz__free(ring[k], &fr);
         rz__alloc_interposed(&ring[k], 64);
     }
-    double added = (double)(all_calls() - 2ull * (unsigned long long)steps) / steps;
+    double added = (double)(cuEmuCallCountAll() - 2ull * (unsigned long long)steps) / steps;
     for (int i = 0; i < live; i++)
         rz__free(ring[i], &fr);
     free(ring);
@@ -154,7 +142,7 @@ static void sync_rows(long zones) {
     for (int i = 0; i < IDLE; i++)
         rz__scan_after_sync(&what, rz__sync_ticket());
     double idle_us = (now() - t0) * 1e6 / IDLE;
-    double idle_calls = (double)all_calls() / IDLE;
+    double idle_calls = (double)cuEmuCallCountAll() / IDLE;
     double t[5];
     for (int r = 0; r < 5; r++) {
         uint64_t ticket = rz__sync_ticket();

@@ -375,21 +375,6 @@ Test(band, batched_and_per_band_scans_report_the_same) {
     free(batched);
 }
 
-static unsigned long long all_driver_calls(void) {
-    static const char *const names[] = {
-#define NAME(name, ret, params) #name,
-        RZCU_ENTRY_POINTS(NAME)
-#undef NAME
-#define VARIANT(variant, base) #variant,
-            RZCU_PER_THREAD_VARIANTS(VARIANT)
-#undef VARIANT
-    };
-    unsigned long long calls = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        calls += cuEmuCallCount(names[i]);
-    return calls;
-}
-
 Test(band, scan_and_poison_take_a_constant_number_of_driver_calls, .timeout = 120) {
     enum { N = 20000 };
     rz_devptr_t p;
@@ -399,21 +384,21 @@ Test(band, scan_and_poison_take_a_constant_number_of_driver_calls, .timeout = 12
     cr_assert_eq(rz_scan(), 0);
     /* Once per process: pin the staging, with the thread's capture mode relaxed around it (two exchanges). The
      * check kernel is off by default: no module is tried. */
-    cr_assert_leq(all_driver_calls(), 6, "a first scan of %d zones took %llu driver calls", N, all_driver_calls());
+    cr_assert_leq(cuEmuCallCountAll(), 6, "a first scan of %d zones took %llu driver calls", N, cuEmuCallCountAll());
     cr_assert_eq(cuEmuCallCount("cuMemHostRegister_v2"), 1, "the first scan pins its staging");
     cr_assert_eq(cuEmuCallCount("cuThreadExchangeStreamCaptureMode"), 2, "relaxed, then the mode back");
     cr_assert_eq(cuEmuCallCount("cuModuleLoadData"), 0);
     for (int round = 0; round < 3; round++) {
         cuEmuResetCallCounts();
         cr_assert_eq(rz_scan(), 0);
-        cr_assert_leq(all_driver_calls(), 3, "a scan of %d zones took %llu driver calls", N, all_driver_calls());
+        cr_assert_leq(cuEmuCallCountAll(), 3, "a scan of %d zones took %llu driver calls", N, cuEmuCallCountAll());
         cr_assert_eq(cuEmuCallCount("cuMemHostRegister_v2"), 0, "staging stays pinned");
         cr_assert_eq(cuEmuCallCount("cuThreadExchangeStreamCaptureMode"), 0, "no mode exchange per scan");
         cr_assert_eq(cuEmuCallCount("cuModuleLoadData"), 0, "the kernel is not tried again in this context");
     }
     cuEmuResetCallCounts();
     cr_assert_eq(rz_poison(0, N / 2), RZ_OK);
-    cr_assert_leq(all_driver_calls(), 4, "a poison of %d zones took %llu driver calls", N, all_driver_calls());
+    cr_assert_leq(cuEmuCallCountAll(), 4, "a poison of %d zones took %llu driver calls", N, cuEmuCallCountAll());
     cr_assert_eq(cuEmuCallCount("cuMemsetD8Async"), 0);
     cr_assert_eq(rz_scan(), 0);
 }

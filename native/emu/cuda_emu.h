@@ -153,6 +153,8 @@ int cuEmuIsEmulated(void);
 /* Calls of an exported driver entry point (exact exported name) since process start or the last reset;
  * 0 for an unknown name. */
 unsigned long long cuEmuCallCount(const char *entry_point);
+/* Calls of every exported driver entry point together, since process start or the last reset. */
+unsigned long long cuEmuCallCountAll(void);
 /* Sets every call count to 0. Pending CUDA_EMU_FAIL failures then count from here; pending
  * cuEmuInjectFailure ones keep their distance (nth = 1 still means the next call). */
 void cuEmuResetCallCounts(void);

@@ -347,6 +347,14 @@ unsigned long long cuEmuCallCount(const char *entry_point)
     return ep < 0 ? 0 : atomic_load(&call_counts[ep]);
 }
 
+unsigned long long cuEmuCallCountAll(void)
+{
+    unsigned long long n = 0;
+    for (int i = 0; i < EP_COUNT; i++)
+        n += atomic_load(&call_counts[i]);
+    return n;
+}
+
 void cuEmuResetCallCounts(void)
 {
     pthread_once(&config_once, read_config);

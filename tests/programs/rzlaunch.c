@@ -296,21 +296,6 @@ static void many(long n) {
     printf("rzlaunch: %ld launches\n", n);
 }
 
-/* Driver calls since the last reset, of every entry point (the emulated driver counts them). */
-#define NAME(name, ret, params) #name,
-#define VARIANT_NAME(variant, base) #variant,
-static const char *const g_names[] = {RZCU_ENTRY_POINTS(NAME) RZCU_PER_THREAD_VARIANTS(VARIANT_NAME)
-                                          CUDA_EMU_EXTRA_ENTRY_POINTS(NAME)};
-#undef NAME
-#undef VARIANT_NAME
-
-static unsigned long long all_calls(void) {
-    unsigned long long n = 0;
-    for (size_t i = 0; i < sizeof g_names / sizeof g_names[0]; i++)
-        n += cuEmuCallCount(g_names[i]);
-    return n;
-}
-
 /* LAUNCHES launches of f on s over b[0..3), with the driver calls they cost besides the launches. */
 static void calls_per_launch(rzcu_function f, rzcu_stream s, rzcu_deviceptr *b, const char *when) {
     enum { LAUNCHES = 20 };
@@ -321,7 +306,7 @@ static void calls_per_launch(rzcu_function f, rzcu_stream s, rzcu_deviceptr *b, 
         void *params[] = {&b[i % 3], &from, &to, &value};
         CHECK(cuLaunchKernel(f, 4, 1, 1, 64, 1, 1, 0, s, params, NULL));
     }
-    unsigned long long other = all_calls() - cuEmuCallCount("cuLaunchKernel");
+    unsigned long long other = cuEmuCallCountAll() - cuEmuCallCount("cuLaunchKernel");
     unsigned long long asked = cuEmuCallCount("cuStreamIsCapturing");
     CHECK(cuStreamSynchronize(s));
     printf("rzlaunch: %s: %.2f driver calls per launch, %.2f of them cuStreamIsCapturing\n", when,

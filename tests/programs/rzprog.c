@@ -312,22 +312,6 @@ static int mode_idlesync(void) {
     return 0;
 }
 
-/* Every driver call made so far, the program's and the preloaded library's (the emulated driver counts both). */
-static unsigned long long all_calls(void) {
-    static const char *const names[] = {
-#define NAME(name, ret, params) #name,
-        RZCU_ENTRY_POINTS(NAME)
-#undef NAME
-#define VARIANT(variant, base) #variant,
-        RZCU_PER_THREAD_VARIANTS(VARIANT)
-#undef VARIANT
-    };
-    unsigned long long n = 0;
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        n += cuEmuCallCount(names[i]);
-    return n;
-}
-
 static int mode_ctxsync(void) {
     enum { N = 100 };
     rzcu_deviceptr a[N], b[N];
@@ -345,14 +329,14 @@ static int mode_ctxsync(void) {
     printf("ctxsync: work in both contexts synchronised\n");
     cuEmuResetCallCounts();
     CHECK(cuCtxSynchronize());
-    printf("ctxsync: driver calls of an idle sync: %llu\n", all_calls());
+    printf("ctxsync: driver calls of an idle sync: %llu\n", cuEmuCallCountAll());
     cuEmuResetCallCounts();
     CHECK(cuMemsetD8_v2(a[1], 0, 64)); /* work in this context only */
-    unsigned long long memset_calls = all_calls();
+    unsigned long long memset_calls = cuEmuCallCountAll();
     CHECK(cuCtxSynchronize());
     printf("ctxsync: driver calls of a memset: %llu; of the sync after it: %llu, %llu batch copies, %llu context "
            "pushes, %llu stream queries\n",
-           memset_calls, all_calls() - memset_calls, cuEmuCallCount("cuMemcpyBatchAsync_v2"),
+           memset_calls, cuEmuCallCountAll() - memset_calls, cuEmuCallCount("cuMemcpyBatchAsync_v2"),
            cuEmuCallCount("cuCtxPushCurrent_v2"), cuEmuCallCount("cuStreamQuery"));
     for (int i = 0; i < N; i++)
         CHECK(cuMemFree_v2(a[i]));
