@@ -103,17 +103,27 @@ EMU_API rzcu_result cuEventRecord_ptsz(rzcu_event e, rzcu_stream s)
     return do_event_record(e, s, true);
 }
 
+/* The stream and position of the event's last record (s NULL: never recorded); 0 for a handle that is no event. */
+static int last_record(rzcu_event hevent, struct CUstream_st **s, uint64_t *seq)
+{
+    struct CUevent_st *e = event_from_handle(hevent);
+    if (!e)
+        return 0;
+    pthread_mutex_lock(&e->mu);
+    *s = e->s;
+    *seq = e->seq;
+    pthread_mutex_unlock(&e->mu);
+    return 1;
+}
+
 /* Waits for the work captured by the last record; an event never recorded has none (CUDA_SUCCESS at once). */
 EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
 {
     ENTER(cuEventSynchronize);
-    struct CUevent_st *e = event_from_handle(hevent);
-    if (!e)
+    struct CUstream_st *s;
+    uint64_t seq;
+    if (!last_record(hevent, &s, &seq))
         return RZCUDA_ERROR_INVALID_HANDLE;
-    pthread_mutex_lock(&e->mu);
-    struct CUstream_st *s = e->s;
-    uint64_t seq = e->seq;
-    pthread_mutex_unlock(&e->mu);
     if (s)
         emu_wait_seq(s, seq);
     return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
@@ -124,13 +134,10 @@ EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
 EMU_API rzcu_result cuEventQuery(rzcu_event hevent)
 {
     ENTER(cuEventQuery);
-    struct CUevent_st *e = event_from_handle(hevent);
-    if (!e)
+    struct CUstream_st *s;
+    uint64_t seq;
+    if (!last_record(hevent, &s, &seq))
         return RZCUDA_ERROR_INVALID_HANDLE;
-    pthread_mutex_lock(&e->mu);
-    struct CUstream_st *s = e->s;
-    uint64_t seq = e->seq;
-    pthread_mutex_unlock(&e->mu);
     if (s && emu_completed(s) < seq)
         return RZCUDA_ERROR_NOT_READY;
     return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
