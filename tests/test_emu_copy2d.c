@@ -188,7 +188,7 @@ Test(emu, copy3d_moves_slices_and_checks_its_fields)
     bad.srcLOD = 1;
     FAILS(cuMemcpy3D_v2(&bad), RZCUDA_ERROR_INVALID_VALUE);
     bad = c;
-    bad.reserved1 = &bad;
+    bad.dstContext = &bad; /* CUDA_MEMCPY3D reserved1: must be NULL */
     FAILS(cuMemcpy3D_v2(&bad), RZCUDA_ERROR_INVALID_VALUE);
     bad = c;
     bad.srcHeight = SH - 2; /* Height + srcY = 4 rows needed */

@@ -198,44 +198,15 @@ void cuEmuVmmUsage(cuda_emu_vmm_usage_t *usage);
  * cuda.h, the _v2 layout with size_t fields), and the memory types they name (CUmemorytype). The emulator
  * has no CUDA arrays: CUDA_EMU_MEMORYTYPE_ARRAY is refused (see docs/emulated-driver.md).
  */
-#define CUDA_EMU_MEMORYTYPE_HOST 0x1
-#define CUDA_EMU_MEMORYTYPE_DEVICE 0x2
-#define CUDA_EMU_MEMORYTYPE_ARRAY 0x3
-#define CUDA_EMU_MEMORYTYPE_UNIFIED 0x4
+#define CUDA_EMU_MEMORYTYPE_HOST RZCU_MEMORYTYPE_HOST
+#define CUDA_EMU_MEMORYTYPE_DEVICE RZCU_MEMORYTYPE_DEVICE
+#define CUDA_EMU_MEMORYTYPE_ARRAY RZCU_MEMORYTYPE_ARRAY
+#define CUDA_EMU_MEMORYTYPE_UNIFIED RZCU_MEMORYTYPE_UNIFIED
 
-typedef struct cuda_emu_memcpy2d {
-    size_t srcXInBytes, srcY;
-    unsigned int srcMemoryType;
-    const void *srcHost;
-    rzcu_deviceptr srcDevice;
-    void *srcArray;
-    size_t srcPitch;
-    size_t dstXInBytes, dstY;
-    unsigned int dstMemoryType;
-    void *dstHost;
-    rzcu_deviceptr dstDevice;
-    void *dstArray;
-    size_t dstPitch;
-    size_t WidthInBytes, Height;
-} cuda_emu_memcpy2d_t;
-
-typedef struct cuda_emu_memcpy3d {
-    size_t srcXInBytes, srcY, srcZ, srcLOD;
-    unsigned int srcMemoryType;
-    const void *srcHost;
-    rzcu_deviceptr srcDevice;
-    void *srcArray;
-    void *reserved0; /* must be NULL */
-    size_t srcPitch, srcHeight;
-    size_t dstXInBytes, dstY, dstZ, dstLOD;
-    unsigned int dstMemoryType;
-    void *dstHost;
-    rzcu_deviceptr dstDevice;
-    void *dstArray;
-    void *reserved1; /* must be NULL */
-    size_t dstPitch, dstHeight;
-    size_t WidthInBytes, Height, Depth;
-} cuda_emu_memcpy3d_t;
+/* cu.h's descriptors (their layout checked against cuda.h by cu_check.c); reserved0/1 are srcContext and
+ * dstContext there, and must be NULL. */
+typedef rzcu_memcpy2d cuda_emu_memcpy2d_t;
+typedef rzcu_memcpy3d cuda_emu_memcpy3d_t;
 
 /* CUipcMemHandle: 64 opaque bytes, passed by value (cu.h's type, which libredzone's wrappers take). */
 typedef rzcu_ipc_mem_handle cuda_emu_ipc_mem_handle_t;

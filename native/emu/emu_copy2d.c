@@ -132,10 +132,10 @@ static rzcu_result copy_3d(const cuda_emu_memcpy3d_t *p, bool async, rzcu_stream
         return RZCUDA_ERROR_INVALID_VALUE;
     struct side src = {p->srcMemoryType, p->srcMemoryType == CUDA_EMU_MEMORYTYPE_HOST ? (uintptr_t)p->srcHost
                                                                                     : (uintptr_t)p->srcDevice,
-                       p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight, p->srcLOD, p->reserved0};
+                       p->srcXInBytes, p->srcY, p->srcZ, p->srcPitch, p->srcHeight, p->srcLOD, p->srcContext};
     struct side dst = {p->dstMemoryType, p->dstMemoryType == CUDA_EMU_MEMORYTYPE_HOST ? (uintptr_t)p->dstHost
                                                                                     : (uintptr_t)p->dstDevice,
-                       p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight, p->dstLOD, p->reserved1};
+                       p->dstXInBytes, p->dstY, p->dstZ, p->dstPitch, p->dstHeight, p->dstLOD, p->dstContext};
     return do_copy_box(&src, &dst, p->WidthInBytes, p->Height, p->Depth, true, async, s, per_thread);
 }
 
