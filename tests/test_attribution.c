@@ -7,6 +7,7 @@
  * does) and counts what it costs: driver calls per launch, and no host wait.
  */
 #include "rz_test.h"
+#include "rz_launch.h"
 #include "spawn.h"
 
 /* ---- programs under the preloaded library ------------------------------------------------------------ */
@@ -382,4 +383,108 @@ Test(launch_calls, queued_not_waited_for_outside_a_debugger) {
     cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
     rz__launch_checks(); /* what the interposed synchronisation does after it returns */
     cr_assert_eq(violations(), 1);
+}
+
+Test(launch_calls, a_zone_allocated_during_a_launch_call_is_checked_once_its_band_is_written) {
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    rz_devptr_t a, b;
+    cr_assert_eq(rz_mem_alloc(&a, 64), RZCUDA_SUCCESS);
+    /* Another thread allocates (through the hooks: its band waits for the next install) while this launch is
+     * in the driver, before its check takes the context's bands. */
+    rz_launch_call_t call = {.kind = RZ_LAUNCH_KERNEL, .f = g_poke, .grid = {1, 1, 1}, .block = {1, 1, 1}, .stream = s};
+    unsigned long long at = 0;
+    void *params[] = {&a, &at};
+    struct rz_check *c = rz__launch_pre(&call);
+    rzcu_result r = cuLaunchKernel(g_poke, 1, 1, 1, 1, 1, 1, 0, s, params, NULL);
+    cr_assert_eq(r, RZCUDA_SUCCESS);
+    rz_alloc_req_t hooked = {.kind = RZ_ALLOC_PLAIN, .interposed = 1};
+    cr_assert_eq(rz__alloc(&b, 100, &hooked), RZCUDA_SUCCESS);
+    rz__launch_post(c, &call, r);
+    /* The next launch writes the waiting band first (as every interposed launch does), then overruns it. */
+    rz__bands_install();
+    launch_poke(s, b, 100);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    rz__launch_checks();
+    cr_assert_eq(violations(), 1, "the launch right after the install checks the new band");
+    char *log = rzt_read_log(g_log);
+    cr_assert(strstr(log, "REDZONE VIOLATION alloc#1 user_bytes=100 pad=64 : bytes [0..=0] past the end were written "
+                          "(1 of 64 pad bytes changed), first bad value 0x42\n  written by kernel poke (launch #2,"),
+              "%s", log);
+    free(log);
+}
+
+/* ---- judging: checks complete out of order across streams, and a copy may overlap the writing kernel ---- */
+/* Judge a check of launch #launch, begun at `begin`, that saw the back band of zone p as `band` (what
+ * launch_check.c hands attribution.c once the check's copy completed). */
+static void judge_seen(rz_devptr_t p, uint64_t begin, uint64_t launch, const uint8_t *band) {
+    rz__registry_lock();
+    const rz_zone_node_t *z = rz__registry_find(p);
+    cr_assert(z != NULL && z->pad_bytes == 64);
+    rz_band_meta_t m = {.ptr = z->ptr, .user_bytes = z->user_bytes, .index = z->index, .bytes = z->pad_bytes,
+                        .pad_bytes = z->pad_bytes, .expected = z->expected, .flags = z->flags};
+    rzcu_deviceptr src = z->ptr + z->user_bytes;
+    size_t size = m.bytes, off = 0;
+    rz_layout_t l = {.n = 1, .bytes = 64, .srcs = &src, .sizes = &size, .offs = &off, .meta = &m, .ctx = z->ctx};
+    uint8_t copy[64];
+    memcpy(copy, band, sizeof copy);
+    rz_staging_buf_t st = {.p = copy, .size = sizeof copy};
+    rz_check_t c = {.begin = begin, .launch = launch, .ctx = z->ctx, .kind = RZ_LAUNCH_KERNEL, .layout = &l,
+                    .st = &st, .grid = {1, 1, 1}, .block = {1, 1, 1}, .name = "poke"};
+    rz__attrib_judge_locked(&c);
+    rz__registry_unlock();
+}
+
+/* Zone p's back band with bytes [from, to) set to value. */
+static const uint8_t *band_with(rz_devptr_t p, unsigned from, unsigned to, uint8_t value) {
+    static uint8_t band[64];
+    rz__registry_lock();
+    memset(band, rz__registry_find(p)->expected, sizeof band);
+    rz__registry_unlock();
+    memset(band + from, value, to - from);
+    return band;
+}
+
+Test(launch_calls, a_check_copied_before_an_older_write_back_reports_nothing_again) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    uint64_t before = rz__launch_begun(); /* the write-backs below come after every launch begun so far */
+    judge_seen(p, before, 1, band_with(p, 0, 8, 0x43));
+    cr_assert_eq(violations(), 1);
+    rz__launch_checks(); /* written back */
+    judge_seen(p, before + 1, 3, band_with(p, 0, 8, 0x45)); /* begun after: a new write */
+    cr_assert_eq(violations(), 2);
+    /* Another stream's check, begun before the first write-back, completes only now: it saw the first write. */
+    judge_seen(p, before, 2, band_with(p, 0, 8, 0x43));
+    cr_assert_eq(violations(), 2, "the first write, seen by a copy made before it was written back");
+    /* The same bytes seen by a check begun after that write-back: written again. */
+    judge_seen(p, before + 1, 4, band_with(p, 0, 8, 0x43));
+    cr_assert_eq(violations(), 3);
+}
+
+Test(launch_calls, a_copy_that_saw_part_of_a_write_then_more_of_it_reports_it_once) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    uint64_t before = rz__launch_begun();
+    judge_seen(p, before, 1, band_with(p, 0, 2, 0x40)); /* copied while the kernel was writing */
+    cr_assert_eq(violations(), 1);
+    judge_seen(p, before, 2, band_with(p, 0, 8, 0x40)); /* the whole write */
+    cr_assert_eq(violations(), 1, "more of the same write");
+    char *log = rzt_read_log(g_log);
+    cr_assert(strstr(log, "REDZONE VIOLATION alloc#0 user_bytes=100 pad=64 : bytes [0..=1] past the end were written "
+                          "(2 of 64 pad bytes changed), first bad value 0x40\n"),
+              "%s", log);
+    cr_assert(strstr(log, "\nredzone: more of alloc#0's reported write seen by launch #2: bytes [0..=7] past the end "
+                          "(8 of 64 pad bytes changed)\n"),
+              "%s", log);
+    free(log);
+    judge_seen(p, before, 3, band_with(p, 2, 5, 0x40)); /* a part of it, copied earlier */
+    cr_assert_eq(violations(), 1);
+    judge_seen(p, before, 4, band_with(p, 0, 8, 0x41)); /* other values over those bytes: another write */
+    cr_assert_eq(violations(), 2);
+    judge_seen(p, before, 5, band_with(p, 32, 34, 0x40)); /* the same value, no byte in common: another write */
+    cr_assert_eq(violations(), 3);
+    rz__launch_checks(); /* all written back, the grown record with them */
+    judge_seen(p, before + 1, 6, band_with(p, 0, 8, 0x40)); /* begun after the write-back: written again */
+    cr_assert_eq(violations(), 4);
 }

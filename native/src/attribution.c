@@ -11,8 +11,17 @@
  * Why records: a host function may make no driver call, so a reported band is written back later, by the
  * next program thread that enters the library (a launch, a synchronisation, a scan). Until then every later
  * check still sees the same changed bytes, and a check whose copy was queued before the write-back may see
- * them after it: neither is a new write. Each reported band keeps its changed bytes and, once written back,
- * the begin counter then: a check of a launch begun before that which sees the same bytes saw the old write.
+ * them after it: neither is a new write. Each report keeps the changed bytes and, once written back, the
+ * begin counter then; a band keeps several (checks complete out of order across streams, so one queued before
+ * an older write-back may be judged after a newer report). A check whose copy may come before a record's
+ * write-back (begun before it, or not written back yet) and that sees only bytes of that record saw the
+ * reported write. A copy may also overlap the writing kernel (another stream's) and see part of a write: a
+ * later view that agrees with the record where both changed and shows more is that write seen further on,
+ * noted on one line (no second violation):
+ *
+ *   redzone: more of alloc#<n>'s reported write seen by launch #<m>: bytes [a..=b] past the end (k of P pad
+ *   bytes changed)
+ *
  * A scan's or free-time check's reports are recorded too (their write-back time is known once the scan is
  * over), so a launch check does not report again what they reported.
  */
@@ -43,25 +52,24 @@ static RZ_TLS rz_check_t *t_judging; /* the check being judged on this thread (i
 
 int rz__attrib_refill_wanted(void) { return atomic_load_explicit(&g_refill_wanted, memory_order_relaxed); }
 
-static struct record *rec_find(uint64_t index, int front) {
-    for (int i = 0; i < RECORDS; i++)
-        if (g_rec[i].used && g_rec[i].index == index && g_rec[i].front == front)
-            return &g_rec[i];
-    return NULL;
-}
-
 static void rec_clear(struct record *r) {
     free(r->content);
     memset(r, 0, sizeof *r);
 }
 
-/* A slot for a new record: a free one, else the oldest written back, else the oldest. */
-static struct record *rec_slot(void) {
+/* A slot for a new record: a free one, else one no check can still need (written back before every check
+ * not judged yet began), else the oldest written back, else the oldest. */
+static struct record *rec_slot(uint64_t oldest) {
+    for (int i = 0; i < RECORDS; i++)
+        if (!g_rec[i].used)
+            return &g_rec[i];
     struct record *best = NULL;
     for (int i = 0; i < RECORDS; i++) {
         struct record *r = &g_rec[i];
-        if (!r->used)
-            return r;
+        if (r->refilled_at != 0 && r->refilled_at != REFILLED_BY_SCAN && r->refilled_at <= oldest) {
+            best = r;
+            break;
+        }
         int done = r->refilled_at != 0;
         if (best == NULL || (done && best->refilled_at == 0) ||
             (done == (best->refilled_at != 0) && r->age < best->age))
@@ -71,31 +79,97 @@ static struct record *rec_slot(void) {
     return best;
 }
 
-static void rec_set(uint64_t index, uint64_t ptr, int front, const uint8_t *band, uint64_t bytes,
-                    uint64_t refilled_at) {
-    struct record *r = rec_find(index, front);
-    if (r == NULL)
-        r = rec_slot();
+/* Record a reported band (refilled_at: 0, or REFILLED_BY_SCAN); oldest: rz__launch_oldest_unjudged() or
+ * below. */
+static void rec_add(uint64_t index, uint64_t ptr, int front, const uint8_t *band, uint64_t bytes,
+                    uint64_t refilled_at, uint64_t oldest) {
     uint8_t *copy = bytes <= UINT32_MAX ? malloc(bytes ? bytes : 1) : NULL;
-    if (copy == NULL) {
-        rec_clear(r); /* no memory: this band may be reported again */
-        return;
-    }
+    if (copy == NULL)
+        return; /* no memory: this band may be reported again */
     memcpy(copy, band, bytes);
-    free(r->content);
+    struct record *r = NULL;
+    for (int i = 0; i < RECORDS && r == NULL; i++)
+        if (g_rec[i].used && g_rec[i].index == index && g_rec[i].front == front && g_rec[i].bytes == bytes &&
+            memcmp(g_rec[i].content, band, bytes) == 0)
+            r = &g_rec[i]; /* the same bytes reported again (a new write of them): one record */
+    if (r)
+        rec_clear(r);
+    else
+        r = rec_slot(oldest);
     *r = (struct record){.used = 1, .front = (uint8_t)front, .content = copy, .bytes = (uint32_t)bytes,
                          .index = index, .ptr = ptr, .refilled_at = refilled_at, .age = ++g_age};
     if (refilled_at == 0)
         atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
 }
 
-/* Whether a check of a launch begun at `begin` that sees `band` saw only what r already reported. */
-static int stale(const struct record *r, uint64_t begin, const uint8_t *band, uint32_t bytes) {
-    if (r->bytes != bytes || memcmp(r->content, band, bytes) != 0)
-        return 0; /* changed again since: a new write */
-    if (r->refilled_at == 0 || r->refilled_at == REFILLED_BY_SCAN)
-        return 1; /* not written back yet (or just now, by a scan) */
-    return begin < r->refilled_at; /* its copy may have been made before the write-back */
+enum seen { SEEN_NEW, SEEN_BEFORE, SEEN_MORE };
+
+/* How a band as a check saw it relates to what r reported, when the check's copy may have come before r's
+ * write-back: only bytes r reported, as it reported them (that write, seen again or in part); those and
+ * more, agreeing where both changed (that write seen further on); else a new write. */
+static enum seen relate(const struct record *r, const uint8_t *band, uint32_t bytes, uint8_t expected) {
+    if (r->bytes != bytes)
+        return SEEN_NEW;
+    int more = 0;
+    for (uint32_t i = 0; i < bytes; i++) {
+        if (band[i] == expected)
+            continue;
+        if (r->content[i] == expected)
+            more = 1;
+        else if (r->content[i] != band[i])
+            return SEEN_NEW;
+    }
+    return more ? SEEN_MORE : SEEN_BEFORE;
+}
+
+/* Whether a check of a launch begun at `begin` may have copied the band before r was written back. */
+static int copied_before(const struct record *r, uint64_t begin) {
+    return r->refilled_at == 0 || r->refilled_at == REFILLED_BY_SCAN || begin < r->refilled_at;
+}
+
+/* The band of zone `index` (front or not) as a copy saw it: SEEN_BEFORE when a record covers it; else
+ * SEEN_MORE with *more the record it extends (one sharing a changed byte with it); else SEEN_NEW. begin: the
+ * check's begin counter; any_time: the copy may come before every write-back (free-time checks). */
+static enum seen seen_before(uint64_t index, int front, uint64_t begin, int any_time, const uint8_t *band,
+                             uint32_t bytes, uint8_t expected, struct record **more) {
+    enum seen seen = SEEN_NEW;
+    for (int i = 0; i < RECORDS; i++) {
+        struct record *r = &g_rec[i];
+        if (!r->used || r->index != index || r->front != front || (!any_time && !copied_before(r, begin)))
+            continue;
+        enum seen how = relate(r, band, bytes, expected);
+        if (how == SEEN_BEFORE)
+            return SEEN_BEFORE;
+        if (how == SEEN_MORE && seen == SEEN_NEW) {
+            int shared = 0;
+            for (uint32_t k = 0; k < bytes && !shared; k++)
+                shared = band[k] != expected && r->content[k] == band[k];
+            if (shared) {
+                seen = SEEN_MORE;
+                *more = r;
+            }
+        }
+    }
+    return seen;
+}
+
+/* The same write, seen further on: the record grows to it (and is written back again, the new bytes with it),
+ * and one line says so. */
+static void note_more(struct record *r, const uint8_t *band, const rz_band_meta_t *m, const char *by) {
+    for (uint32_t i = 0; i < r->bytes; i++)
+        if (band[i] != m->expected)
+            r->content[i] = band[i];
+    r->refilled_at = 0;
+    atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
+    rz_zone_node_t n = {.ptr = m->ptr, .user_bytes = m->user_bytes, .index = m->index, .expected = m->expected};
+    rz_violation_t v;
+    if (!rz__band_violation(&n, r->content, r->bytes, r->front, &v))
+        return;
+    rz__log("redzone: more of alloc#%llu's reported write seen %s: bytes [%s%llu..=%s%llu] %s (%llu of %llu %s bytes "
+            "changed)",
+            (unsigned long long)v.index, by, v.front ? "-" : "", (unsigned long long)v.first, v.front ? "-" : "",
+            (unsigned long long)v.last, v.front ? "before the start" : "past the end", (unsigned long long)v.changed,
+            (unsigned long long)v.pad_bytes, v.front ? "front" : "pad");
 }
 
 static int band_clean(const uint8_t *b, uint32_t bytes, uint8_t expected) {
@@ -119,10 +193,18 @@ void rz__attrib_judge_locked(rz_check_t *c) {
         /* Re-filled by a poison window since the layout was made: the copy may have raced with the fill. */
         if (live && (!rz__zone_watched(z) || z->expected != m->expected))
             continue;
-        struct record *r = rec_find(m->index, m->front);
-        if (r && stale(r, c->begin, band, m->bytes))
+        struct record *more = NULL;
+        enum seen seen = seen_before(m->index, m->front, c->begin, 0, band, m->bytes, m->expected, &more);
+        if (seen == SEEN_BEFORE)
             continue;
-        rec_set(m->index, m->ptr, m->front, band, m->bytes, 0);
+        if (seen == SEEN_MORE) {
+            char by[48];
+            snprintf(by, sizeof by, "by launch #%llu", (unsigned long long)c->launch);
+            note_more(more, band, m, by);
+            continue;
+        }
+        uint64_t oldest = rz__launch_oldest_unjudged();
+        rec_add(m->index, m->ptr, m->front, band, m->bytes, 0, oldest < c->begin ? oldest : c->begin);
         rz_zone_node_t gone = {.ptr = m->ptr, .user_bytes = m->user_bytes, .index = m->index, .ctx = c->ctx,
                                .pad_bytes = m->pad_bytes, .expected = m->expected, .front_units = m->front_units};
         rz_zone_node_t *node = live ? z : &gone;
@@ -168,7 +250,7 @@ int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         /* A scan or a free-time check reported it and writes it back itself: launch checks in flight whose
          * copy came before that must not report it again. */
         if (rz__options()->scan & RZ_SCAN_LAUNCH)
-            rec_set(z->index, z->ptr, front, band, bytes, REFILLED_BY_SCAN);
+            rec_add(z->index, z->ptr, front, band, bytes, REFILLED_BY_SCAN, rz__launch_oldest_unjudged());
         return 0;
     }
     const char *tail = c->nframes ? ", launched at:" : "";
@@ -192,17 +274,20 @@ int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band) {
         const uint8_t *b = front ? band + z->pad_bytes : band;
         if (band_clean(b, bytes, z->expected))
             continue;
-        struct record *r = rec_find(z->index, front);
-        if (r && r->bytes == bytes && memcmp(r->content, b, bytes) == 0)
-            reported = 1;
-        else
+        struct record *more = NULL;
+        enum seen seen = seen_before(z->index, front, 0, 1, b, bytes, z->expected, &more);
+        if (seen == SEEN_MORE) {
+            rz_band_meta_t m = {.ptr = z->ptr, .user_bytes = z->user_bytes, .index = z->index, .expected = z->expected};
+            note_more(more, b, &m, "at its free");
+        }
+        if (seen == SEEN_NEW)
             fresh = 1;
+        else
+            reported = 1;
     }
-    for (int front = 0; front <= 1; front++) {
-        struct record *r = rec_find(z->index, front);
-        if (r)
-            rec_clear(r); /* the zone is gone */
-    }
+    for (int i = 0; i < RECORDS; i++)
+        if (g_rec[i].used && g_rec[i].index == z->index)
+            rec_clear(&g_rec[i]); /* the zone is gone */
     return reported && !fresh;
 }
 
@@ -228,6 +313,11 @@ void rz__attrib_refill_locked(void) {
         }
         if (r->refilled_at != 0)
             continue;
+        size_t same = 0;
+        while (same < n && !(of[same]->index == r->index && of[same]->front == r->front))
+            same++;
+        if (same < n)
+            continue; /* another record of a band already taken: written back once (below) */
         rz_zone_node_t *z = rz__registry_find(r->ptr);
         if (z == NULL || z->index != r->index || !rz__zone_watched(z)) {
             rec_clear(r); /* freed since: nothing to write back */
@@ -243,14 +333,21 @@ void rz__attrib_refill_locked(void) {
     rzcu_result e = rz__dev_write(io, n);
     /* Launches begun from now on are copied after the write-back. */
     uint64_t now = rz__launch_begun() + 1;
-    for (size_t i = 0; i < n; i++) {
-        if (io[i].failed) {
-            rec_clear(of[i]);
+    for (int k = 0; k < RECORDS; k++) {
+        struct record *r = &g_rec[k];
+        if (!r->used || r->refilled_at != 0)
             continue;
-        }
-        of[i]->refilled_at = now;
-        rz__record_page_reset(io[i].bytes);
+        size_t i = 0;
+        while (i < n && !(of[i]->index == r->index && of[i]->front == r->front))
+            i++;
+        if (i == n || io[i].failed)
+            rec_clear(r); /* not written back: reported again if seen again */
+        else
+            r->refilled_at = now;
     }
+    for (size_t i = 0; i < n; i++)
+        if (!io[i].failed)
+            rz__record_page_reset(io[i].bytes);
     if (e != RZCUDA_SUCCESS)
         rz__warn("launch checks: writing back %zu reported bands failed with %s", n, rz__cu_name(e));
 }

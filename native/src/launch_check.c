@@ -52,6 +52,17 @@ static _Atomic int g_sync_mode = -1;        /* rz__launch_set_sync */
 
 uint64_t rz__launch_begun(void) { return atomic_load_explicit(&g_begun, memory_order_acquire); }
 
+uint64_t rz__launch_oldest_unjudged(void) {
+    pthread_mutex_lock(&g_flight_lock);
+    uint64_t oldest = atomic_load_explicit(&g_begun, memory_order_acquire) + 1; /* the next launch's */
+    for (const rz_check_t *c = g_flight; c; c = c->next)
+        oldest = c->begin < oldest ? c->begin : oldest;
+    for (const rz_check_t *c = g_done; c; c = c->qnext)
+        oldest = c->begin < oldest ? c->begin : oldest;
+    pthread_mutex_unlock(&g_flight_lock);
+    return oldest;
+}
+
 void rz__launch_set_sync(int mode) { atomic_store(&g_sync_mode, mode); }
 
 /* Whether a ptrace tracer (gdb, cuda-gdb) is attached: /proc/self/status, read at most once a second. */
@@ -134,6 +145,10 @@ static rz_layout_t *layout_build_locked(void *ctx) {
     for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
         if ((z->flags & RZ_ZONE_FILLING) && z->ctx == ctx && !rz__zone_filled(z))
             partial = 1; /* asks the fill's event (clearing the mark when done); left out until it is */
+        /* Allocated by another thread since this launch installed the waiting bands: its band is written by
+         * the next install, which changes no sequence number, so this layout must not be kept past it. */
+        if ((z->flags & RZ_ZONE_PENDING) && (z->ctx == ctx || z->ctx == NULL))
+            partial = 1;
         if (band_ready(z, ctx))
             n += z->front_units ? 2 : 1;
     }
@@ -169,7 +184,7 @@ static rz_layout_t *layout_build_locked(void *ctx) {
     }
     l->n = k;
     l->bytes = bytes;
-    l->partial = partial; /* made again at the next launch, when those fills may be done */
+    l->partial = partial; /* made again at the next launch, when those bands may be ready */
     l->ctx = ctx;
     l->seq = atomic_load_explicit(&RZ_STATE.seq, memory_order_acquire);
     l->poison_active = RZ_STATE.poison_active;

@@ -35,7 +35,7 @@ typedef struct rz_layout {
     uint64_t seq;         /* RZ_STATE.seq when made */
     uint64_t poison_lo, poison_hi;
     uint8_t poison_active;
-    uint8_t partial;      /* zones were left out whose stream-ordered fill was still queued */
+    uint8_t partial;      /* zones were left out: a stream-ordered fill still queued, a band not yet installed */
     size_t n;             /* bands */
     size_t bytes;         /* staging bytes */
     rzcu_deviceptr *srcs; /* band addresses */
@@ -94,6 +94,9 @@ typedef struct rz_check {
 void rz__check_release(rz_check_t *c);
 /* The launch ring's number of the begin counter's current value (attribution.c: refill bookkeeping). */
 uint64_t rz__launch_begun(void);
+/* The smallest begin counter of a launch whose check is not judged yet (in flight or completed), or the next
+ * launch's: a band written back at a counter at or below it can no longer be seen unwritten by any check. */
+uint64_t rz__launch_oldest_unjudged(void);
 
 /* attribution.c, registry lock held: judge one completed check (reports with its launch named). */
 void rz__attrib_judge_locked(rz_check_t *c);
