@@ -685,3 +685,51 @@ Test(emu_real, another_threads_global_capture_prohibits_a_global_thread_only) {
     OK(alloc_beside(MODE_RELAXED, MODE_GLOBAL, &end));
     OK(end);
 }
+
+/* cuStreamEndCapture on a thread that did not begin the capture: the driver's rule for every mode but RELAXED. */
+struct ender {
+    rzcu_context ctx;
+    rzcu_stream s;
+    rzcu_result r;
+    struct CUgraph_st *graph;
+};
+
+static void *end_elsewhere(void *arg) {
+    struct ender *e = arg;
+    cuCtxSetCurrent(e->ctx);
+    e->r = cuStreamEndCapture(e->s, &e->graph);
+    return NULL;
+}
+
+static rzcu_result end_on_another_thread(rzcu_stream s, struct CUgraph_st **graph) {
+    struct ender e = {.ctx = primary_current(), .s = s};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, end_elsewhere, &e), 0);
+    pthread_join(t, NULL);
+    *graph = e.graph;
+    return e.r;
+}
+
+Test(emu_real, only_the_beginning_thread_ends_a_capture_unless_relaxed) {
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    struct CUgraph_st *graph = NULL;
+    for (rzcu_capture_mode mode = MODE_GLOBAL; mode <= MODE_THREAD_LOCAL; mode++) {
+        OK(cuStreamBeginCapture_v2(s, mode));
+        FAILS(end_on_another_thread(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+        cr_assert_null(graph);
+        rzcu_capture_status st = 0;
+        OK(cuStreamIsCapturing(s, &st));
+        cr_assert_eq(st, 1, "the capture goes on");
+        OK(cuStreamEndCapture(s, &graph));
+        cr_assert_not_null(graph);
+        OK(cuGraphDestroy(graph));
+        graph = NULL;
+    }
+    OK(cuStreamBeginCapture_v2(s, MODE_RELAXED));
+    OK(end_on_another_thread(s, &graph));
+    cr_assert_not_null(graph);
+    OK(cuGraphDestroy(graph));
+    OK(cuStreamDestroy_v2(s));
+}

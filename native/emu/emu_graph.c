@@ -28,7 +28,9 @@
  * exchanged), each capture the mode it was begun with and its beginning thread. A thread whose mode is not
  * RELAXED is prohibited from potentially unsafe calls while it has a capture of its own not begun RELAXED, or,
  * in GLOBAL mode, while any other thread has one begun GLOBAL; such a call fails with
- * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates those captures (emu_capture_unsafe_call). The
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates those captures (emu_capture_unsafe_call). A capture
+ * not begun RELAXED is ended only by its beginning thread: cuStreamEndCapture on another thread is
+ * CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, and the capture goes on. The
  * emulator's set of unsafe calls: the allocation family the documentation names (cuMemAlloc, AllocPitch,
  * AllocManaged, AllocHost, HostAlloc, HostRegister, Free, FreeHost, HostUnregister; not the stream-ordered
  * cuMemAllocAsync/FreeAsync, which are captured). The legacy stream
@@ -515,6 +517,11 @@ static rzcu_result end_capture(rzcu_stream hstream, struct CUgraph_st **pgraph, 
     CHECK(user_stream(hstream, per_thread, &s));
     pthread_mutex_lock(&s->mu);
     int state = atomic_load(&s->capture);
+    if (state && s->capture_mode != RZCU_STREAM_CAPTURE_MODE_RELAXED &&
+        !pthread_equal(s->capture_thread, pthread_self())) {
+        pthread_mutex_unlock(&s->mu);
+        return RZCUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD; /* only its own thread ends it; it goes on */
+    }
     struct CUgraph_st *graph = s->graph_handle;
     if (state && s->capture_mode != RZCU_STREAM_CAPTURE_MODE_RELAXED)
         atomic_fetch_sub(&strict_captures, 1);

@@ -73,6 +73,7 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)        \
     X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)        \
     X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, 906)           \
+    X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, 908)       \
     X(CUDA_ERROR_UNKNOWN, 999)
 
 enum {
