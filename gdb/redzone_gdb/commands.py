@@ -49,7 +49,7 @@ SUBCOMMANDS = f"""redzone subcommands (help redzone SUBCOMMAND for each):
   violations [--json]           the last scan's violations
   stats [--json] (counters)     the mapping counters
   status                        library, options, method, debugger
-  break on|off                  stop where the library finds a violation or refuses a copy
+  break on|off                  stop where the library finds a violation or refuses a copy or free
 settings: set/show redzone {SETTING_NAMES}"""
 
 
@@ -370,7 +370,8 @@ def _cpu_note():
 # ---- break on violation or refused copy -----------------------------------------------------------------
 class HookBreakpoint(gdb.Breakpoint):
     """Stops at one of the library's debugger hooks (stops.HOOKS): a violation it reports on its own (free,
-    sync, exit, launch checks), or a copy or memset it refuses for running outside its buffer."""
+    sync, exit, launch checks), or a copy or memset it refuses for running outside its buffer (or a free of
+    a pointer into a front band)."""
 
     def __init__(self, hook):
         super().__init__(hook.symbol, internal=True)
@@ -421,7 +422,7 @@ def _select_program_frame(kind, how):
 
 class BreakCommand(gdb.Command):
     """Stop when the library reports a violation by itself (at free, sync, exit or after a launch), or
-refuses a copy or memset that runs outside its buffer.
+refuses a copy or memset that runs outside its buffer, or a free of a pointer into a front band.
 
 Usage: redzone break on|off
 

@@ -3,8 +3,9 @@ data and text, no gdb (tested with pytest, tests/python/test_stops.py).
 
 __redzone_violation(const rz_violation_t *violation): a band found changed (free, sync, exit, launch
 checks), called with the registry released. __redzone_refused(const rz_refusal_t *refusal): a copy or memset
-refused for running outside its buffer (`copy past the end of alloc#N`), called before the program's call
-returns CUDA_ERROR_INVALID_VALUE, with no lock of the library held."""
+refused for running outside its buffer (`copy past the end of alloc#N`), or a free of a pointer into a front
+band (`bad free`), called before the program's call returns CUDA_ERROR_INVALID_VALUE, with no lock of the
+library held."""
 from collections import namedtuple
 
 # kind: the name the plugin uses; symbol: the hook; argument: its parameter's name (the record, read
@@ -15,13 +16,13 @@ VIOLATION = Hook("violation", "__redzone_violation", "violation", "violation")
 REFUSAL = Hook("refusal", "__redzone_refused", "refusal", "refusal")
 HOOKS = (VIOLATION, REFUSAL)
 
-# rz_refusal_t.how (redzone.h): RZ_REFUSED_READ, RZ_REFUSED_WRITTEN, RZ_REFUSED_SET.
-_REFUSED_CALL = {0: "copy", 1: "copy", 2: "memset"}
+# rz_refusal_t.how (redzone.h): RZ_REFUSED_READ, RZ_REFUSED_WRITTEN, RZ_REFUSED_SET, RZ_REFUSED_FREE.
+_REFUSED_CALL = {0: "copy", 1: "copy", 2: "memset", 3: "free"}
 
 
 def refused_call(how):
-    """'copy' or 'memset' for a refusal record's `how` (None, unread: 'copy or memset')."""
-    return _REFUSED_CALL.get(how, "copy or memset")
+    """'copy', 'memset' or 'free' for a refusal record's `how` (None, unread: 'copy, memset or free')."""
+    return _REFUSED_CALL.get(how, "copy, memset or free")
 
 
 def holds_registry(kind):
@@ -43,8 +44,12 @@ def stop_sentence(kind, frame=None, how=None):
         return (f"{head}; frame #{level}, {name or '??'}{where}, the program's call that led to it, is selected "
                 "(`bt` shows the whole host stack, `frame 0` the library's report call)")
     call = refused_call(how)
-    head = (f"redzone: stopped at a refused {call}: it runs outside its buffer, so nothing is "
-            f"{'set' if call == 'memset' else 'copied'} and the call returns CUDA_ERROR_INVALID_VALUE, as "
+    if call == "free":
+        what = "its pointer is in a front band, before the buffer's start, so nothing is freed"
+    else:
+        done = {"copy": "copied", "memset": "set"}.get(call, "done")
+        what = f"it runs outside its buffer, so nothing is {done}"
+    head = (f"redzone: stopped at a refused {call}: {what} and the call returns CUDA_ERROR_INVALID_VALUE, as "
             "without redzone, when the program goes on")
     if frame is None:
         return f"{head}; `bt` shows the host stack"

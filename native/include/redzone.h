@@ -152,13 +152,15 @@ typedef struct rz_violation {
 /* Called once per violated zone found by a scan, before the zone is re-filled. Break here in a debugger. */
 RZ_API void __redzone_violation(const rz_violation_t *violation);
 
-/* rz_refusal_t.how: the side of the call that leaves its buffer. */
-enum { RZ_REFUSED_READ = 0, RZ_REFUSED_WRITTEN = 1, RZ_REFUSED_SET = 2 };
+/* rz_refusal_t.how: the side of the call that leaves its buffer, or a free of a pointer in a front band. */
+enum { RZ_REFUSED_READ = 0, RZ_REFUSED_WRITTEN = 1, RZ_REFUSED_SET = 2, RZ_REFUSED_FREE = 3 };
 
 /*
  * Fixed-layout record of one copy or memset refused for leaving its buffer (the `copy past the end of
- * alloc#N` line), passed to __redzone_refused() so a debugger can break there and read it. Offsets are
- * pinned by _Static_assert in the library.
+ * alloc#N` line), or of a free refused for pointing into a front band (the `bad free` line: how is
+ * RZ_REFUSED_FREE, addr the pointer given, bytes 0, first and last its distance before the start, negative),
+ * passed to __redzone_refused() so a debugger can break there and read it. Offsets are pinned by
+ * _Static_assert in the library.
  */
 typedef struct rz_refusal {
     uint64_t index;       /* creation index of the allocation the range starts in (its buffer or a band) */
@@ -169,12 +171,12 @@ typedef struct rz_refusal {
     int64_t first;        /* the bytes outside the buffer, as the line gives them: offsets from its end (>= 0), */
     int64_t last;         /* or, before its start, negative distances back from it (the farthest first) */
     int32_t result;       /* the CUresult the program gets (CUDA_ERROR_INVALID_VALUE, 1), the driver not called */
-    uint8_t how;          /* RZ_REFUSED_READ (a copy's source), _WRITTEN (its destination), _SET (a memset) */
+    uint8_t how;          /* RZ_REFUSED_READ (a copy's source), _WRITTEN (its destination), _SET (a memset), _FREE */
     uint8_t reserved[3];
     char entry[48];       /* the driver call's base name ("cuMemcpyDtoH"), NUL-terminated */
 } rz_refusal_t;
 
-/* Called once per refused range (per line: a device-to-device copy wrong at both ends is two), after its
+/* Called once per refused range (per line: a device-to-device copy wrong at both ends is two) or free, after its
  * lines are printed and it is counted, before the call returns its error to the program, with no lock of the
  * library held. Break here in a debugger. */
 RZ_API void __redzone_refused(const rz_refusal_t *refusal);

@@ -6,6 +6,7 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "rz_annotate.h"
 #include "rz_ipc.h"
@@ -522,30 +523,37 @@ RZ_EXPORT int rz_mem_alloc(rz_devptr_t *dptr, size_t bytes) {
 /*
  * A free of a pointer inside a zone's front band: to the driver it is the base of the padded block, so it
  * would free the program's buffer, where without redzone the pointer is no allocation's base and the driver
- * answers CUDA_ERROR_INVALID_VALUE. Reported as a bad free, answered as the driver would, nothing freed.
- * Returns 0 when dptr is no such pointer.
+ * answers CUDA_ERROR_INVALID_VALUE. Reported as a bad free (the line, the count, then the __redzone_refused
+ * hook with no lock held), answered as the driver would, nothing freed. Returns 0 when dptr is no such
+ * pointer.
  */
-static int bad_free_in_front(rz_devptr_t dptr) {
+static int bad_free_in_front(rz_devptr_t dptr, const char *entry) {
     uint64_t front = rz__options()->front_bytes;
     rz_devptr_t base = 0;
     size_t size = 0;
     if (front == 0 || rz__drv.cuMemGetAddressRange_v2 == NULL ||
         rz__drv.cuMemGetAddressRange_v2(&base, &size, dptr) != RZCUDA_SUCCESS)
         return 0;
-    char line[512];
+    rz_refusal_t r = {.addr = dptr, .result = RZCUDA_ERROR_INVALID_VALUE, .how = RZ_REFUSED_FREE};
     int bad = 0;
     rz__registry_lock();
     const rz_zone_node_t *z = rz__registry_find(base + front);
     if (z && rz__zone_front(z) == front && !(z->flags & RZ_ZONE_GUARD) && dptr < z->ptr) {
         bad = 1;
-        rz__format_bad_free(dptr, z->index, z->user_bytes, z->ptr - dptr, rz__cu_name(RZCUDA_ERROR_INVALID_VALUE),
-                            line, sizeof line);
+        r.index = z->index;
+        r.ptr = z->ptr;
+        r.user_bytes = z->user_bytes;
+        r.first = r.last = -(int64_t)(z->ptr - dptr);
     }
     rz__registry_unlock();
     if (!bad)
         return 0;
+    snprintf(r.entry, sizeof r.entry, "%s", entry);
+    char line[512];
+    rz__format_refusal(&r, rz__cu_name(RZCUDA_ERROR_INVALID_VALUE), line, sizeof line);
     rz__log("%s", line);
-    rz__count(RZ_C_violations, 1);
+    rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
+    __redzone_refused(&r);
     return 1;
 }
 
@@ -571,7 +579,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         return RZCUDA_ERROR_NOT_SUPPORTED; /* an older driver: nothing to free in stream order */
     rz_zone_node_t zone;
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
-    if (!known && RZ_UNLIKELY(o->front_bytes) && bad_free_in_front(dptr))
+    if (!known && RZ_UNLIKELY(o->front_bytes) && bad_free_in_front(dptr, req->async ? "cuMemFreeAsync" : "cuMemFree"))
         return RZCUDA_ERROR_INVALID_VALUE;
     rz_free_req_t ordered;
     rzcu_stream fill_stream;

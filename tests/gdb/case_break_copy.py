@@ -1,7 +1,8 @@
 """`redzone break on` stops at a copy the library refuses for running past the end of a buffer (the
 __redzone_refused hook), with the program's frame of the copy call selected; `continue` gives the program
 the driver's CUDA_ERROR_INVALID_VALUE and it runs to its end; `redzone break off` runs through. The plugin
-prints the library's line itself only when the library logs to a file (otherwise it is on stderr already)."""
+prints the library's line itself only when the library logs to a file (otherwise it is on stderr already).
+The same hook stops at a free of a pointer into a front band (METRALE_REDZONE_FRONT)."""
 import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
@@ -77,5 +78,31 @@ ex("set redzone autoscan off")
 ex("redzone break off")
 go("continue")
 check(int(gdb.parse_and_eval("$_exitcode")) == 0 and SAW in read(OUT), read(OUT))
+
+# A free 16 bytes before a buffer's start, inside its front band: refused the same way, stopped at.
+FREE_LINE = ("redzone: bad free of 0x{:x}: 16 bytes before the start of alloc#1 (user_bytes=100), in its front band; "
+             "nothing freed, CUDA_ERROR_INVALID_VALUE returned as without redzone")
+fresh(LOG, OUT)
+ex(f"set environment METRALE_REDZONE_LOG={LOG}")
+ex("set environment METRALE_REDZONE_FRONT=256")
+ex("redzone break on")
+text = go(f"run badfree > {OUT}")
+check(gdb.selected_inferior().pid != 0 and "stopped at a refused free" in text, f"stopped at the free: {text}")
+check(gdb.selected_frame().name() == "free_early", f"the program's frame is selected: {text}")
+sal = gdb.selected_frame().find_sal()
+check("cuMemFree_v2(q - 16)" in open(src).read().splitlines()[sal.line - 1], f"on the line of the free: {text}")
+ex("frame 0")
+check((rec("index"), rec("user_bytes"), rec("bytes"), rec("first"), rec("last"), rec("how"), rec("result")) ==
+      (1, 100, 0, -16, -16, 3, 1), "the record: alloc#1, 16 bytes before its start, RZ_REFUSED_FREE")
+check(rec("ptr") - rec("addr") == 16 and '"cuMemFree"' in ex("print refusal->entry"), "the pointer and the entry")
+line = FREE_LINE.format(rec("addr"))
+check(count(text, line) == 1 and count(read(LOG), line) == 1, f"the library's line, printed by the plugin: {text}")
+text = go("continue")
+check(gdb.selected_inferior().pid == 0 and int(gdb.parse_and_eval("$_exitcode")) == 0,
+      f"the free returned CUDA_ERROR_INVALID_VALUE, the program freed its buffers and ended: {text}")
+check("gdbprog: free_early returned CUDA_ERROR_INVALID_VALUE" in read(OUT), read(OUT))
+ex("redzone break off")
+ex("unset environment METRALE_REDZONE_FRONT")
+ex("unset environment METRALE_REDZONE_LOG")
 fresh(LOG, OUT)
 done()

@@ -12,6 +12,8 @@
  *                        stop_here(8) (follow-fork-mode child); the parent waits for it
  *   gdbprog copypast     2 allocations; read_back() copies 108 bytes of the 100-byte alloc#1 to the host (a copy
  *                        the driver refuses); prints what it returned; exits 0 only for CUDA_ERROR_INVALID_VALUE
+ *   gdbprog badfree      2 allocations; free_early() frees 16 bytes before alloc#1's start (no allocation's start:
+ *                        the driver refuses it); prints what it returned; exits 0 only for CUDA_ERROR_INVALID_VALUE
  */
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,6 +51,13 @@ static rzcu_context g_ctx;
 rzcu_result read_back(unsigned char *host, rzcu_deviceptr q);
 __attribute__((noinline)) rzcu_result read_back(unsigned char *host, rzcu_deviceptr q) {
     rzcu_result r = cuMemcpyDtoH_v2(host, q, 108);
+    return r;
+}
+
+/* The free of a pointer 16 bytes before q's start, on a line of its own (as read_back). */
+rzcu_result free_early(rzcu_deviceptr q);
+__attribute__((noinline)) rzcu_result free_early(rzcu_deviceptr q) {
+    rzcu_result r = cuMemFree_v2(q - 16);
     return r;
 }
 
@@ -124,13 +133,13 @@ int main(int argc, char **argv) {
         printf("gdbprog: %s done\n", mode);
         return 0;
     }
-    if (strcmp(mode, "copypast") == 0) {
+    if (strcmp(mode, "copypast") == 0 || strcmp(mode, "badfree") == 0) {
         rzcu_deviceptr a, q;
         CHECK(cuMemAlloc_v2(&a, 256));
         CHECK(cuMemAlloc_v2(&q, 100));
         unsigned char host[108];
-        rzcu_result r = read_back(host, q);
-        printf("gdbprog: read_back returned %s\n",
+        rzcu_result r = mode[0] == 'c' ? read_back(host, q) : free_early(q);
+        printf("gdbprog: %s returned %s\n", mode[0] == 'c' ? "read_back" : "free_early",
                r == RZCUDA_ERROR_INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "something else");
         CHECK(cuMemFree_v2(q));
         CHECK(cuMemFree_v2(a));

@@ -5,7 +5,9 @@
  * violations the library had counted by then (rz_stats_get, found with dlsym: the program does not link
  * libredzone). Without the library nothing calls it: the driver refuses the same copies by itself.
  *   rzhook    a read 8 bytes past the end of a 100-byte buffer (cuMemcpyDtoH), a memset starting 10 bytes past
- *             its end (cuMemsetD8), a device-to-device copy leaving both buffers (cuMemcpyDtoD), one that fits
+ *             its end (cuMemsetD8), a device-to-device copy leaving both buffers (cuMemcpyDtoD), one that fits,
+ *             a free of a pointer 16 bytes before the buffer's start (in its front band under
+ *             METRALE_REDZONE_FRONT; no allocation's start either way)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -48,6 +50,7 @@ int main(void) {
     SHOW(cuMemsetD8_v2(b + 110, 0, 4));
     SHOW(cuMemcpyDtoD_v2(b, a, 300));
     SHOW(cuMemcpyDtoD_v2(b, a, 100));
+    SHOW(cuMemFree_v2(b - 16));
     CHECK(cuMemFree_v2(b));
     CHECK(cuMemFree_v2(a));
     printf("rzhook: %d hook calls\n", g_calls);

@@ -32,8 +32,15 @@ def test_refusal_sentence_names_copy_or_memset():
     memset = stops.stop_sentence("refusal", None, how=2)
     assert memset.startswith("redzone: stopped at a refused memset: it runs outside its buffer, so nothing is set")
     assert memset.endswith("; `bt` shows the host stack")
-    assert "refused copy or memset" in stops.stop_sentence("refusal", (1, None, ""))
+    assert "refused copy, memset or free" in stops.stop_sentence("refusal", (1, None, ""))
     assert "frame #1, ??, the program's call" in stops.stop_sentence("refusal", (1, None, ""), how=0)
+
+
+def test_refusal_sentence_for_a_free_into_a_front_band():
+    free = stops.stop_sentence("refusal", (1, "main", " at rzhook.c:60"), how=3)
+    assert free.startswith("redzone: stopped at a refused free: its pointer is in a front band, before the buffer's "
+                           "start, so nothing is freed and the call returns CUDA_ERROR_INVALID_VALUE, as without "
+                           "redzone, when the program goes on; frame #1, main at rzhook.c:60, the program's call")
 
 
 def test_only_a_violation_stop_holds_the_registry():
