@@ -196,7 +196,7 @@ size_t rz__format_refusal(const rz_refusal_t *r, const char *driver_answer, char
     memcpy(entry, r->entry, sizeof r->entry);
     entry[sizeof r->entry] = '\0';
     if (r->how == RZ_REFUSED_FREE)
-        return rz__format_bad_free(r->addr, r->index, r->user_bytes, (uint64_t)-r->first, driver_answer, out, cap);
+        return rz__format_bad_free(r->addr, r->index, r->user_bytes, 0 - (uint64_t)r->first, driver_answer, out, cap);
     return rz__format_out_of_range(r->how, entry, r->index, r->user_bytes, r->first, r->last, driver_answer, out, cap);
 }
 
