@@ -200,11 +200,14 @@ Test(launch, three_driver_calls_per_launch_outside_a_capture) {
 /* Another thread captures in the global mode while this one, in the global mode too, makes its first launch
  * (checked: the library makes its page-locked staging then) and synchronises: the capture must end, and its
  * graph run, as without redzone; the launch is still checked. The program's own cuMemAlloc beside a capture
- * keeps the driver's answer (refused, and that capture invalidated) with redzone and without. */
+ * keeps the driver's answer (refused, and that capture invalidated) with redzone and without. A cuMemFree the
+ * driver allows beside a capture (the freeing thread relaxed) leaves that capture valid too: its band is
+ * checked without the context synchronisation that would invalidate it. */
 static const char *const g_beside_lines[] = {
     "rzlaunch: launched and synchronised beside the capture\n", "rzlaunch: capture 1 ended with 0\n",
     "rzlaunch: graph 1 ran: a[0] = 1\n", "rzlaunch: cuMemAlloc beside the capture: 900\n",
-    "rzlaunch: capture 2 ended with 901\n"};
+    "rzlaunch: capture 2 ended with 901\n", "rzlaunch: cuMemFree beside the capture (relaxed): 0\n",
+    "rzlaunch: capture 3 ended with 0\n", "rzlaunch: graph 3 ran: a[0] = 3\n"};
 
 static void expect_beside_lines(void) {
     const char *at = g_out;
@@ -215,18 +218,21 @@ static void expect_beside_lines(void) {
     }
 }
 
-Test(launch, a_global_capture_on_another_thread_survives_the_first_checked_launch) {
+Test(launch, a_global_capture_on_another_thread_survives_the_first_checked_launch_and_a_relaxed_free) {
     const char *argv[] = {RZLAUNCH, "beside", NULL};
     const char *plain[] = {EMU, NULL};
     cr_assert_eq(spawn_capture(plain, argv, g_out, sizeof g_out), 0, "%s", g_out);
     expect_beside_lines(); /* the driver's answers, without redzone */
-    cr_assert_eq(run_launch("launch", NULL, argv), 0, "%s", g_out);
+    cr_assert_eq(run_launch("launch,free,exit", NULL, argv), 0, "%s", g_out);
     expect_beside_lines();
     const char *v = line_of("REDZONE VIOLATION alloc#1 user_bytes=256 pad=64 : bytes [0..=3] past the end");
     cr_assert(v && next_line_is(v, "  written by kernel fill (launch #"), "the launch was checked:\n%s", g_out);
     cr_assert(v < strstr(g_out, "rzlaunch: launched and synchronised beside the capture\n"), "%s", g_out);
     cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 1, "%s", g_out);
     cr_assert_null(strstr(g_out, "could not be page-locked"), "the staging was page-locked:\n%s", g_out);
+    cr_assert(strstr(g_out, "redzone: warning: a free during a graph capture is checked without waiting for the "
+                            "device (that would invalidate the capture)"),
+              "the free's check says what it left out:\n%s", g_out);
 }
 
 Test(launch, example_stream_overrun) {

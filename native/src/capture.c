@@ -95,6 +95,8 @@ void rz__capture_stream_gone(rzcu_stream s) {
     pthread_mutex_unlock(&g_lock);
 }
 
+int rz__capture_in_progress(void) { return atomic_load_explicit(&g_active, memory_order_acquire) != 0; }
+
 int rz__stream_capturing(rzcu_stream s) {
     if (atomic_load_explicit(&g_active, memory_order_acquire) == 0 && rz__capture_hooks_present())
         return 0; /* no capture in progress: no stream is capturing */

@@ -377,9 +377,19 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     }
     /* The driver's cuMemFree waits for the device before it frees: wait first too, so what the program's
      * in-flight kernels write past the end is in the band when it is read. Not for stream-ordered memory,
-     * whose cuMemFree waits for nothing (the program must have waited for its users): no hidden host wait. */
-    if (!req->async && !(zone->flags & RZ_ZONE_STREAM_ORDERED))
-        rz__dev_settle(zone->ctx);
+     * whose cuMemFree waits for nothing (the program must have waited for its users): no hidden host wait.
+     * Not while a graph capture is in progress either (a free the driver allows then, from a thread in the
+     * relaxed mode): synchronising a context with a capturing stream invalidates the capture. */
+    if (!req->async && !(zone->flags & RZ_ZONE_STREAM_ORDERED)) {
+        if (!rz__capture_in_progress()) {
+            rz__dev_settle(zone->ctx);
+        } else {
+            static atomic_int warned;
+            if (!atomic_exchange(&warned, 1))
+                rz__warn("a free during a graph capture is checked without waiting for the device (that would "
+                         "invalidate the capture): a kernel still running then may write past the end unseen");
+        }
+    }
     rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band},
                           {.ctx = zone->ctx, .dev = front, .bytes = rz__zone_front(zone), .host = c->band + zone->pad_bytes,
                            .front = 1}};

@@ -433,6 +433,8 @@ void rz__capture_not_begun(rzcu_stream s, int added); /* the driver refused to b
 void rz__capture_ended(rzcu_stream s);
 void rz__capture_stream_gone(rzcu_stream s);
 int rz__capture_hooks_present(void);
+/* Whether a capture begun through the interposed entry points may be in progress (0 without them). */
+int rz__capture_in_progress(void);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 

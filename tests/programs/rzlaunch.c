@@ -18,7 +18,9 @@
  *   rzlaunch calls       driver calls per checked launch, without and during another stream's capture
  *   rzlaunch beside      another thread captures in the global mode while this one (global mode) makes its
  *                        first launch, an overrun, and synchronises; then, in a second capture, its cuMemAlloc
- *                        (which the driver refuses then); each capture's end and the graph's launch printed
+ *                        (which the driver refuses then); in a third, in the relaxed mode, it allocates, launches
+ *                        over the buffer, synchronises its stream and cuMemFrees it (which the driver allows);
+ *                        each capture's end and the graph's launch printed
  *   rzlaunch many N      N clean launches on one stream over 3 buffers (the cost of a check)
  * Every kernel is `fill(buf, from, to, value)`: buf[from .. to) = value, or `spin(flag)`: waits until
  * *flag != 0, or `sum(buf, n, out)`.
@@ -341,8 +343,8 @@ static void calls(void) {
     calls_per_launch(f, s, b, "after the capture");
 }
 
-/* Thread A of `beside`: two captures of its stream in the global mode (a kernel on a each), each held open
- * until the main thread is done beside it; then ended (the first also instantiated and launched). */
+/* Thread A of `beside`: three captures of its stream in the global mode (a kernel on a each), each held open
+ * until the main thread is done beside it; then ended (and, when that succeeds, instantiated and launched). */
 struct beside {
     rzcu_context ctx;
     rzcu_stream s;
@@ -353,7 +355,7 @@ struct beside {
 static void *beside_capturer(void *arg) {
     struct beside *b = arg;
     CHECK(cuCtxSetCurrent(b->ctx));
-    for (int round = 1; round <= 2; round++) {
+    for (int round = 1; round <= 3; round++) {
         CHECK(cuStreamBeginCapture_v2(b->s, 0)); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
         fill(b->s, b->a, 0, 256, (unsigned)round);
         pthread_barrier_wait(&b->began);
@@ -395,6 +397,15 @@ static void beside(rzcu_context ctx) {
     pthread_barrier_wait(&t.began); /* capture 2 in progress */
     rzcu_deviceptr p = 0;
     printf("rzlaunch: cuMemAlloc beside the capture: %u\n", cuMemAlloc_v2(&p, 256));
+    pthread_barrier_wait(&t.done);
+    pthread_barrier_wait(&t.began); /* capture 3 in progress */
+    rzcu_capture_mode relaxed = RZCU_STREAM_CAPTURE_MODE_RELAXED;
+    CHECK(cuThreadExchangeStreamCaptureMode(&relaxed));
+    CHECK(cuMemAlloc_v2(&p, 256)); /* alloc#2 */
+    fill(s, p, 0, 256, 0x11);
+    CHECK(cuStreamSynchronize(s));
+    printf("rzlaunch: cuMemFree beside the capture (relaxed): %u\n", cuMemFree_v2(p));
+    CHECK(cuThreadExchangeStreamCaptureMode(&relaxed));
     pthread_barrier_wait(&t.done);
     pthread_join(thread, NULL);
     pthread_barrier_destroy(&t.began);
