@@ -422,8 +422,9 @@ Test(launch_calls, a_zone_allocated_during_a_launch_call_is_checked_once_its_ban
 
 /* ---- judging: checks complete out of order across streams, and a copy may overlap the writing kernel ---- */
 /* Judge a check of launch #launch, begun at `begin`, that saw the back band of zone p as `band` (what
- * launch_check.c hands attribution.c once the check's copy completed). */
-static void judge_seen(rz_devptr_t p, uint64_t begin, uint64_t launch, const uint8_t *band) {
+ * launch_check.c hands attribution.c once the check's copy completed), while launches of other streams begun
+ * at `overlap` and later were still running (0: none). */
+static void judge_seen_beside(rz_devptr_t p, uint64_t begin, uint64_t overlap, uint64_t launch, const uint8_t *band) {
     rz__registry_lock();
     const rz_zone_node_t *z = rz__registry_find(p);
     cr_assert(z != NULL && z->pad_bytes == 64);
@@ -436,9 +437,13 @@ static void judge_seen(rz_devptr_t p, uint64_t begin, uint64_t launch, const uin
     memcpy(copy, band, sizeof copy);
     rz_staging_buf_t st = {.p = copy, .size = sizeof copy};
     rz_check_t c = {.begin = begin, .launch = launch, .ctx = z->ctx, .kind = RZ_LAUNCH_KERNEL, .layout = &l,
-                    .st = &st, .grid = {1, 1, 1}, .block = {1, 1, 1}, .name = "poke"};
+                    .st = &st, .grid = {1, 1, 1}, .block = {1, 1, 1}, .name = "poke", .overlap_begin = overlap};
     rz__attrib_judge_locked(&c);
     rz__registry_unlock();
+}
+
+static void judge_seen(rz_devptr_t p, uint64_t begin, uint64_t launch, const uint8_t *band) {
+    judge_seen_beside(p, begin, 0, launch, band);
 }
 
 /* Zone p's back band with bytes [from, to) set to value. */
@@ -493,4 +498,26 @@ Test(launch_calls, a_copy_that_saw_part_of_a_write_then_more_of_it_reports_it_on
     rz__launch_checks(); /* all written back, the grown record with them */
     judge_seen(p, before + 1, 6, band_with(p, 0, 8, 0x40)); /* begun after the write-back: written again */
     cr_assert_eq(violations(), 4);
+}
+
+Test(launch_calls, the_same_bytes_after_a_write_back_while_an_older_launch_still_ran_are_that_launch_s) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    launch_poke(s, p, 0); /* one launch made, in bounds: begin counters from 1 on */
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    rz__launch_checks();
+    uint64_t before = rz__launch_begun();
+    cr_assert_eq(before, 1);
+    judge_seen(p, before, 2, band_with(p, 0, 8, 0x40));
+    cr_assert_eq(violations(), 1);
+    rz__launch_checks(); /* written back while the writing kernel (another stream's launch) still runs */
+    /* A check begun after the write-back, which completed while that launch (begun before it) was still in
+     * flight: the kernel may have written the same bytes again after the write-back. */
+    judge_seen_beside(p, before + 1, before, 3, band_with(p, 0, 8, 0x40));
+    cr_assert_eq(violations(), 1, "the same write, not a new one");
+    /* Nothing older in flight: written again. */
+    judge_seen_beside(p, before + 1, before + 1, 4, band_with(p, 0, 8, 0x40));
+    cr_assert_eq(violations(), 2);
 }

@@ -14,8 +14,9 @@
  * them after it: neither is a new write. Each report keeps the changed bytes and, once written back, the
  * begin counter then; a band keeps several (checks complete out of order across streams, so one queued before
  * an older write-back may be judged after a newer report). A check whose copy may come before a record's
- * write-back (begun before it, or not written back yet) and that sees only bytes of that record saw the
- * reported write. A copy may also overlap the writing kernel (another stream's) and see part of a write: a
+ * write-back (begun before it, or not written back yet), or that overlapped a launch of another stream begun
+ * before it (whose kernel may write the same bytes again after it), and that sees only bytes of that record
+ * saw the reported write. A copy may also overlap the writing kernel (another stream's) and see part of a write: a
  * later view that agrees with the record where both changed and shows more is that write seen further on,
  * noted on one line (no second violation):
  *
@@ -129,7 +130,9 @@ static int copied_before(const struct record *r, uint64_t begin) {
 
 /* The band of zone `index` (front or not) as a copy saw it: SEEN_BEFORE when a record covers it; else
  * SEEN_MORE with *more the record it extends (one sharing a changed byte with it); else SEEN_NEW. begin: the
- * check's begin counter; any_time: the copy may come before every write-back (free-time checks). */
+ * begin counter of the earliest launch whose writes the copy may show (a check's own launch, or a launch of
+ * another stream still running then: a kernel made before a write-back may write again after it); any_time:
+ * the copy may come before every write-back (free-time checks). */
 static enum seen seen_before(uint64_t index, int front, uint64_t begin, int any_time, const uint8_t *band,
                              uint32_t bytes, uint8_t expected, struct record **more) {
     enum seen seen = SEEN_NEW;
@@ -194,7 +197,8 @@ void rz__attrib_judge_locked(rz_check_t *c) {
         if (live && (!rz__zone_watched(z) || z->expected != m->expected))
             continue;
         struct record *more = NULL;
-        enum seen seen = seen_before(m->index, m->front, c->begin, 0, band, m->bytes, m->expected, &more);
+        uint64_t since = c->overlap_begin && c->overlap_begin < c->begin ? c->overlap_begin : c->begin;
+        enum seen seen = seen_before(m->index, m->front, since, 0, band, m->bytes, m->expected, &more);
         if (seen == SEEN_BEFORE)
             continue;
         if (seen == SEEN_MORE) {

@@ -512,6 +512,8 @@ static void complete(rz_check_t *c) {
     for (rz_check_t *o = g_flight; o; o = o->next) {
         if (o->ctx != c->ctx || o->skey == c->skey || (o->marker && !o->started))
             continue; /* same stream (runs after this check), or known not to have started */
+        if (c->overlap_begin == 0 || o->begin < c->overlap_begin)
+            c->overlap_begin = o->begin;
         if (c->noverlap == RZ_OVERLAP_SHOWN) {
             c->overlap_more++;
             continue;

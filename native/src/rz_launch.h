@@ -86,6 +86,7 @@ typedef struct rz_check {
     void *frames[RZ_LAUNCH_FRAMES];
     rz_layout_t *layout;
     rz_staging_buf_t *st;
+    uint64_t overlap_begin;       /* the smallest begin counter of those overlapping launches (0: none) */
     uint32_t noverlap, overlap_more;
     rz_overlap_t overlap[RZ_OVERLAP_SHOWN];
 } rz_check_t;
