@@ -437,7 +437,7 @@ static void judge_seen_beside(rz_devptr_t p, uint64_t begin, uint64_t overlap, u
     memcpy(copy, band, sizeof copy);
     rz_staging_buf_t st = {.p = copy, .size = sizeof copy};
     rz_check_t c = {.begin = begin, .launch = launch, .ctx = z->ctx, .kind = RZ_LAUNCH_KERNEL, .layout = &l,
-                    .st = &st, .grid = {1, 1, 1}, .block = {1, 1, 1}, .name = "poke", .overlap_begin = overlap};
+                    .st = &st, .grid = {1, 1, 1}, .block = {1, 1, 1}, .name = "poke", .overlap_begin = overlap, .overlap_last = overlap};
     rz__attrib_judge_locked(&c);
     rz__registry_unlock();
 }
@@ -520,4 +520,52 @@ Test(launch_calls, the_same_bytes_after_a_write_back_while_an_older_launch_still
     /* Nothing older in flight: written again. */
     judge_seen_beside(p, before + 1, before + 1, 4, band_with(p, 0, 8, 0x40));
     cr_assert_eq(violations(), 2);
+}
+
+Test(launch_calls, a_band_seen_while_another_streams_kernel_ran_is_written_back_once_that_kernel_is_done) {
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    launch_poke(s, p, 0); /* in bounds; held until a thread waits: in flight */
+    uint64_t running = rz__launch_begun();
+    unsigned char past[8], band[8], expected;
+    memset(past, 0x40, sizeof past);
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 100, past, sizeof past), RZCUDA_SUCCESS); /* what a kernel wrote */
+    rz__registry_lock();
+    expected = rz__registry_find(p)->expected;
+    rz__registry_unlock();
+    /* Another stream's check saw it while that launch was in flight: it may still be writing the band. */
+    judge_seen_beside(p, running + 1, running, 7, band_with(p, 0, 8, 0x40));
+    cr_assert_eq(violations(), 1);
+    rz__launch_checks();
+    cr_assert_eq(cuMemcpyDtoH_v2(band, p + 100, sizeof band), RZCUDA_SUCCESS);
+    cr_assert_eq(memcmp(band, past, sizeof band), 0, "not written back while that kernel may still write");
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS); /* it runs; its check completes */
+    rz__launch_checks();
+    cr_assert_eq(cuMemcpyDtoH_v2(band, p + 100, sizeof band), RZCUDA_SUCCESS);
+    for (size_t i = 0; i < sizeof band; i++)
+        cr_assert_eq(band[i], expected, "written back once it was done");
+    cr_assert_eq(violations(), 1, "its own check saw the same write");
+}
+
+Test(launch_calls, a_band_written_again_before_its_write_back_is_left_for_a_check_to_see) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    uint64_t before = rz__launch_begun();
+    unsigned char bytes[8], band[8];
+    memset(bytes, 0x40, sizeof bytes);
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 100, bytes, sizeof bytes), RZCUDA_SUCCESS); /* a kernel's overrun */
+    judge_seen(p, before, 1, band_with(p, 0, 8, 0x40));
+    cr_assert_eq(violations(), 1);
+    memset(bytes, 0x43, sizeof bytes);
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 100, bytes, sizeof bytes), RZCUDA_SUCCESS); /* the next one, before the write-back */
+    rz__launch_checks();
+    cr_assert_eq(cuMemcpyDtoH_v2(band, p + 100, sizeof band), RZCUDA_SUCCESS);
+    cr_assert_eq(memcmp(band, bytes, sizeof band), 0, "the newer write is not erased by the write-back");
+    judge_seen(p, before + 1, 2, band_with(p, 0, 8, 0x43)); /* the check of that launch */
+    cr_assert_eq(violations(), 2);
+    rz__launch_checks(); /* now written back */
+    cr_assert_eq(cuMemcpyDtoH_v2(band, p + 100, sizeof band), RZCUDA_SUCCESS);
+    cr_assert_neq(band[0], 0x43);
 }

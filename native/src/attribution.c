@@ -43,6 +43,7 @@ struct record {
     uint64_t index;
     uint64_t ptr;         /* the zone's user pointer */
     uint64_t refilled_at; /* 0: not written back yet; else the begin counter when it was */
+    uint64_t hold;        /* not written back while a launch begun at or before this is in flight (0: none) */
     uint64_t age;
 };
 
@@ -83,7 +84,7 @@ static struct record *rec_slot(uint64_t oldest) {
 /* Record a reported band (refilled_at: 0, or REFILLED_BY_SCAN); oldest: rz__launch_oldest_unjudged() or
  * below. */
 static void rec_add(uint64_t index, uint64_t ptr, int front, const uint8_t *band, uint64_t bytes,
-                    uint64_t refilled_at, uint64_t oldest) {
+                    uint64_t refilled_at, uint64_t oldest, uint64_t hold) {
     uint8_t *copy = bytes <= UINT32_MAX ? malloc(bytes ? bytes : 1) : NULL;
     if (copy == NULL)
         return; /* no memory: this band may be reported again */
@@ -98,7 +99,7 @@ static void rec_add(uint64_t index, uint64_t ptr, int front, const uint8_t *band
     else
         r = rec_slot(oldest);
     *r = (struct record){.used = 1, .front = (uint8_t)front, .content = copy, .bytes = (uint32_t)bytes,
-                         .index = index, .ptr = ptr, .refilled_at = refilled_at, .age = ++g_age};
+                         .index = index, .ptr = ptr, .refilled_at = refilled_at, .hold = hold, .age = ++g_age};
     if (refilled_at == 0)
         atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
 }
@@ -158,11 +159,13 @@ static enum seen seen_before(uint64_t index, int front, uint64_t begin, int any_
 
 /* The same write, seen further on: the record grows to it (and is written back again, the new bytes with it),
  * and one line says so. */
-static void note_more(struct record *r, const uint8_t *band, const rz_band_meta_t *m, const char *by) {
+static void note_more(struct record *r, const uint8_t *band, const rz_band_meta_t *m, const char *by,
+                      uint64_t hold) {
     for (uint32_t i = 0; i < r->bytes; i++)
         if (band[i] != m->expected)
             r->content[i] = band[i];
     r->refilled_at = 0;
+    r->hold = hold > r->hold ? hold : r->hold;
     atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
     rz_zone_node_t n = {.ptr = m->ptr, .user_bytes = m->user_bytes, .index = m->index, .expected = m->expected};
     rz_violation_t v;
@@ -204,11 +207,11 @@ void rz__attrib_judge_locked(rz_check_t *c) {
         if (seen == SEEN_MORE) {
             char by[48];
             snprintf(by, sizeof by, "by launch #%llu", (unsigned long long)c->launch);
-            note_more(more, band, m, by);
+            note_more(more, band, m, by, c->overlap_last);
             continue;
         }
         uint64_t oldest = rz__launch_oldest_unjudged();
-        rec_add(m->index, m->ptr, m->front, band, m->bytes, 0, oldest < c->begin ? oldest : c->begin);
+        rec_add(m->index, m->ptr, m->front, band, m->bytes, 0, oldest < c->begin ? oldest : c->begin, c->overlap_last);
         rz_zone_node_t gone = {.ptr = m->ptr, .user_bytes = m->user_bytes, .index = m->index, .ctx = c->ctx,
                                .pad_bytes = m->pad_bytes, .expected = m->expected, .front_units = m->front_units};
         rz_zone_node_t *node = live ? z : &gone;
@@ -254,7 +257,7 @@ int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         /* A scan or a free-time check reported it and writes it back itself: launch checks in flight whose
          * copy came before that must not report it again. */
         if (rz__options()->scan & RZ_SCAN_LAUNCH)
-            rec_add(z->index, z->ptr, front, band, bytes, REFILLED_BY_SCAN, rz__launch_oldest_unjudged());
+            rec_add(z->index, z->ptr, front, band, bytes, REFILLED_BY_SCAN, rz__launch_oldest_unjudged(), 0);
         return 0;
     }
     const char *tail = c->nframes ? ", launched at:" : "";
@@ -282,17 +285,64 @@ int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band) {
         enum seen seen = seen_before(z->index, front, 0, 1, b, bytes, z->expected, &more);
         if (seen == SEEN_MORE) {
             rz_band_meta_t m = {.ptr = z->ptr, .user_bytes = z->user_bytes, .index = z->index, .expected = z->expected};
-            note_more(more, b, &m, "at its free");
+            note_more(more, b, &m, "at its free", 0);
         }
         if (seen == SEEN_NEW)
             fresh = 1;
         else
             reported = 1;
     }
+    /* The zone is gone, but checks copied before the free may still be judged (a free waits for the device,
+     * not for the host functions that complete checks): its records stay, as written back now. */
     for (int i = 0; i < RECORDS; i++)
-        if (g_rec[i].used && g_rec[i].index == z->index)
-            rec_clear(&g_rec[i]); /* the zone is gone */
+        if (g_rec[i].used && g_rec[i].index == z->index &&
+            (g_rec[i].refilled_at == 0 || g_rec[i].refilled_at == REFILLED_BY_SCAN))
+            g_rec[i].refilled_at = rz__launch_begun() + 1;
     return reported && !fresh;
+}
+
+/* Whether r's band may still be being written by a launch of another stream that was in flight when a check
+ * saw it changed (a copy can see part of a write): its write-back waits until every such launch's check
+ * completed, that is, its kernel is done. flying: rz__launch_oldest_in_flight(). */
+static int band_held(const struct record *r, uint64_t flying) {
+    for (int i = 0; i < RECORDS; i++) {
+        const struct record *q = &g_rec[i];
+        if (q->used && q->refilled_at == 0 && q->index == r->index && q->front == r->front && q->hold &&
+            flying <= q->hold)
+            return 1;
+    }
+    return 0;
+}
+
+/* Read the n bands about to be written back; changed[i] = 1 where band i holds bytes no record of it (not
+ * written back) covers. Returns whether any did. A band that cannot be read is written back as before. */
+static int unchanged_since_reported(const rz_band_io_t *io, struct record *const *of, size_t n, uint8_t *changed) {
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += io[i].bytes;
+    uint8_t *buf = malloc(total ? total : 1);
+    if (buf == NULL)
+        return 0;
+    rz_band_io_t rd[RECORDS];
+    for (size_t i = 0, at = 0; i < n; at += io[i].bytes, i++)
+        rd[i] = (rz_band_io_t){.ctx = io[i].ctx, .dev = io[i].dev, .host = buf + at, .bytes = io[i].bytes,
+                               .value = io[i].value, .front = io[i].front};
+    rz__dev_read(rd, n);
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rd[i].failed || band_clean(rd[i].host, rd[i].bytes, rd[i].value))
+            continue;
+        int covered = 0;
+        for (int k = 0; k < RECORDS && !covered; k++) {
+            const struct record *q = &g_rec[k];
+            covered = q->used && q->refilled_at == 0 && q->index == of[i]->index && q->front == of[i]->front &&
+                      relate(q, rd[i].host, rd[i].bytes, rd[i].value) == SEEN_BEFORE;
+        }
+        changed[i] = !covered;
+        any |= changed[i];
+    }
+    free(buf);
+    return any;
 }
 
 void rz__attrib_refill_locked(void) {
@@ -307,6 +357,8 @@ void rz__attrib_refill_locked(void) {
     rz_band_io_t io[RECORDS];
     struct record *of[RECORDS];
     size_t n = 0;
+    uint64_t flying = rz__launch_oldest_in_flight();
+    int held = 0;
     for (int i = 0; i < RECORDS; i++) {
         struct record *r = &g_rec[i];
         if (!r->used)
@@ -317,6 +369,10 @@ void rz__attrib_refill_locked(void) {
         }
         if (r->refilled_at != 0)
             continue;
+        if (band_held(r, flying)) {
+            held = 1; /* asked again at the next entry into the library */
+            continue;
+        }
         size_t same = 0;
         while (same < n && !(of[same]->index == r->index && of[same]->front == r->front))
             same++;
@@ -324,7 +380,9 @@ void rz__attrib_refill_locked(void) {
             continue; /* another record of a band already taken: written back once (below) */
         rz_zone_node_t *z = rz__registry_find(r->ptr);
         if (z == NULL || z->index != r->index || !rz__zone_watched(z)) {
-            rec_clear(r); /* freed since: nothing to write back */
+            /* Freed (or being freed: its free-time check, still to come, must find the record): nothing to
+             * write back. */
+            r->refilled_at = rz__launch_begun() + 1;
             continue;
         }
         uint64_t size = r->front ? rz__zone_front(z) : z->pad_bytes;
@@ -332,25 +390,45 @@ void rz__attrib_refill_locked(void) {
                                .bytes = size, .value = z->expected, .front = r->front};
         of[n++] = r;
     }
-    if (n == 0)
+    if (n == 0) {
+        if (held)
+            atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
         return;
-    rzcu_result e = rz__dev_write(io, n);
+    }
+    /* Only a band that still holds what was reported is written back: a write made since (by a kernel of the
+     * same program, say the same overrun with other bytes) must first be seen by a check, not erased. */
+    uint8_t changed[RECORDS] = {0};
+    if (unchanged_since_reported(io, of, n, changed))
+        held = 1;
+    rz_band_io_t todo[RECORDS];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!changed[i])
+            todo[m++] = io[i];
+    rzcu_result e = m ? rz__dev_write(todo, m) : RZCUDA_SUCCESS;
+    for (size_t i = 0, j = 0; i < n; i++)
+        if (!changed[i])
+            io[i].failed = todo[j++].failed;
+    if (held)
+        atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
     /* Launches begun from now on are copied after the write-back. */
     uint64_t now = rz__launch_begun() + 1;
     for (int k = 0; k < RECORDS; k++) {
         struct record *r = &g_rec[k];
-        if (!r->used || r->refilled_at != 0)
+        if (!r->used || r->refilled_at != 0 || band_held(r, flying))
             continue;
         size_t i = 0;
         while (i < n && !(of[i]->index == r->index && of[i]->front == r->front))
             i++;
+        if (i < n && changed[i])
+            continue; /* written again since: left for a check to see */
         if (i == n || io[i].failed)
             rec_clear(r); /* not written back: reported again if seen again */
         else
             r->refilled_at = now;
     }
     for (size_t i = 0; i < n; i++)
-        if (!io[i].failed)
+        if (!changed[i] && !io[i].failed)
             rz__record_page_reset(io[i].bytes);
     if (e != RZCUDA_SUCCESS)
         rz__warn("launch checks: writing back %zu reported bands failed with %s", n, rz__cu_name(e));

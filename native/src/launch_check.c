@@ -52,6 +52,15 @@ static _Atomic int g_sync_mode = -1;        /* rz__launch_set_sync */
 
 uint64_t rz__launch_begun(void) { return atomic_load_explicit(&g_begun, memory_order_acquire); }
 
+uint64_t rz__launch_oldest_in_flight(void) {
+    pthread_mutex_lock(&g_flight_lock);
+    uint64_t oldest = atomic_load_explicit(&g_begun, memory_order_acquire) + 1; /* the next launch's */
+    for (const rz_check_t *c = g_flight; c; c = c->next)
+        oldest = c->begin < oldest ? c->begin : oldest;
+    pthread_mutex_unlock(&g_flight_lock);
+    return oldest;
+}
+
 uint64_t rz__launch_oldest_unjudged(void) {
     pthread_mutex_lock(&g_flight_lock);
     uint64_t oldest = atomic_load_explicit(&g_begun, memory_order_acquire) + 1; /* the next launch's */
@@ -514,6 +523,8 @@ static void complete(rz_check_t *c) {
             continue; /* same stream (runs after this check), or known not to have started */
         if (c->overlap_begin == 0 || o->begin < c->overlap_begin)
             c->overlap_begin = o->begin;
+        if (o->begin > c->overlap_last)
+            c->overlap_last = o->begin;
         if (c->noverlap == RZ_OVERLAP_SHOWN) {
             c->overlap_more++;
             continue;

@@ -87,6 +87,7 @@ typedef struct rz_check {
     rz_layout_t *layout;
     rz_staging_buf_t *st;
     uint64_t overlap_begin;       /* the smallest begin counter of those overlapping launches (0: none) */
+    uint64_t overlap_last;        /* and the largest */
     uint32_t noverlap, overlap_more;
     rz_overlap_t overlap[RZ_OVERLAP_SHOWN];
 } rz_check_t;
@@ -98,6 +99,8 @@ uint64_t rz__launch_begun(void);
 /* The smallest begin counter of a launch whose check is not judged yet (in flight or completed), or the next
  * launch's: a band written back at a counter at or below it can no longer be seen unwritten by any check. */
 uint64_t rz__launch_oldest_unjudged(void);
+/* The smallest begin counter of a launch whose check has not completed, or the next launch's. */
+uint64_t rz__launch_oldest_in_flight(void);
 
 /* attribution.c, registry lock held: judge one completed check (reports with its launch named). */
 void rz__attrib_judge_locked(rz_check_t *c);
