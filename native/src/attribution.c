@@ -316,7 +316,7 @@ static int band_held(const struct record *r, uint64_t flying) {
 
 /* Read the n bands about to be written back; changed[i] = 1 where band i holds bytes no record of it (not
  * written back) covers. Returns whether any did. A band that cannot be read is written back as before. */
-static int unchanged_since_reported(const rz_band_io_t *io, struct record *const *of, size_t n, uint8_t *changed) {
+static int changed_since_reported(const rz_band_io_t *io, struct record *const *of, size_t n, uint8_t *changed) {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
         total += io[i].bytes;
@@ -398,7 +398,7 @@ void rz__attrib_refill_locked(void) {
     /* Only a band that still holds what was reported is written back: a write made since (by a kernel of the
      * same program, say the same overrun with other bytes) must first be seen by a check, not erased. */
     uint8_t changed[RECORDS] = {0};
-    if (unchanged_since_reported(io, of, n, changed))
+    if (changed_since_reported(io, of, n, changed))
         held = 1;
     rz_band_io_t todo[RECORDS];
     size_t m = 0;
