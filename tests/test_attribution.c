@@ -437,7 +437,8 @@ static void judge_seen_beside(rz_devptr_t p, uint64_t begin, uint64_t overlap, u
     memcpy(copy, band, sizeof copy);
     rz_staging_buf_t st = {.p = copy, .size = sizeof copy};
     rz_check_t c = {.begin = begin, .launch = launch, .ctx = z->ctx, .kind = RZ_LAUNCH_KERNEL, .layout = &l,
-                    .st = &st, .grid = {1, 1, 1}, .block = {1, 1, 1}, .name = "poke", .overlap_begin = overlap, .overlap_last = overlap};
+                    .st = &st, .grid = {1, 1, 1}, .block = {1, 1, 1}, .name = "poke", .overlap_begin = overlap,
+                    .overlap_last = overlap};
     rz__attrib_judge_locked(&c);
     rz__registry_unlock();
 }
@@ -559,7 +560,8 @@ Test(launch_calls, a_band_written_again_before_its_write_back_is_left_for_a_chec
     judge_seen(p, before, 1, band_with(p, 0, 8, 0x40));
     cr_assert_eq(violations(), 1);
     memset(bytes, 0x43, sizeof bytes);
-    cr_assert_eq(cuMemcpyHtoD_v2(p + 100, bytes, sizeof bytes), RZCUDA_SUCCESS); /* the next one, before the write-back */
+    /* The next overrun, before the write-back. */
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 100, bytes, sizeof bytes), RZCUDA_SUCCESS);
     rz__launch_checks();
     cr_assert_eq(cuMemcpyDtoH_v2(band, p + 100, sizeof band), RZCUDA_SUCCESS);
     cr_assert_eq(memcmp(band, bytes, sizeof band), 0, "the newer write is not erased by the write-back");

@@ -12,17 +12,20 @@
  * next program thread that enters the library (a launch, a synchronisation, a scan). Until then every later
  * check still sees the same changed bytes, and a check whose copy was queued before the write-back may see
  * them after it: neither is a new write. Each report keeps the changed bytes and, once written back, the
- * begin counter then; a band keeps several (checks complete out of order across streams, so one queued before
- * an older write-back may be judged after a newer report). A check whose copy may come before a record's
- * write-back (begun before it, or not written back yet), or that overlapped a launch of another stream begun
- * before it (whose kernel may write the same bytes again after it), and that sees only bytes of that record
- * saw the reported write. A copy may also overlap the writing kernel (another stream's) and see part of a write: a
- * later view that agrees with the record where both changed and shows more is that write seen further on,
- * noted on one line (no second violation):
+ * begin counter then; a band keeps several (checks complete out of order across streams, so one queued
+ * before an older write-back may be judged after a newer report). A check whose copy may come before a
+ * record's write-back (begun before it, or not written back yet), or that overlapped a launch of another
+ * stream begun before it (whose kernel may write the same bytes again after it), and that sees only bytes of
+ * that record saw the reported write. A copy may also overlap the writing kernel (another stream's) and see
+ * part of a write: a later view that agrees with the record where both changed and shows more is that write
+ * seen further on, noted on one line (no second violation):
  *
  *   redzone: more of alloc#<n>'s reported write seen by launch #<m>: bytes [a..=b] past the end (k of P pad
  *   bytes changed)
  *
+ * So that no write is erased or split, a band is written back only once the other streams' launches in
+ * flight when it was seen have completed (their kernels are done), and only while a read right before shows
+ * nothing but reported bytes (a newer write is left for a check to report).
  * A scan's or free-time check's reports are recorded too (their write-back time is known once the scan is
  * over), so a launch check does not report again what they reported.
  */
@@ -400,15 +403,15 @@ void rz__attrib_refill_locked(void) {
     uint8_t changed[RECORDS] = {0};
     if (changed_since_reported(io, of, n, changed))
         held = 1;
-    rz_band_io_t todo[RECORDS];
+    rz_band_io_t writes[RECORDS];
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (!changed[i])
-            todo[m++] = io[i];
-    rzcu_result e = m ? rz__dev_write(todo, m) : RZCUDA_SUCCESS;
+            writes[m++] = io[i];
+    rzcu_result e = m ? rz__dev_write(writes, m) : RZCUDA_SUCCESS;
     for (size_t i = 0, j = 0; i < n; i++)
         if (!changed[i])
-            io[i].failed = todo[j++].failed;
+            io[i].failed = writes[j++].failed;
     if (held)
         atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
     /* Launches begun from now on are copied after the write-back. */

@@ -52,25 +52,22 @@ static _Atomic int g_sync_mode = -1;        /* rz__launch_set_sync */
 
 uint64_t rz__launch_begun(void) { return atomic_load_explicit(&g_begun, memory_order_acquire); }
 
-uint64_t rz__launch_oldest_in_flight(void) {
+/* The smallest begin counter of the launches in flight and, with `completed`, of those completed but not
+ * judged yet; the next launch's when there is none. */
+static uint64_t oldest_begin(int completed) {
     pthread_mutex_lock(&g_flight_lock);
-    uint64_t oldest = atomic_load_explicit(&g_begun, memory_order_acquire) + 1; /* the next launch's */
+    uint64_t oldest = atomic_load_explicit(&g_begun, memory_order_acquire) + 1;
     for (const rz_check_t *c = g_flight; c; c = c->next)
+        oldest = c->begin < oldest ? c->begin : oldest;
+    for (const rz_check_t *c = completed ? g_done : NULL; c; c = c->qnext)
         oldest = c->begin < oldest ? c->begin : oldest;
     pthread_mutex_unlock(&g_flight_lock);
     return oldest;
 }
 
-uint64_t rz__launch_oldest_unjudged(void) {
-    pthread_mutex_lock(&g_flight_lock);
-    uint64_t oldest = atomic_load_explicit(&g_begun, memory_order_acquire) + 1; /* the next launch's */
-    for (const rz_check_t *c = g_flight; c; c = c->next)
-        oldest = c->begin < oldest ? c->begin : oldest;
-    for (const rz_check_t *c = g_done; c; c = c->qnext)
-        oldest = c->begin < oldest ? c->begin : oldest;
-    pthread_mutex_unlock(&g_flight_lock);
-    return oldest;
-}
+uint64_t rz__launch_oldest_in_flight(void) { return oldest_begin(0); }
+
+uint64_t rz__launch_oldest_unjudged(void) { return oldest_begin(1); }
 
 void rz__launch_set_sync(int mode) { atomic_store(&g_sync_mode, mode); }
 
