@@ -84,11 +84,12 @@ def ldconfig_paths(text, name):
                                             text or "", re.M)]
 
 
-def find_backend(ldconfig_text, ld_library_path, exists=os.path.exists):
+def find_backend(ldconfig_text, ld_library_path, exists=None):
     """Where libcudadebugger.so.1 (the driver's CUDA debugger back-end, which cuda-gdb 12 and later need on a
     GPU) would be found: LD_LIBRARY_PATH, the loader's cache, or beside libcuda.so.1; None when nowhere (a
     container that mounts the driver without it, a driver unpacked by hand)."""
     name = "libcudadebugger.so.1"
+    exists = exists or os.path.exists
     for d in (ld_library_path or "").split(":"):
         if d and exists(os.path.join(d, name)):
             return os.path.join(d, name)
@@ -102,9 +103,10 @@ def find_backend(ldconfig_text, ld_library_path, exists=os.path.exists):
     return None
 
 
-def cudart_dir(dryrun_text, exists=os.path.exists):
+def cudart_dir(dryrun_text, exists=None):
     """The directory of the libcudart nvcc links (`nvcc --dryrun`: the -L of its LIBRARIES line that is not
     the stubs), normalised; None when nvcc said none holding libcudart.so."""
+    exists = exists or os.path.exists
     m = re.search(r"^#\$ LIBRARIES=(.*)$", dryrun_text or "", re.M)
     if not m:
         return None
