@@ -45,7 +45,8 @@ LDCONFIG_DRIVER = ("\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/l
                    "\tlibcudadebugger.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudadebugger.so.1\n")
 LDCONFIG_NO_BACKEND = "\tlibcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
 DRYRUN = ('#$ _TARGET_DIR_=targets/x86_64-linux\n#$ TOP=/opt/cuda/bin/..\n'
-          '#$ LIBRARIES=  "-L/opt/cuda/bin/../targets/x86_64-linux/lib/stubs" "-L/opt/cuda/bin/../targets/x86_64-linux/lib"\n')
+          '#$ LIBRARIES=  "-L/opt/cuda/bin/../targets/x86_64-linux/lib/stubs" '
+          '"-L/opt/cuda/bin/../targets/x86_64-linux/lib"\n')
 
 
 # ---- the probes' texts ---------------------------------------------------------------------------------------
@@ -197,7 +198,8 @@ def test_environment_on_a_12_2_driver_with_cuda_13_and_cuda_gdb_minimal(tmp_path
     gpu_machine(monkeypatch, {"nvidia-smi", "nvcc", "cuda-gdb", "cmake"}, LDCONFIG_NO_BACKEND)
     run = new_run(tmp_path)
     s = FakeStep({"nvidia-smi --query-gpu": "NVIDIA H200, 535.247.01, 143771 MiB, 9.0\n", "nvidia-smi": SMI_535,
-                  os.path.basename(sys.executable): "RZDRV 0 12020\n", "nvcc --version": NVCC_13, "cuda-gdb --version": CUDA_GDB_13,
+                  os.path.basename(sys.executable): "RZDRV 0 12020\n", "nvcc --version": NVCC_13,
+                  "cuda-gdb --version": CUDA_GDB_13,
                   "cuda-gdb -nx -batch": MINIMAL, "ldconfig -p": LDCONFIG_NO_BACKEND, "cmake": "cmake version 3.28\n"})
     environment.probe(run, s, ROOT)
     assert all(t is not None and t <= 30 for _, t in s.calls), s.calls
@@ -378,3 +380,20 @@ def test_the_focus_loop_continues_until_a_device_thread_has_the_focus():
                                  "continue": ""})
     assert asked == ["cuda kernel block thread", "continue", "cuda kernel block thread"]
     assert out.splitlines()[-1] == "RZFOCUS kernel 0, block (0,0,0), thread (0,0,0)"
+
+
+def test_a_session_without_the_back_end_skips_the_other_sessions(tmp_path, capsys):
+    # The probe found libcudadebugger.so.1, yet cuda-gdb says it cannot: the first session tells.
+    run = new_run(tmp_path, emulated=True)
+    ran = []
+
+    def no_backend(s):
+        ran.append("gdb-commands")
+        s.cmds.append(FakeCmd(["redzone", "gdb"], "fatal:  Could not find CUDA Debugger back-end.\n", rc=1))
+        s.check(False, "list: 3 zones")
+    run.step("gdb-commands", no_backend)
+    run.step("gdb-break-on", lambda s: ran.append("gdb-break-on"))
+    assert ran == ["gdb-commands"]
+    assert [r[1] for r in run.results] == ["FAIL", "SKIP"]
+    assert run.results[1][3] == ('not run: the debugger said "Could not find CUDA Debugger back-end" in '
+                                 'gdb-commands (libcudadebugger.so.1, shipped with the driver, is missing)')
