@@ -125,7 +125,9 @@ def check_env_value(name, value, library_check):
     warning = library_check(ENV_VARS[name], value)
     if warning:
         # The library's own words, less what it would fall back to (here the value is refused instead).
-        text = warning.strip().splitlines()[0].removeprefix("redzone: warning: ").split("; using ")[0]
+        text = warning.strip().splitlines()[0]
+        prefix = "redzone: warning: "
+        text = (text[len(prefix):] if text.startswith(prefix) else text).split("; using ")[0]  # Python 3.8
         raise UsageError(f"{text} (the library would not take it)")
     return value
 

@@ -2,6 +2,8 @@
 commands never test versions themselves.
 
 What differs (measured with cuda-gdb 11.8 / GDB 10.2, gdb 13.1 and gdb 16.3):
+- The banner: cuda-gdb 11.x says "NVIDIA (R) CUDA Debugger" and "11.8 release", 12.x and 13.x "NVIDIA (R)
+  cuda-gdb 13.0" (versions.py reads both).
 - cuda-gdb never supports scheduler-locking ("Target 'native + cuda' cannot support this command"), and
   resuming any host thread resumes every device: the agent (resume one thread) cannot serve a request
   there, so requests are served by judging bands through memory reads and writes (memscan.py).
@@ -23,7 +25,7 @@ import os
 
 import gdb
 
-from . import bandio
+from . import bandio, versions
 
 
 def is_none(value):
@@ -44,16 +46,17 @@ def _version_text():
 
 
 def name():
-    """'cuda-gdb' or 'gdb', told by what the debugger says of itself (not by its file name)."""
-    return "cuda-gdb" if "CUDA Debugger" in _version_text() or hasattr(gdb, "cuda") else "gdb"
+    """'cuda-gdb' or 'gdb', told by what the debugger says of itself (not by its file name): the 11.x banner
+    ("NVIDIA (R) CUDA Debugger", "11.8 release") and the 12.x/13.x one ("NVIDIA (R) cuda-gdb 13.0")."""
+    return "cuda-gdb" if versions.is_cuda_gdb(_version_text()) or hasattr(gdb, "cuda") else "gdb"
 
 
 def describe():
     """One line: which debugger this is, for `redzone status` and the launcher."""
-    if name() == "cuda-gdb":
-        rel = next((l.split()[0] for l in _version_text().splitlines() if l.strip().endswith(" release")), "?")
-        return f"cuda-gdb {rel} (GDB {gdb.VERSION})"
-    return f"gdb {gdb.VERSION}"
+    text = _version_text()
+    if name() == "cuda-gdb" and not versions.is_cuda_gdb(text):
+        return f"cuda-gdb ? (GDB {gdb.VERSION})"
+    return versions.describe(text, gdb.VERSION)
 
 
 def param(setting):

@@ -29,15 +29,19 @@ def choose(requested):
 
 
 def version(path):
-    """The debugger's own version line ('NVIDIA (R) CUDA Debugger 11.8 release (GDB 10.2)', 'GNU gdb 13.1')."""
+    """The debugger's own version line: 'cuda-gdb 11.8 (GNU gdb (GDB) 10.2)' (banner "11.8 release"),
+    'cuda-gdb 13.0 (Based on GNU gdb 14.2)' (12.x and 13.x: "NVIDIA (R) cuda-gdb 13.0"), 'GNU gdb 13.1'."""
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.TimeoutExpired):
         return "version unknown"
     lines = [l.strip() for l in out.splitlines() if l.strip()]
-    release = next((l for l in lines if l.endswith(" release")), None)
-    gnu = next((l for l in lines if l.startswith("GNU gdb")), lines[0] if lines else "version unknown")
-    return f"cuda-gdb {release.split()[0]} ({gnu})" if release else gnu
+    release = next((l.split()[0] for l in lines if l.endswith(" release")), None)
+    release = release or next((l.split()[3] for l in lines if l.startswith("NVIDIA (R) cuda-gdb ")
+                               and len(l.split()) > 3), None)
+    gnu = next((l for l in lines if l.startswith(("GNU gdb", "Based on GNU gdb"))),
+               lines[0] if lines else "version unknown")
+    return f"cuda-gdb {release} ({gnu})" if release else gnu
 
 
 def cmd_gdb(args, program):
