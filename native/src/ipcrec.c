@@ -3,12 +3,12 @@
  * The driver's handle names the padded block, whose base is the front band, so the importer must add the
  * band to what the driver opens, and the handle's 64 bytes are the driver's to fill: the offset travels
  * beside them. The exporter writes one small file per exported zone in a directory of this user's that no
- * one else can write (below: where), named by a hash of the handle
- * bytes and holding them in full, with the band, the program's size and the exporter's pid; it is written to
- * a temporary name and renamed, so a reader never sees half of one. The zone is remembered in this process
- * even when no file can be written (its own opens still get the program's pointer). The file goes when the zone is freed and
- * at exit; records of exporters that died without exiting are ignored by importers and swept by the next
- * exporter. The importer reads the record on open (opens are rare: one open() each) and keeps the pointers it
+ * one else can write (where: below), named by a hash of the handle bytes and holding them in full, with the
+ * band, the program's size and the exporter's pid; it is written to a temporary name and renamed, so a
+ * reader never sees half of one. The zone is remembered in this process even when no file can be written
+ * (its own opens still get the program's pointer). The file goes when the zone is freed and at exit; records
+ * of exporters that died without exiting are ignored by importers and swept by the next exporter. The
+ * importer reads the record on open (opens are rare: a few open() calls each) and keeps the pointers it
  * handed out, so that the close gives the driver its own pointer back. Both tables are this process's, under
  * one mutex, as long as what is exported or open now; a forked child starts with empty ones (its parent's
  * files stay its parent's).
