@@ -18,6 +18,12 @@ if [ -z "${RZ_IPC_PLACES_INNER:-}" ]; then
         echo "ipc_places: skipped: needs root (to run as two other users and mount a full tmpfs)"
         exit 77
     fi
+    for tool in setpriv unshare mount stat; do
+        if ! command -v $tool >/dev/null; then
+            echo "ipc_places: skipped: no $tool (util-linux, coreutils) here"
+            exit 77
+        fi
+    done
     if ! unshare -m --propagation private true 2>/dev/null; then
         echo "ipc_places: skipped: cannot make a mount namespace (unshare -m) here"
         exit 77
