@@ -40,7 +40,8 @@ fail() {
 fresh() { # empty /dev/shm and /tmp of this namespace, sticky and world-writable as usual
     umount /dev/shm 2>/dev/null
     umount /tmp 2>/dev/null
-    mount -t tmpfs -o "mode=1777,size=${1:-16m}" tmpfs /dev/shm && mount -t tmpfs -o "mode=1777,size=${1:-16m}" tmpfs /tmp
+    local opts="mode=1777,size=${1:-16m}"
+    mount -t tmpfs -o "$opts" tmpfs /dev/shm && mount -t tmpfs -o "$opts" tmpfs /tmp
 }
 as_victim() { setpriv --reuid=$VICTIM --regid=$VICTIM --clear-groups -- "$@"; }
 as_squatter() { setpriv --reuid=$SQUATTER --regid=$SQUATTER --clear-groups -- "$@"; }
