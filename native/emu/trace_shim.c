@@ -770,6 +770,19 @@ static void swap_for_forwarder(void **pfn)
         *pfn = e->fwd;
 }
 
+/* Whether p is what the next layer hands out for the driver's own `name` (the driver's definition, or an
+ * interposer's after us that stands for it): a function of that name in another library (a program's shim)
+ * is not the driver's, and must neither be traced as it nor become the forwarders' target. */
+static int driver_entry(const char *name, void *p)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (h == NULL)
+        return 0;
+    int same = next_dlsym(h, name) == p;
+    dlclose(h);
+    return same;
+}
+
 /* dlsym: RTLD_NEXT requests go to libc's dlsym untouched, answered for the caller (rz_dlsym_next.h says
  * why: sanitizer runtimes depend on it), so they are not traced; the rest to shim_dlsym, which hands out
  * forwarders for the driver's entry points. */
@@ -781,6 +794,8 @@ void *shim_dlsym(void *handle, const char *name)
         return p;
     struct entry *e = entry_by_name(name);
     if (e == NULL || p == e->fwd) /* an interposer after us names its definitions by the global ones: ours */
+        return p;
+    if (!driver_entry(name, p))
         return p;
     void *expected = NULL;
     if (!atomic_compare_exchange_strong(e->next, &expected, p) && expected != p)

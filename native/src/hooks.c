@@ -3,7 +3,8 @@
  * range, synchronisation and launch entry points, under their exported names, so an unmodified program
  * gets red zones. Programs reach the driver three ways and all three end here:
  *   1. linked against libcuda: the dynamic linker binds their calls to these definitions (we come first);
- *   2. dlopen("libcuda.so.1") + dlsym: dlsym is interposed and hands out these wrappers for wrapped names;
+ *   2. dlopen("libcuda.so.1") + dlsym: dlsym is interposed and hands out these wrappers for wrapped names
+ *      where what it found is the driver's own definition (another library's function of that name stays);
  *   3. cuGetProcAddress (how libcudart, i.e. cudaMalloc, fetches every entry point): the wrappers of
  *      cuGetProcAddress (v1 and v2) swap each wrapped entry point for its wrapper, itself included.
  * Every other call goes to the driver untouched. The library's own driver calls use the real entry points
@@ -678,17 +679,48 @@ rz_dlsym_fn *rz__resolve_dlsym(void) { return rz_dlsym_resolve(&rz__next_dlsym);
 RZ_DLSYM_NO_SANITIZE __attribute__((used, visibility("hidden"))) void *rz__dlsym(void *handle, const char *name);
 RZ_DLSYM_INTERPOSER(rz__dlsym, rz__next_dlsym, rz__resolve_dlsym);
 
+/* Whether p is the driver's own definition of the wrapped entry point `name`: the one the library resolved
+ * from the libcuda.so.1 it uses. A driver the program has not loaded is not loaded here (a lookup in another
+ * library must not pull the driver into the process): nothing found then can be the driver's. */
+static int driver_defines(const char *name, void *p) {
+    if (!__atomic_load_n(&RZ_STATE.driver_loaded, __ATOMIC_ACQUIRE)) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        if (h == NULL)
+            return 0;
+        dlclose(h);
+    }
+    if (rz__dev_load() != RZ_OK)
+        return 0;
+#define RZ_IS_REAL(n)                                                                                        \
+    if (strcmp(name, #n) == 0)                                                                               \
+        return p == (void *)rz__drv.n;
+    RZ_WRAPPED(RZ_IS_REAL)
+#undef RZ_IS_REAL
+#define RZ_WRITER_IS_REAL(exported, base, since, per_thread, params, args)                                  \
+    if (strcmp(name, #exported) == 0)                                                                        \
+        return p == (void *)rz__drv.writers.exported;
+    RZCU_DEVICE_WRITERS(RZ_WRITER_IS_REAL)
+#undef RZ_WRITER_IS_REAL
+    return 0;
+}
+
+/* The wrapper replaces what dlsym found only where that is the driver's own definition, or libredzone's
+ * export itself (a global lookup finds it first). Another library's function of the same name (a program's
+ * shim, a mock, a second driver; the emulated driver's trace shim in front of libredzone, whose forwarders
+ * call the next definition, libredzone's) is the program's to call: it gets it, as without redzone. */
 void *rz__dlsym(void *handle, const char *name) {
     rz_dlsym_fn *real = rz__resolve_dlsym();
     void *p = real ? real(handle, name) : NULL;
     if (p == NULL || name[0] != 'c' || name[1] != 'u' || t_in_hook)
         return p;
     void *w = wrapper_by_name(name);
-    /* Found ourselves (a global lookup finds libredzone's export first): an entry point the driver lacks is
-     * not there, as without redzone, so a program that probes for it learns the truth. */
-    if (w && p == w && rz__dev_load() == RZ_OK && driver_has(name) == 0)
-        return NULL;
-    return w ? w : p;
+    if (w == NULL)
+        return p;
+    /* Found ourselves: an entry point the driver lacks is not there, as without redzone, so a program that
+     * probes for it learns the truth. */
+    if (p == w)
+        return rz__dev_load() == RZ_OK && driver_has(name) == 0 ? NULL : w;
+    return driver_defines(name, p) ? w : p;
 }
 
 /* Swap a driver-provided entry point for its wrapper: by identity with the entry points the library

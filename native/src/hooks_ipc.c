@@ -9,7 +9,9 @@
  * program's arguments and the driver's answer. The handle's bytes are never changed. An importer that does
  * not run under redzone gets the driver's pointer, the front band's start: the exporter warns once.
  */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "rz_hooks.h"
@@ -21,20 +23,26 @@ static void exported(const rzcu_ipc_mem_handle *handle, rzcu_deviceptr ptr, uint
                      uint64_t user_bytes) {
     rz_ipc_record_t rec = {.front = front, .user_bytes = user_bytes, .pid = (int64_t)getpid()};
     memcpy(rec.handle, handle->reserved, sizeof rec.handle);
-    char dir[RZ_PATH_MAX];
-    if (rz__ipc_dir(dir, sizeof dir) != 0)
-        snprintf(dir, sizeof dir, "(no directory)");
-    int rc = rz__ipc_export(&rec, ptr, index);
+    rz_ipc_place_t place;
+    int rc = rz__ipc_export(&rec, ptr, index, &place);
+    char usual[RZ_PATH_MAX], refused[RZ_PATH_MAX + 96] = "";
+    if (place.refused && rz__ipc_dir(usual, sizeof usual) == 0)
+        snprintf(refused, sizeof refused, "; %s is not this user's private directory and is not used", usual);
     static atomic_int warned, failed;
     if (rc == RZ_OK && !atomic_exchange(&warned, 1))
         rz__warn("cuIpcGetMemHandle of alloc#%llu, which has a %llu-byte front band: the handle names the padded "
                  "block; a process that opens it gets the program's pointer only if it runs under redzone too "
-                 "(it reads the band from %s)",
-                 (unsigned long long)index, (unsigned long long)front, dir);
-    if (rc != RZ_OK && !atomic_exchange(&failed, 1))
-        rz__warn("cuIpcGetMemHandle of alloc#%llu: cannot record its %llu-byte front band in %s (%s): a process "
-                 "that opens the handle gets the start of the front band, not the program's pointer",
-                 (unsigned long long)index, (unsigned long long)front, dir, rz_strerror(rc));
+                 "(it reads the band from %s%s)",
+                 (unsigned long long)index, (unsigned long long)front, place.dir, refused);
+    if (rc != RZ_OK && !atomic_exchange(&failed, 1)) {
+        char roots[2 * RZ_PATH_MAX];
+        rz__ipc_roots(roots, sizeof roots);
+        rz__warn("cuIpcGetMemHandle of alloc#%llu: cannot record its %llu-byte front band under %s (%s%s): this "
+                 "process's own opens of the handle get the program's pointer, another process's the start of "
+                 "the front band",
+                 (unsigned long long)index, (unsigned long long)front, roots,
+                 rc == RZ_ENOMEM ? "out of host memory" : strerror(place.err ? place.err : EIO), refused);
+    }
 }
 
 rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) {
