@@ -29,3 +29,9 @@ add_executable(test_emu_real ${CMAKE_CURRENT_LIST_DIR}/test_emu_real.c)
 target_link_libraries(test_emu_real PRIVATE redzone_cuda_emu PkgConfig::CRITERION Threads::Threads)
 set_target_properties(test_emu_real PROPERTIES ENABLE_EXPORTS ON)
 add_test(NAME emu_real COMMAND test_emu_real)
+
+# Sticky errors (issue 27): process-wide and permanent, as cuda.h documents them.
+add_executable(test_emu_sticky ${CMAKE_CURRENT_LIST_DIR}/test_emu_sticky.c)
+target_link_libraries(test_emu_sticky PRIVATE redzone_cuda_emu PkgConfig::CRITERION Threads::Threads)
+set_target_properties(test_emu_sticky PROPERTIES ENABLE_EXPORTS ON)
+add_test(NAME emu_sticky COMMAND test_emu_sticky)

@@ -184,17 +184,27 @@ Test(band, batches_beyond_one_staging_round) {
     free(z);
 }
 
-Test(band, failed_band_read_reports_an_error_and_the_next_scan_works) {
+/* A sticky error (a kernel fault; cuda.h: every later CUDA call in the process fails): no per-band retry, one
+ * line for the process, the registry intact, and no later scan makes a driver call or says more. (This test
+ * expected the next scan to work: the lenient model, where the error was one call's.) */
+Test(band, sticky_band_read_error_is_said_once_and_ends_scans) {
     rz_devptr_t p, q;
     cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
     cr_assert_eq(rz_mem_alloc(&q, 64), RZCUDA_SUCCESS);
     poke(p + 64, 3);
-    /* An error that ends every call in the context (a kernel fault): no per-band retry. */
+    cuEmuResetCallCounts();
     cuEmuInjectFailure("cuMemcpyBatchAsync_v2", 1, RZCUDA_ERROR_LAUNCH_FAILED);
     cr_assert_eq(rz_scan(), RZ_EDRIVER);
-    expect_line("redzone: warning: scan: reading 2 bands failed with CUDA_ERROR_LAUNCH_FAILED\n");
+    expect_line("redzone: warning: CUDA_ERROR_LAUNCH_FAILED ends all CUDA work in this process: 2 zones could not be "
+                "checked\n");
+    cr_assert_eq(cuEmuCallCount("cuMemcpyDtoHAsync_v2"), 0, "no per-band retry");
     cr_assert_eq(rz__registry_count(), 2, "registry intact");
-    cr_assert_eq(rz_scan(), 1, "the violation is still found by the next scan");
+    unsigned long long calls = cuEmuCallCountAll();
+    cr_assert_eq(rz_scan(), RZ_EDRIVER);
+    cr_assert_eq(cuEmuCallCountAll(), calls, "no driver call after the sticky error");
+    char *text = rzt_read_log(g_log);
+    cr_assert_eq(rzt_count(text, "CUDA_ERROR_LAUNCH_FAILED"), 1, "said once:\n%s", text);
+    free(text);
 }
 
 /* One band goes by the plain async copy, not a one-entry batch; its failure is reported the same way. */

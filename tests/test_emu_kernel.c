@@ -303,8 +303,8 @@ Test(emu, kernel_launch_fault_injection_and_counts)
     int value = 5;
     void *args[] = {&d, &value};
     cuEmuResetCallCounts();
-    cr_assert_eq(cuEmuInjectFailure("cuLaunchKernel", 1, RZCUDA_ERROR_ILLEGAL_ADDRESS), 0);
-    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_ILLEGAL_ADDRESS);
+    cr_assert_eq(cuEmuInjectFailure("cuLaunchKernel", 1, RZCUDA_ERROR_INVALID_VALUE), 0);
+    FAILS(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), RZCUDA_ERROR_INVALID_VALUE);
     int got = -1;
     OK(cuMemcpyDtoH_v2(&got, d, sizeof got));
     cr_assert_eq(got, 0, "an injected failure launches nothing");

@@ -132,45 +132,6 @@ Test(emu_real, cuMemFree_of_pool_memory_does_not_wait) {
     FAILS(cuMemFree_v2(pool), RZCUDA_ERROR_INVALID_VALUE);
 }
 
-CUDA_EMU_KERNEL(fault, sizeof(rzcu_deviceptr)) {
-    *(volatile int *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0) = 1;
-}
-
-/* CUDA_EMU_STICKY_FAULTS: a kernel fault is a sticky CUDA_ERROR_ILLEGAL_ADDRESS in its context, as on a GPU:
- * every later call in it returns the error, work queued behind the kernel is dropped, other contexts go on,
- * and a reset primary context starts clean. */
-Test(emu_real, sticky_kernel_fault_fails_every_later_call_in_its_context) {
-    setenv("CUDA_EMU_STICKY_FAULTS", "1", 1);
-    setenv("CUDA_EMU_DEVICES", "2", 1);
-    primary_current();
-    rzcu_deviceptr flag, bad = 16;
-    OK(cuMemAlloc_v2(&flag, sizeof(int)));
-    OK(cuMemsetD8_v2(flag, 0, sizeof(int)));
-    rzcu_module mod;
-    rzcu_function f;
-    OK(cuModuleLoadData(&mod, "emulated module"));
-    OK(cuModuleGetFunction(&f, mod, "fault"));
-    void *params[] = {&bad};
-    OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
-    launch_set_flag(flag, NULL); /* queued behind the fault: dropped */
-    FAILS(cuCtxSynchronize(), RZCUDA_ERROR_ILLEGAL_ADDRESS);
-    FAILS(cuStreamSynchronize(NULL), RZCUDA_ERROR_ILLEGAL_ADDRESS);
-    int seen = -1;
-    FAILS(cuMemcpyDtoH_v2(&seen, flag, sizeof seen), RZCUDA_ERROR_ILLEGAL_ADDRESS);
-    rzcu_deviceptr p;
-    FAILS(cuMemAlloc_v2(&p, 16), RZCUDA_ERROR_ILLEGAL_ADDRESS);
-    FAILS(cuMemFree_v2(flag), RZCUDA_ERROR_ILLEGAL_ADDRESS);
-    cr_assert_eq(*(volatile int *)(uintptr_t)flag, 0, "the kernel queued after the fault did not run");
-    rzcu_context other;
-    OK(cuDevicePrimaryCtxRetain(&other, 1));
-    OK(cuCtxPushCurrent_v2(other));
-    OK(cuMemAlloc_v2(&p, 16)); /* another context is unaffected */
-    OK(cuCtxPopCurrent_v2(NULL));
-    OK(cuDevicePrimaryCtxReset_v2(0));
-    primary_current();
-    OK(cuMemAlloc_v2(&p, 16)); /* a new activation starts clean */
-}
-
 /* Libraries: context-independent loading; a kernel handle launches in any context when passed as the
  * function (as cudart 12 does), cuKernelGetFunction makes a function of the current context, cuFuncGetName
  * refuses a kernel handle and cuKernelGetName names it; unloading invalidates both. */

@@ -208,6 +208,12 @@ static struct program programs[] = {
     {"readpast", {READPAST, "4"}, {""}, {""}, 0, 0, 0, 1},
     {"readpast_culprit", {READPAST, "4", "--culprit", "1"}, {""}, {""}, 0, 0, 1, 0},
     {"gdbprog", {GDBPROG, "overrun"}, {""}, {""}, 0, 0, 1, 0},
+    /* A sticky error (issue 27): every later call's result the same, under each policy. */
+    {"rzsticky_fault", {RZSTICKY, "fault", "exit"}, {"CUDA_EMU_STICKY_FAULTS=1"}, {""}, 0, 0, 0, 1},
+    {"rzsticky_fault_every_policy", {RZSTICKY, "fault", "exit"}, {"CUDA_EMU_STICKY_FAULTS=1"},
+     {"METRALE_REDZONE_SCAN=free,exit,fatal,sync,launch"}, 0, 0, 0, 1},
+    {"rzsticky_launchfail_every_policy", {RZSTICKY, "launchfail", "exit"}, {""},
+     {"METRALE_REDZONE_SCAN=free,exit,fatal,sync,launch"}, 0, 0, 0, 1},
 };
 
 ParameterizedTestParameters(nothing_lost, program) {

@@ -130,15 +130,19 @@ Test(fault, allocation_out_of_memory_even_without_the_band, .timeout = 30) {
     cr_assert(strstr(R.out, "2 allocations, 0 live, 0 unpadded\n"), "%s", R.out);
 }
 
-/* Lazy install: the batched write of three waiting bands fails. The program's bytes are intact, the three
- * zones are unwatched (their overruns go unreported), one warning says so, and the next band works. */
+/* Lazy install: the batched write of three waiting bands fails, and so does the copy-per-band fallback. The
+ * program's bytes are intact, the three zones are unwatched (their overruns go unreported), one warning says
+ * so, and the next band works. (An error that is not sticky: after a sticky one no band works again,
+ * tests/test_sticky.c; this test used a kernel fault's code, which the driver makes sticky.) */
 Test(fault, band_write_failure_lazy, .timeout = 30) {
-    const char *env[] = {PRELOAD, EMU, BANDS, "CUDA_EMU_FAIL=cuMemcpyBatchAsync_v2:1:CUDA_ERROR_LAUNCH_FAILED", NULL};
+    const char *env[] = {PRELOAD, EMU, BANDS,
+                         "CUDA_EMU_FAIL=cuMemcpyBatchAsync_v2:1:CUDA_ERROR_UNKNOWN,cuMemcpyHtoDAsync_v2:1:CUDA_ERROR_UNKNOWN",
+                         NULL};
     const char *argv[] = {RZFAULT, "fill", NULL};
     run(&R, env, argv);
     cr_assert_eq(R.status, 0, "%s", R.out);
     cr_assert_eq(count(R.out, " data ok\n"), 3, "working memory: %s", R.out);
-    cr_assert_eq(count(R.out, "redzone: warning: installing 3 bands failed with CUDA_ERROR_LAUNCH_FAILED; those zones are "
+    cr_assert_eq(count(R.out, "redzone: warning: installing 3 bands failed with CUDA_ERROR_UNKNOWN; those zones are "
                               "unwatched\n"), 1, "one warning for the batch: %s", R.out);
     cr_assert_eq(count(R.out, "redzone: warning"), 1, "%s", R.out);
     cr_assert_eq(count(R.out, "REDZONE VIOLATION"), 1, "only the zone made after the failure: %s", R.out);
@@ -172,7 +176,7 @@ Test(fault, band_read_failure_in_a_scan, .timeout = 30) {
     cr_assert(strstr(R.out, "first sync -> 0\n") && strstr(R.out, "second sync -> 0\n"),
                      "the program's synchronisations succeed: %s", R.out);
     const char *first = strstr(R.out, "rzfault: first sync\n"), *second = strstr(R.out, "rzfault: second sync\n");
-    const char *failed = strstr(R.out, "redzone: warning: scan: reading 2 bands failed with CUDA_ERROR_LAUNCH_FAILED\n"
+    const char *failed = strstr(R.out, "redzone: warning: scan: reading 2 bands failed with CUDA_ERROR_UNKNOWN\n"
                                        "redzone scan: failed (a CUDA driver call failed)");
     const char *found = strstr(R.out, "REDZONE VIOLATION alloc#0 ");
     cr_assert(first && failed && second && found && first < failed && failed < second && second < found,

@@ -175,34 +175,6 @@ Test(semantics, check_before_a_pool_free_adds_no_wait) {
     cr_assert(!strstr(out, "REDZONE VIOLATION"), "%s", out);
 }
 
-/* A kernel fault on a GPU is a sticky CUDA_ERROR_ILLEGAL_ADDRESS in its context, not a signal: the program's
- * calls get it unchanged, nothing hangs or crashes, and the exit scan says how many zones it could not read
- * and why. */
-static void run_sticky(const char *how) {
-    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_STICKY_FAULTS=1", NULL};
-    const char *argv[] = {RZREAL, "sticky", how, NULL};
-    int status = run(env, argv);
-    cr_assert_eq(status, strcmp(how, "abort") == 0 ? 128 + SIGABRT : 0, "%s", out);
-    cr_assert(strstr(out, "rzreal: synchronise after the fault: 700\n"), "%s", out);
-    cr_assert(strstr(out, "rzreal: free after the fault: 700\n"), "the driver's code, unchanged: %s", out);
-    cr_assert(strstr(out, "rzreal: allocate after the fault: 700\n"), "%s", out);
-    cr_assert(strstr(out, "redzone: warning: alloc#0: reading its band before free failed with CUDA_ERROR_ILLEGAL_ADDRESS\n"),
-              "%s", out);
-}
-
-Test(semantics, sticky_kernel_fault_exit_scan_says_what_it_could_not_read) {
-    run_sticky("exit");
-    cr_assert(strstr(out, "redzone: warning: scan: reading 2 bands failed with CUDA_ERROR_ILLEGAL_ADDRESS\n"), "%s", out);
-    cr_assert(strstr(out, "redzone: exit: 0 violated at exit, 2 zones not checked (reading their bands failed with "
-                          "CUDA_ERROR_ILLEGAL_ADDRESS);"), "%s", out);
-}
-
-Test(semantics, sticky_kernel_fault_then_abort_fatal_scan_says_what_it_could_not_read) {
-    run_sticky("abort");
-    cr_assert(strstr(out, "redzone: SIGABRT"), "%s", out);
-    cr_assert(strstr(out, "redzone: warning: scan: reading 2 bands failed with CUDA_ERROR_ILLEGAL_ADDRESS\n"), "%s", out);
-}
-
 /* Kernels of a library launched as cudart 12 does (the CUkernel as the CUfunction) are named in reports: by
  * cuKernelGetName, since cuFuncGetName refuses such a handle. */
 Test(semantics, library_kernels_are_named_in_reports) {

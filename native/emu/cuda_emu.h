@@ -17,7 +17,9 @@
  *                          Default error: CUDA_ERROR_OUT_OF_MEMORY for cuMemAlloc_v2, cuMemAllocPitch_v2,
  *                          cuMemAllocManaged, cuMemAllocHost_v2, the cuMemAlloc*Async entry points,
  *                          cuMemCreate and cuMemAddressReserve; CUDA_ERROR_UNKNOWN otherwise. Every
- *                          injected failure fires once.
+ *                          injected failure fires once; a sticky one (CUDA_ERROR_ILLEGAL_ADDRESS,
+ *                          LAUNCH_FAILED, ...: RZCU_STICKY_RESULTS) then stays, the process's, and every later
+ *                          call returns it, as a kernel fault's does (docs/emulated-driver.md, Sticky errors)
  *   CUDA_EMU_SIGNAL=<entry point>:<nth>:<signal number>[,...]
  *                          the nth call of that entry point raises the signal in the calling thread, then
  *                          runs normally if the handler returns (a signal in the middle of a library's
@@ -159,7 +161,7 @@ unsigned long long cuEmuCallCountAll(void);
  * cuEmuInjectFailure ones keep their distance (nth = 1 still means the next call). */
 void cuEmuResetCallCounts(void);
 /* Makes the nth next call (nth = 1: the next one) of entry_point return `error` (nonzero) without doing
- * anything; fires once. Returns 0, or -1 for an unknown entry point, nth == 0 or error == CUDA_SUCCESS. */
+ * anything; fires once (a sticky error then stays, as with CUDA_EMU_FAIL). Returns 0, or -1 for an unknown entry point, nth == 0 or error == CUDA_SUCCESS. */
 int cuEmuInjectFailure(const char *entry_point, unsigned long long nth, unsigned int error);
 /* Drops every pending injected failure and signal (from the API, CUDA_EMU_FAIL and CUDA_EMU_SIGNAL). */
 void cuEmuClearFailures(void);

@@ -151,9 +151,6 @@ rzcu_result emu_current_ctx(struct CUctx_st **out)
         return RZCUDA_ERROR_INVALID_CONTEXT;
     if (!atomic_load(&c->alive))
         return RZCUDA_ERROR_CONTEXT_IS_DESTROYED;
-    int sticky = atomic_load(&c->sticky);
-    if (sticky)
-        return (rzcu_result)sticky; /* a kernel faulted: every call in the context fails (until it ends) */
     *out = c;
     return RZCUDA_SUCCESS;
 }
@@ -236,7 +233,6 @@ static struct CUctx_st *ctx_new(int device, bool is_primary)
 static bool ctx_activate(struct CUctx_st *c)
 {
     atomic_fetch_add(&c->gen, 1);
-    atomic_store(&c->sticky, 0); /* a new activation starts without the old one's error */
     c->legacy = emu_stream_new(c, RZCU_STREAM_DEFAULT, STREAM_LEGACY);
     if (!c->legacy)
         return false;
@@ -623,9 +619,6 @@ static rzcu_result ctx_or_current(rzcu_context ctx, struct CUctx_st **out)
         return RZCUDA_ERROR_INVALID_CONTEXT;
     if (!atomic_load(&c->alive))
         return RZCUDA_ERROR_CONTEXT_IS_DESTROYED;
-    int sticky = atomic_load(&c->sticky);
-    if (sticky)
-        return (rzcu_result)sticky; /* a kernel faulted: every call in the context fails (until it ends) */
     *out = c;
     return RZCUDA_SUCCESS;
 }

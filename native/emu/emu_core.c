@@ -47,6 +47,8 @@ struct failure {
     bool relative; /* from cuEmuInjectFailure: keeps its distance across cuEmuResetCallCounts */
     int signo;
 };
+/* The process's sticky error (emu_internal.h): 0 until a kernel fault or an injected sticky error. */
+static _Atomic unsigned g_sticky;
 /* cuEmuShutdown or the exit handler of CUDA_EMU_SHUTDOWN_AT_EXIT ran: every call is DEINITIALIZED. */
 static atomic_bool shut_down;
 static bool shutdown_at_exit;
@@ -306,6 +308,21 @@ static void read_config_once(void)
     atomic_store_explicit(&config_read, true, memory_order_release);
 }
 
+rzcu_result emu_sticky_error(void) { return (rzcu_result)atomic_load(&g_sticky); }
+
+void emu_set_sticky_error(rzcu_result r)
+{
+    unsigned none = 0;
+    atomic_compare_exchange_strong(&g_sticky, &none, (unsigned)r);
+}
+
+/* The entry points that do no CUDA work and still answer after a sticky error: naming results (what a program
+ * reports the error with) and the driver's version. Everything else returns the error (docs/emulated-driver.md). */
+static bool survives_sticky(enum emu_ep ep)
+{
+    return ep == EP_cuGetErrorName || ep == EP_cuGetErrorString || ep == EP_cuDriverGetVersion;
+}
+
 rzcu_result emu_enter(enum emu_ep ep, void *caller)
 {
     read_config_once();
@@ -314,6 +331,9 @@ rzcu_result emu_enter(enum emu_ep ep, void *caller)
         emu_trace_enter(ep, caller);
     if (__builtin_expect(atomic_load_explicit(&shut_down, memory_order_relaxed), 0))
         return RZCUDA_ERROR_DEINITIALIZED;
+    rzcu_result sticky = (rzcu_result)atomic_load_explicit(&g_sticky, memory_order_acquire);
+    if (__builtin_expect(sticky != RZCUDA_SUCCESS, 0) && !survives_sticky(ep))
+        return sticky;
     if (atomic_load_explicit(&failures_pending[ep], memory_order_relaxed) == 0)
         return RZCUDA_SUCCESS;
     rzcu_result r = RZCUDA_SUCCESS;
@@ -331,6 +351,11 @@ rzcu_result emu_enter(enum emu_ep ep, void *caller)
     pthread_mutex_unlock(&failures_mu);
     if (signo)
         raise(signo); /* then the call runs, unless the handler does not return */
+    if (emu_error_is_sticky(r)) {
+        /* What a real driver returns this for, an asynchronous kernel fault, ends all CUDA work: so here. */
+        emu_set_sticky_error(r);
+        return emu_sticky_error();
+    }
     return r;
 }
 

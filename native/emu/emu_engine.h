@@ -27,7 +27,6 @@ struct CUctx_st {
     struct CUstream_st **streams;
     size_t nstreams, cap;
     struct CUstream_st *legacy;
-    _Atomic int sticky; /* CUDA_EMU_STICKY_FAULTS: the error a kernel fault left, returned by every later call */
 };
 
 enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
@@ -152,9 +151,13 @@ extern atomic_size_t emu_nstreams_total;
 extern atomic_ullong emu_pending_ops;
 extern size_t emu_stream_dump_mark;
 
-/* CUDA_SUCCESS, or the sticky error a kernel fault left in ctx (CUDA_EMU_STICKY_FAULTS): what a call that
- * waited for the context's work returns afterwards. */
-static inline rzcu_result emu_ctx_error(struct CUctx_st *ctx) { return (rzcu_result)atomic_load(&ctx->sticky); }
+/* CUDA_SUCCESS, or the process's sticky error (a kernel fault, in any context): what a call that waited for
+ * ctx's work returns afterwards (the error is the process's, not the context's: cuda.h). */
+static inline rzcu_result emu_ctx_error(struct CUctx_st *ctx)
+{
+    (void)ctx;
+    return emu_sticky_error();
+}
 
 /* ---- stream capture and graphs (emu_graph.c) ---- */
 bool emu_graphs_init(void);

@@ -1,6 +1,6 @@
 /*
  * CUresult names and numbers (as in cuda.h's CUresult enum) with the emulator's own short descriptions,
- * for cuGetErrorName / cuGetErrorString and for parsing CUDA_EMU_FAIL.
+ * for cuGetErrorName / cuGetErrorString and for parsing CUDA_EMU_FAIL; and which of them are sticky.
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -149,4 +149,16 @@ bool emu_error_by_name(const char *name, rzcu_result *out)
             return true;
         }
     return false;
+}
+
+bool emu_error_is_sticky(rzcu_result r)
+{
+    switch (r) {
+#define EMU_STICKY_CASE(name) case RZ##name:
+        RZCU_STICKY_RESULTS(EMU_STICKY_CASE)
+#undef EMU_STICKY_CASE
+        return true;
+    default:
+        return false;
+    }
 }

@@ -34,7 +34,7 @@ struct emu_config {
     int ndevices;
     size_t mem_bytes;
     bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
-    bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is a sticky ILLEGAL_ADDRESS, not a signal */
+    bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is the sticky ILLEGAL_ADDRESS, not a signal */
 };
 extern struct emu_config emu_cfg;
 
@@ -42,6 +42,14 @@ extern struct emu_config emu_cfg;
  * the call, raises an injected signal, and returns the injected error for this call (CUDA_SUCCESS when
  * none; CUDA_ERROR_DEINITIALIZED for every call once the driver has shut down). */
 rzcu_result emu_enter(enum emu_ep ep, void *caller);
+/*
+ * The process's sticky error (emu_core.c): after a kernel fault (CUDA_EMU_STICKY_FAULTS) or an injected error
+ * that cuda.h documents as leaving "the process in an inconsistent state" (emu_error_is_sticky), every later
+ * call of every entry point, in every context and thread, returns it (emu_enter), except the few that do no
+ * CUDA work (docs/emulated-driver.md); nothing clears it. The first error stays.
+ */
+rzcu_result emu_sticky_error(void); /* CUDA_SUCCESS until then */
+void emu_set_sticky_error(rzcu_result r);
 /* cuInit succeeded: with CUDA_EMU_SHUTDOWN_AT_EXIT=1, register the shutdown at exit (once). */
 void emu_note_init(void);
 
@@ -63,6 +71,9 @@ void emu_set_initialized(void);
 const char *emu_error_name(rzcu_result r);   /* NULL when unknown */
 const char *emu_error_string(rzcu_result r); /* NULL when unknown */
 bool emu_error_by_name(const char *name, rzcu_result *out);
+/* r is one of the errors cuda.h says leave "the process in an inconsistent state and any further CUDA work
+ * will return the same error" (ILLEGAL_ADDRESS, LAUNCH_FAILED, ...). */
+bool emu_error_is_sticky(rzcu_result r);
 
 /* ---- cuGetProcAddress (emu_proc.c) ---- */
 rzcu_result emu_get_proc_address(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,

@@ -165,8 +165,9 @@ static void dma_set(void *dst, unsigned char value, size_t n)
 
 /*
  * CUDA_EMU_STICKY_FAULTS: on a GPU a kernel that touches memory it may not (a guard page, an unmapped
- * address) does not kill the process: the context gets a sticky CUDA_ERROR_ILLEGAL_ADDRESS that every later
- * call in it returns, and its queued work is dropped. Here the kernel is host code, so its SIGSEGV or SIGBUS
+ * address) does not kill the process: the process gets the sticky CUDA_ERROR_ILLEGAL_ADDRESS that every later
+ * call returns, in every context (cuda.h: "the process must be terminated and relaunched"), and all queued
+ * work is dropped. Here the kernel is host code, so its SIGSEGV or SIGBUS
  * is caught on the worker running it and turned into that error. A fault anywhere else goes to the handler
  * that was there before (or the default action).
  */
@@ -195,7 +196,7 @@ static void install_fault_handler(void)
     sigaction(SIGBUS, &sa, &g_old_bus);
 }
 
-static void run_kernel(struct CUstream_st *s, struct op *op)
+static void run_kernel(struct op *op)
 {
     if (!emu_cfg.sticky_faults) {
         op->kernel(&op->launch, op->kparams);
@@ -207,8 +208,7 @@ static void run_kernel(struct CUstream_st *s, struct op *op)
         t_kernel_jmp = &jmp;
         op->kernel(&op->launch, op->kparams);
     } else {
-        int none = 0;
-        atomic_compare_exchange_strong(&s->ctx->sticky, &none, (int)RZCUDA_ERROR_ILLEGAL_ADDRESS);
+        emu_set_sticky_error(RZCUDA_ERROR_ILLEGAL_ADDRESS);
     }
     t_kernel_jmp = NULL;
 }
@@ -326,9 +326,9 @@ static void run_queue(struct CUstream_st *s, bool idle_wait)
             emu_wait_seq(op->after.s, op->after.seq);
         if (op->kind == OP_KERNEL && emu_cfg.kernel_hold)
             hold_until_waited(op);
-        /* After a kernel fault (CUDA_EMU_STICKY_FAULTS) the context's queued work is dropped, as on a GPU. */
-        if (!atomic_load(&s->ctx->sticky))
-            op->kind == OP_KERNEL ? run_kernel(s, op) : execute(op);
+        /* After a sticky error (a kernel fault) all queued work is dropped, in every context, as on a GPU. */
+        if (emu_sticky_error() == RZCUDA_SUCCESS)
+            op->kind == OP_KERNEL ? run_kernel(op) : execute(op);
         uint64_t seq = op->seq;
         emu_free_op(op);
         pthread_mutex_lock(&s->mu);

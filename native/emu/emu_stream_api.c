@@ -67,9 +67,6 @@ rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *
     struct CUstream_st *s = stream_from_handle(h);
     if (!s)
         return RZCUDA_ERROR_INVALID_HANDLE;
-    int sticky = atomic_load(&s->ctx->sticky);
-    if (sticky)
-        return (rzcu_result)sticky;
     *out = s;
     return RZCUDA_SUCCESS;
 }

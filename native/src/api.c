@@ -566,7 +566,7 @@ static void refused_free_rearm(const rz_zone_node_t *zone) {
                           {.ctx = zone->ctx, .dev = zone->ptr - rz__zone_front(zone), .bytes = rz__zone_front(zone),
                            .value = zone->expected, .front = 1}};
     rzcu_result r = rz__dev_write(io, zone->front_units ? 2 : 1);
-    if (r != RZCUDA_SUCCESS)
+    if (r != RZCUDA_SUCCESS && !rz__sticky_failed(r, 1))
         rz__warn("alloc#%llu: re-arming its band after a refused free failed with %s", (unsigned long long)zone->index,
                  rz__cu_name(r));
 }

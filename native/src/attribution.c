@@ -433,7 +433,7 @@ void rz__attrib_refill_locked(void) {
     for (size_t i = 0; i < n; i++)
         if (!changed[i] && !io[i].failed)
             rz__record_page_reset(io[i].bytes);
-    if (e != RZCUDA_SUCCESS)
+    if (e != RZCUDA_SUCCESS && !rz__sticky_failed(e, 0))
         rz__warn("launch checks: writing back %zu reported bands failed with %s", n, rz__cu_name(e));
 }
 

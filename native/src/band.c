@@ -166,6 +166,8 @@ static void end(void) {
 static int install_pending_locked(void) {
     if (RZ_LIKELY(rz__registry_pending() == 0))
         return RZ_OK;
+    if (rz__sticky() != RZCUDA_SUCCESS)
+        return RZ_EDRIVER; /* no band can be written any more: the zones stay waiting (sticky.c) */
     if (ensure_scratch(0) != RZ_OK)
         return RZ_ENOMEM;
     int rc = RZ_OK;
@@ -212,7 +214,8 @@ static int install_pending_locked(void) {
             continue;
         rzcu_result r = rz__dev_write(g_io, n);
         if (r != RZCUDA_SUCCESS) {
-            rz__warn("installing %zu bands failed with %s; those zones are unwatched", n, rz__cu_name(r));
+            if (!rz__sticky_failed(r, 0))
+                rz__warn("installing %zu bands failed with %s; those zones are unwatched", n, rz__cu_name(r));
             for (size_t i = 0; i < n; i++) {
                 if (g_nodes[i]->flags & RZ_ZONE_UNWATCHED)
                     continue; /* its other band */
@@ -352,7 +355,9 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
         if (gone)
             rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone);
         g_last_read_error = r;
-        if (failed)
+        if (rz__cu_sticky(rz__sticky_note(r)))
+            ; /* said once, by whoever called the scan (scan_all, the exit line) */
+        else if (failed)
             rz__warn("scan: reading %zu bands failed with %s", failed, rz__cu_name(r));
         else if (gone == 0)
             rz__warn("scan: reading %zu bands failed with %s", n, rz__cu_name(r));
@@ -400,7 +405,8 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
     if (nrefill > 0) {
         r = rz__dev_write(g_io, nrefill);
         if (r != RZCUDA_SUCCESS) {
-            rz__warn("scan: re-filling %zu violated bands failed with %s", nrefill, rz__cu_name(r));
+            if (!rz__cu_sticky(r))
+                rz__warn("scan: re-filling %zu violated bands failed with %s", nrefill, rz__cu_name(r));
             return RZ_EDRIVER;
         }
         for (size_t i = 0; i < nrefill; i++)
@@ -482,6 +488,12 @@ int rz__scan_some(rz_scan_some_t *req) { return scan_all(0, req); }
 
 /* A full scan, or (some) a scan of some contexts: see rz__scan_some. */
 static int scan_all(int how, rz_scan_some_t *some) {
+    if (rz__sticky() != RZCUDA_SUCCESS) {
+        /* No band can be read any more: nothing is scanned; said once (the exit line says it itself). */
+        if (!(how & SCAN_QUIET_EMPTY))
+            rz__sticky_say(0);
+        return RZ_EDRIVER;
+    }
     int rc = begin();
     if (rc != RZ_OK)
         return rc;
@@ -523,6 +535,9 @@ static int scan_all(int how, rz_scan_some_t *some) {
         char line[128];
         rz__format_scan_summary(checked, violated, line, sizeof line);
         rz__log("%s", line);
+    } else if (rz__sticky() != RZCUDA_SUCCESS) {
+        if (!(how & SCAN_QUIET_EMPTY)) /* the exit line says it */
+            rz__sticky_say(0);
     } else
         rz__log("redzone scan: failed (%s) after %llu zones checked, %llu violated", rz_strerror(rc),
                 (unsigned long long)checked, (unsigned long long)violated);
@@ -546,7 +561,8 @@ static int flush_fills(size_t n) {
         rz__record_page_reset(g_io[i].bytes);
     }
     if (r != RZCUDA_SUCCESS) {
-        rz__warn("poison: filling %zu bands failed with %s", failed ? failed : n, rz__cu_name(r));
+        if (!rz__sticky_failed(r, 0))
+            rz__warn("poison: filling %zu bands failed with %s", failed ? failed : n, rz__cu_name(r));
         return RZ_EDRIVER; /* those zones keep their old expected byte */
     }
     return RZ_OK;

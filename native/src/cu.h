@@ -49,6 +49,7 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_NOT_INITIALIZED, 3)                     \
     X(CUDA_ERROR_DEINITIALIZED, 4)                       \
     X(CUDA_ERROR_NO_DEVICE, 100)                         \
+    X(CUDA_ERROR_CONTAINED, 226)                         \
     X(CUDA_ERROR_INVALID_DEVICE, 101)                    \
     X(CUDA_ERROR_INVALID_CONTEXT, 201)                   \
     X(CUDA_ERROR_CONTEXT_ALREADY_IN_USE, 216)            \
@@ -68,12 +69,14 @@ typedef void (*rzcu_host_fn)(void *user_data);
     X(CUDA_ERROR_INVALID_ADDRESS_SPACE, 717)             \
     X(CUDA_ERROR_INVALID_PC, 718)                        \
     X(CUDA_ERROR_LAUNCH_FAILED, 719)                     \
+    X(CUDA_ERROR_TENSOR_MEMORY_LEAK, 721)                \
     X(CUDA_ERROR_NOT_PERMITTED, 800)                     \
     X(CUDA_ERROR_NOT_SUPPORTED, 801)                     \
     X(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, 900)        \
     X(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, 901)        \
     X(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, 906)           \
     X(CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, 908)       \
+    X(CUDA_ERROR_EXTERNAL_DEVICE, 911)                   \
     X(CUDA_ERROR_UNKNOWN, 999)
 
 enum {
@@ -81,6 +84,15 @@ enum {
     RZCU_RESULTS(RZCU_RESULT_ENUM)
 #undef RZCU_RESULT_ENUM
 };
+
+/* The sticky results: those cuda.h documents as leaving "the process in an inconsistent state and any further
+ * CUDA work will return the same error. To continue using CUDA, the process must be terminated and
+ * relaunched." (the kernel faults, a launch timeout, a contained or external-device error). */
+#define RZCU_STICKY_RESULTS(X)                                                                             \
+    X(CUDA_ERROR_CONTAINED) X(CUDA_ERROR_ILLEGAL_ADDRESS) X(CUDA_ERROR_LAUNCH_TIMEOUT)                      \
+        X(CUDA_ERROR_HARDWARE_STACK_ERROR) X(CUDA_ERROR_ILLEGAL_INSTRUCTION) X(CUDA_ERROR_MISALIGNED_ADDRESS)  \
+            X(CUDA_ERROR_INVALID_ADDRESS_SPACE) X(CUDA_ERROR_INVALID_PC) X(CUDA_ERROR_LAUNCH_FAILED)          \
+                X(CUDA_ERROR_TENSOR_MEMORY_LEAK) X(CUDA_ERROR_EXTERNAL_DEVICE)
 
 #define RZCU_STREAM_LEGACY ((rzcu_stream)0x1)
 #define RZCU_STREAM_PER_THREAD ((rzcu_stream)0x2)

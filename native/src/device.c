@@ -528,12 +528,14 @@ typedef rzcu_result band_op(rz_band_io_t *, const uint32_t *, size_t, rzcu_strea
 /* Run op on one context's entries; on failure mark them, so the other contexts' results are still used. */
 static rzcu_result one_ctx(rz_band_io_t *io, void *ctx, const uint32_t *order, size_t m, band_op *op) {
     int pushed;
-    rzcu_result r = rz__dev_enter(ctx, &pushed);
+    rzcu_result r = rz__sticky(); /* after a sticky error no call can succeed: none is made (sticky.c) */
+    if (r == RZCUDA_SUCCESS)
+        r = rz__sticky_note(rz__dev_enter(ctx, &pushed));
     if (r == RZCUDA_SUCCESS) {
         rzcu_stream s;
-        r = rz__dev_stream(ctx, &s);
+        r = rz__sticky_note(rz__dev_stream(ctx, &s));
         if (r == RZCUDA_SUCCESS)
-            r = op(io, order, m, s);
+            r = rz__sticky_note(op(io, order, m, s));
         rz__dev_leave(pushed);
     }
     if (r != RZCUDA_SUCCESS)

@@ -137,11 +137,13 @@ rzcu_stream rz__stream_of(rzcu_stream s, int per_thread) { return per_thread && 
 rzcu_result rz__dev_settle(void *ctx) {
     if (rz__drv.cuCtxSynchronize == NULL)
         return RZCUDA_ERROR_NOT_SUPPORTED;
+    if (rz__sticky() != RZCUDA_SUCCESS)
+        return rz__sticky(); /* nothing left to wait for: every call fails now (sticky.c) */
     int pushed;
-    rzcu_result r = enter_ctx(ctx, &pushed);
+    rzcu_result r = rz__sticky_note(enter_ctx(ctx, &pushed));
     if (r != RZCUDA_SUCCESS)
         return r;
-    r = rz__drv.cuCtxSynchronize();
+    r = rz__sticky_note(rz__drv.cuCtxSynchronize());
     leave_ctx(pushed);
     return r;
 }
@@ -150,10 +152,12 @@ rzcu_result rz__dev_settle(void *ctx) {
  * without the registry lock, so it must not touch the batch scratch. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes) {
     rzcu_stream s;
+    if (rz__sticky() != RZCUDA_SUCCESS)
+        return rz__sticky();
     rzcu_result r = stream_for(rz__dev_current_ctx(), &s);
     if (r == RZCUDA_SUCCESS)
         r = rz__drv.cuMemsetD8Async(p, value, bytes, s);
     if (r == RZCUDA_SUCCESS)
         r = rz__drv.cuStreamSynchronize(s);
-    return r;
+    return rz__sticky_note(r);
 }

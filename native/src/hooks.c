@@ -374,6 +374,7 @@ RZCU_DEVICE_WRITERS(RZ_WRITER_WRAPPER)
  * reached the device some way redzone does not see) still gets its bands within one sync. The ticket is
  * taken before the driver's call: the work noted up to it is what the call waits for. */
 static rzcu_result after_sync(rzcu_result r, const rz_sync_t *what, uint64_t ticket) {
+    rz__sticky_note(r); /* a kernel fault reported to the program ends the library's device work too */
     if (r == RZCUDA_SUCCESS && !t_in_hook) {
         rz__judge_deferred(); /* stream-ordered checks that completed while the registry was busy */
         rz__fills_settle();   /* band fills done by now lose their mark (one load when none is waiting) */

@@ -593,6 +593,8 @@ static RZ_TLS char t_per_thread_key;
 rz_check_t *rz__launch_pre(const rz_launch_call_t *call) {
     if (RZ_LIKELY(!(rz__options()->scan & RZ_SCAN_LAUNCH)) || rz__dev_load() != RZ_OK)
         return NULL;
+    if (RZ_UNLIKELY(rz__sticky() != RZCUDA_SUCCESS))
+        return NULL; /* the launch fails too: nothing to check (sticky.c) */
     rz__launch_checks(); /* earlier checks the callback thread could not judge; bands they reported */
     void *ctx = rz__dev_current_ctx();
     if (ctx == NULL)
@@ -643,8 +645,8 @@ static rzcu_result copy_bands(rz_check_t *c, rzcu_stream s) {
     rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
     size_t attr_idx = 0;
     rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(b->dsts, l->srcs, l->sizes, l->n, &attr, &attr_idx, 1, s);
-    if (r == RZCUDA_SUCCESS || r == RZCUDA_ERROR_ILLEGAL_ADDRESS || r == RZCUDA_ERROR_LAUNCH_FAILED ||
-        r == RZCUDA_ERROR_CONTEXT_IS_DESTROYED || r == RZCUDA_ERROR_DEINITIALIZED)
+    if (r == RZCUDA_SUCCESS || rz__cu_sticky(r) || r == RZCUDA_ERROR_CONTEXT_IS_DESTROYED ||
+        r == RZCUDA_ERROR_DEINITIALIZED)
         return r;
 one_by_one:
     for (size_t i = 0; i < l->n; i++) {
@@ -657,6 +659,8 @@ one_by_one:
 
 static void enqueue_failed(const char *what, rzcu_result r) {
     static atomic_int warned;
+    if (rz__sticky_failed(r, 0))
+        return; /* said once for the process (sticky.c) */
     if (!atomic_exchange(&warned, 1))
         rz__warn("launch checks: %s failed with %s; that launch is not checked (the exit scan still is)", what,
                  rz__cu_name(r));
@@ -690,7 +694,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
     memcpy(c->name, name, sizeof c->name);
     pthread_mutex_unlock(&g_flight_lock);
     c->layout = layout_get(c->ctx);
-    if (c->layout == NULL || c->layout->n == 0) {
+    if (c->layout == NULL || c->layout->n == 0 || rz__sticky() != RZCUDA_SUCCESS) {
         drop(c); /* no band in this context: nothing it could have written past */
         return;
     }

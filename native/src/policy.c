@@ -47,6 +47,10 @@ static void exit_scan(void) {
         rz__launch_checks();
     }
     if (!(o->scan & RZ_SCAN_EXIT)) {
+        /* After a sticky error the checks due at frees, synchronisations or launches could not all be made:
+         * said once (sticky.c), if nothing said it yet. Not under the fatal policy alone (nothing was due). */
+        if (o->scan & (RZ_SCAN_FREE | RZ_SCAN_SYNC | RZ_SCAN_LAUNCH))
+            rz__sticky_say(0);
         rz_stats_get(&s);
         write_summary(o, &s);
         return;
@@ -56,13 +60,19 @@ static void exit_scan(void) {
     int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
     if (!gone)
         rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */
-    int violated = gone ? RZ_EDRIVER : rz__scan_at_exit();
+    int violated = gone ? RZ_EDRIVER : rz__scan_at_exit(); /* RZ_EDRIVER at once after a sticky error */
     rz_stats_get(&s);
     write_summary(o, &s);
     char now[192];
     rzcu_result read_error = RZCUDA_SUCCESS;
     if (gone)
         snprintf(now, sizeof now, "not checked, the CUDA driver had already shut down (CUDA_ERROR_DEINITIALIZED)");
+    else if (rz__sticky() != RZCUDA_SUCCESS && !rz__sticky_said())
+        /* A sticky error nothing said yet: this line says it (sticky.c), instead of a warning and a scan line. */
+        snprintf(now, sizeof now, "%s ends all CUDA work in this process: %llu zones could not be checked",
+                 rz__cu_name(rz__sticky()), (unsigned long long)rz__registry_count());
+    else if (rz__sticky() != RZCUDA_SUCCESS)
+        snprintf(now, sizeof now, "not checked (%s, above)", rz__cu_name(rz__sticky()));
     else if (violated == RZ_EBUSY) /* this thread was inside a scan or band write: exit from a signal handler */
         snprintf(now, sizeof now, "not checked, exit was called while this thread was scanning (from a signal handler?)");
     else if (violated >= 0)
@@ -333,6 +343,8 @@ static void capture_graph_check(const struct async_check *c, rzcu_stream s) {
 }
 
 void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) {
+    if (rz__sticky_say(1))
+        return; /* no band can be read any more (sticky.c); the zone is out of the registry meanwhile */
     rz_devptr_t band = zone->ptr + zone->user_bytes, front = zone->ptr - rz__zone_front(zone);
     /* In stream order the band is copied into page-locked memory when it fits: a copy into pageable memory
      * would return only once the stream's earlier work is done (a hidden host wait in cuMemFreeAsync). */
@@ -367,6 +379,10 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
             r = rz__drv.cuLaunchHostFunc(s, async_check_cb, c);
         if (r == RZCUDA_SUCCESS)
             return; /* the callback owns c */
+        if (rz__sticky_failed(r, 1)) {
+            check_free(c); /* what was queued before the failure is dropped: the host function never runs */
+            return;
+        }
         /* Could not enqueue: wait for the stream and check now, which is still before the free runs. */
         if (rz__drv.cuStreamSynchronize(s) != RZCUDA_SUCCESS) {
             rz__warn("alloc#%llu: cannot check its band before free (%s)", (unsigned long long)zone->index,
@@ -398,7 +414,7 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
     rzcu_result r = rz__dev_read(io, zone->front_units ? 2 : 1);
     if (r == RZCUDA_SUCCESS)
         judge_freed(c);
-    else
+    else if (!rz__sticky_failed(r, 1))
         rz__warn("alloc#%llu: reading its band before free failed with %s", (unsigned long long)zone->index,
                  rz__cu_name(r));
     check_free(c);

@@ -138,8 +138,10 @@ static int mode_scanfail(void) {
     CHECK(cuMemAlloc_v2(&b, 200));
     CHECK(cuMemsetD8_v2(a, 1, 100)); /* device work: both bands are written now */
     overrun(a, 100);
-    /* The next batched copy is the scan's read of both bands; a kernel fault's error (no per-band retry). */
-    if (cuEmuInjectFailure("cuMemcpyBatchAsync_v2", 1, RZCUDA_ERROR_LAUNCH_FAILED) != 0)
+    /* The next batched copy is the scan's read of both bands, and the next async copy its copy-per-band
+     * fallback: both fail (an error that is not sticky, so the next scan can read the bands again). */
+    if (cuEmuInjectFailure("cuMemcpyBatchAsync_v2", 1, RZCUDA_ERROR_UNKNOWN) != 0 ||
+        cuEmuInjectFailure("cuMemcpyDtoHAsync_v2", 1, RZCUDA_ERROR_UNKNOWN) != 0)
         return 101;
     fprintf(stderr, "rzfault: first sync\n");
     SHOW("first sync", cuCtxSynchronize());

@@ -18,10 +18,6 @@
  *   rzreal poolfree    stream-ordered memory freed with cuMemFree while a kernel (touching other memory) is
  *                      queued on a non-blocking stream: whether the free waited for it (run with
  *                      CUDA_EMU_KERNEL_HOLD=1; the driver's cuMemFree does not wait for pool memory)
- *   rzreal sticky exit|abort
- *                      two live zones, then a kernel that faults (run with CUDA_EMU_STICKY_FAULTS=1: a sticky
- *                      CUDA_ERROR_ILLEGAL_ADDRESS, as on a GPU); prints what later calls return, then exits
- *                      normally or aborts (the fatal-signal scan)
  *   rzreal library     a kernel from a library (cuLibraryLoadData, cuLibraryGetKernel) launched as cudart 12 does,
  *                      its CUkernel passed as the CUfunction, writes past the end; and one launched through
  *                      cuKernelGetFunction
@@ -305,24 +301,6 @@ static int mode_poolfree(void) {
     return 0;
 }
 
-static int mode_sticky(const char *how) {
-    setup();
-    rzcu_function f = past_fn();
-    rzcu_deviceptr a, b, c, bad = 16; /* an address no allocation has: the kernel faults */
-    CHECK(cuMemAlloc_v2(&a, 1000));
-    CHECK(cuMemAlloc_v2(&b, 500));
-    CHECK(cuMemsetD8_v2(a, 0, 1000)); /* device work: the bands are written */
-    size_t at = 0, n = 1;
-    void *params[] = {&bad, &at, &n};
-    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
-    printf("rzreal: synchronise after the fault: %u\n", cuCtxSynchronize());
-    printf("rzreal: free after the fault: %u\n", cuMemFree_v2(a));
-    printf("rzreal: allocate after the fault: %u\n", cuMemAlloc_v2(&c, 10));
-    if (strcmp(how, "abort") == 0)
-        abort();
-    return 0;
-}
-
 CUDA_EMU_KERNEL(lib_past, sizeof(rzcu_deviceptr), sizeof(size_t), sizeof(size_t)) {
     unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
     memset(p + CUDA_EMU_PARAM(size_t, 1), 0x5a, CUDA_EMU_PARAM(size_t, 2));
@@ -463,8 +441,6 @@ int main(int argc, char **argv) {
         return mode_freeasync();
     if (strcmp(mode, "library") == 0)
         return mode_library();
-    if (strcmp(mode, "sticky") == 0 && argc > 2)
-        return mode_sticky(argv[2]);
     if (strcmp(mode, "poolfree") == 0)
         return mode_poolfree();
     if (strcmp(mode, "guardrange") == 0)
