@@ -20,7 +20,8 @@ REDZONE_LIBCUDA1_VERSION=535.261.03-1
 # Debian 12's non-free component as an apt source (as root, once), every package of it pinned at -1 except
 # cuda-gdb. Returns 1 where it cannot be added (not root, not Debian 12).
 rz_nonfree_source() {
-    grep -rqs "non-free\b" /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
+    # non-free itself, not only non-free-firmware (Debian 12's default sources name that one)
+    grep -rqsE "non-free([^-]|$)" /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
     [ "$(id -u)" -eq 0 ] || return 1
     (. /etc/os-release && [ "${VERSION_CODENAME:-}" = bookworm ]) || return 1
     printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
