@@ -12,6 +12,25 @@ REDZONE_NONFREE_SOURCE=/etc/apt/sources.list.d/redzone-non-free.sources
 # The gdb cases' third debugger: gdb 16 from a Debian 13 root built once (scripts/debian13-root).
 REDZONE_GDB16_ROOT=${REDZONE_GDB16_ROOT:-$REDZONE_BUILD/debian13}
 
+# The NVIDIA driver's libcuda.so.1 for the test real_driver_no_gpu (scripts/real-driver): downloaded with
+# apt-get download, unpacked with dpkg -x into the build tree, never installed. The version is named because
+# the non-free component is pinned at -1 (nothing from it installs by accident).
+REDZONE_LIBCUDA1_VERSION=535.261.03-1
+
+# Debian 12's non-free component as an apt source (as root, once), every package of it pinned at -1 except
+# cuda-gdb. Returns 1 where it cannot be added (not root, not Debian 12).
+rz_nonfree_source() {
+    # non-free itself, not only non-free-firmware (Debian 12's default sources name that one)
+    grep -rqsE "non-free([^-]|$)" /etc/apt/sources.list /etc/apt/sources.list.d/ && return 0
+    [ "$(id -u)" -eq 0 ] || return 1
+    (. /etc/os-release && [ "${VERSION_CODENAME:-}" = bookworm ]) || return 1
+    printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+        >"$REDZONE_NONFREE_SOURCE"
+    # Only cuda-gdb comes from it: every other non-free package stays uninstallable by accident.
+    printf 'Package: *\nPin: release c=non-free\nPin-Priority: -1\n\nPackage: nvidia-cuda-gdb\nPin: release c=non-free\nPin-Priority: 500\n' \
+        >/etc/apt/preferences.d/redzone-non-free
+}
+
 rz_ensure_packages() {
     local missing=() p
     for p in "${REDZONE_PACKAGES[@]}"; do
@@ -25,14 +44,7 @@ rz_ensure_packages() {
     fi
     echo "redzone: installing ${missing[*]}" >&2
     export DEBIAN_FRONTEND=noninteractive
-    if ! grep -rqs "non-free\b" /etc/apt/sources.list /etc/apt/sources.list.d/ && . /etc/os-release &&
-       [ "${VERSION_CODENAME:-}" = bookworm ]; then
-        printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: bookworm\nComponents: non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-            >"$REDZONE_NONFREE_SOURCE"
-        # Only cuda-gdb comes from it: every other non-free package stays uninstallable by accident.
-        printf 'Package: *\nPin: release c=non-free\nPin-Priority: -1\n\nPackage: nvidia-cuda-gdb\nPin: release c=non-free\nPin-Priority: 500\n' \
-            >/etc/apt/preferences.d/redzone-non-free
-    fi
+    rz_nonfree_source || true
     apt-get update -qq
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }

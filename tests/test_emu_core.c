@@ -109,7 +109,20 @@ Test(emu, malformed_devices_env_warns, .init = cr_redirect_stderr)
     OK(cuDeviceGetCount(&n));
     cr_assert_eq(n, 1);
     fflush(stderr);
-    cr_assert_stderr_eq_str("cuda-emu: warning: malformed CUDA_EMU_DEVICES=\"9\" (want 1..8); using 1\n");
+    cr_assert_stderr_eq_str("cuda-emu: warning: malformed CUDA_EMU_DEVICES=\"9\" (want 0..8); using 1\n");
+}
+
+/* A machine without a GPU: every cuInit fails with CUDA_ERROR_NO_DEVICE (as the NVIDIA driver 535 answers
+ * there, tests/real_driver_no_gpu.py), the version query still answers, and nothing else is initialised. */
+Test(emu, zero_devices_no_device)
+{
+    setenv("CUDA_EMU_DEVICES", "0", 1);
+    cr_assert_eq(cuInit(0), RZCUDA_ERROR_NO_DEVICE);
+    cr_assert_eq(cuInit(0), RZCUDA_ERROR_NO_DEVICE);
+    int v = 0, n = -1;
+    OK(cuDriverGetVersion(&v));
+    cr_assert_gt(v, 0);
+    cr_assert_eq(cuDeviceGetCount(&n), RZCUDA_ERROR_NOT_INITIALIZED);
 }
 
 Test(emu, malformed_mem_env_warns, .init = cr_redirect_stderr)

@@ -266,6 +266,8 @@ EMU_API rzcu_result cuInit(unsigned int flags)
     ENTER_NOINIT(cuInit);
     if (flags != 0)
         return RZCUDA_ERROR_INVALID_VALUE;
+    if (emu_cfg.ndevices == 0)
+        return RZCUDA_ERROR_NO_DEVICE; /* every call, as the NVIDIA driver's on a machine without a GPU */
     pthread_once(&init_once, init_tables);
     if (init_result != RZCUDA_SUCCESS)
         return init_result;

@@ -246,10 +246,10 @@ static void read_config(void)
     const char *v = getenv("CUDA_EMU_DEVICES");
     if (v) {
         unsigned long long n;
-        if (parse_ull(v, &n) && n >= 1 && n <= CUDA_EMU_MAX_DEVICES)
-            emu_cfg.ndevices = (int)n;
+        if (parse_ull(v, &n) && n <= CUDA_EMU_MAX_DEVICES)
+            emu_cfg.ndevices = (int)n; /* 0: a machine without a GPU (cuInit fails, as the NVIDIA driver's) */
         else
-            warn("malformed CUDA_EMU_DEVICES=\"%s\" (want 1..8); using 1", v);
+            warn("malformed CUDA_EMU_DEVICES=\"%s\" (want 0..8); using 1", v);
     }
     v = getenv("CUDA_EMU_MEM");
     if (v) {

@@ -620,7 +620,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
     X(cuPointerGetAttribute) X(cuStreamDestroy_v2) X(cuCtxDestroy) X(cuDevicePrimaryCtxRelease)                \
     X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes) X(cuModuleUnload) X(cuLibraryUnload)                \
-    RZ_CAPTURE_WRAPPED(X) RZ_IPC_WRAPPED(X)
+    RZ_CAPTURE_WRAPPED(X) RZ_IPC_WRAPPED(X) RZ_START_WRAPPED(X)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \
@@ -740,6 +740,7 @@ static void swap_for_wrapper(const char *symbol, void **pfn, int version, rzcu_u
 
 rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,
                                 rzcu_proc_query_result *status) {
+    rz__start_note_lookup(cuda_version);
     rzcu_fn_cuGetProcAddress_v2 *real = REAL(cuGetProcAddress_v2);
     if (real == NULL)
         return missing();
@@ -750,6 +751,7 @@ rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version
 }
 
 rzcu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags) {
+    rz__start_note_lookup(cuda_version);
     rzcu_fn_cuGetProcAddress *real = REAL(cuGetProcAddress);
     if (real == NULL)
         return missing();

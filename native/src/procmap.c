@@ -61,6 +61,7 @@ static const struct versioned {
     {"cuStreamBeginCaptureToGraph", 12030, 1, "cuStreamBeginCaptureToGraph_ptsz"},
     {"cuStreamEndCapture", 10000, 0, "cuStreamEndCapture"},
     {"cuStreamEndCapture", 10000, 1, "cuStreamEndCapture_ptsz"},
+    {"cuInit", 2000, 0, "cuInit"},
     {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
     {"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
 #define RZ_WRITER_VERSION(exported, base, since, per_thread, params, args) {#base, since, per_thread, #exported},

@@ -53,6 +53,18 @@ def tail_hint(text):
 
 
 DRIVER_MISSING = re.compile(r"libcuda\.so\.1: cannot open shared object file|cannot load the CUDA driver")
+# The library's exit line when the driver never started (cuInit failed, or the CUDA runtime refused it).
+DRIVER_NOT_STARTED = re.compile(r"redzone: the CUDA driver did not start \((.*)\): nothing was checked")
+
+
+def driver_not_started(logs):
+    """Why the driver did not start, as the library said in any run's log; None when it never said so."""
+    for per_process in logs.values():
+        for text in per_process.values():
+            m = DRIVER_NOT_STARTED.search(text)
+            if m:
+                return m.group(1)
+    return None
 
 
 class CompareFile:
@@ -228,6 +240,9 @@ def describe_verdict(v, args, env, program, logs, what):
         if v.zones:
             lines.append(f"redzone bisect: {name} made {v.zones} device allocations, none at or above the "
                          "minimum index (--min-idx, METRALE_REDZONE_MIN_IDX): nothing to bisect.")
+        elif driver_not_started(logs):
+            lines.append(f"redzone bisect: {name} made no device allocations: the CUDA driver did not start "
+                         f"({driver_not_started(logs)}), so nothing was checked and there is nothing to bisect.")
         else:
             lines.append(f"redzone bisect: {name} made no device allocations that redzone saw (is it a CUDA "
                          "program, linked dynamically to libcuda.so.1 or libcudart?), and its output is the same "
