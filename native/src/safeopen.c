@@ -60,8 +60,10 @@ int rz__open_append(const char *path, int *refused) {
     if (dfd < 0)
         return -1;
     int fd = openat(dfd, base, flags | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno == ELOOP) {
-        /* The last component is a symlink (or the directory path loops: then fstatat finds no link). */
+    if (fd < 0 && (errno == ELOOP || errno == EACCES)) {
+        /* The last component is a symlink (or the directory path loops: then fstatat finds no link). Some
+         * kernels say EACCES for a link in a sticky directory even with O_NOFOLLOW: the rule is judged here. */
+        int err = errno;
         struct stat d, l;
         if (fstat(dfd, &d) == 0 && fstatat(dfd, base, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode)) {
             if (rz__symlink_refused(l.st_uid, d.st_uid, d.st_mode, geteuid())) {
@@ -72,7 +74,7 @@ int rz__open_append(const char *path, int *refused) {
                 fd = openat(dfd, base, flags, 0600);
             }
         } else {
-            errno = ELOOP;
+            errno = err;
         }
     }
     int saved = errno;
