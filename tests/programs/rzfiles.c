@@ -93,8 +93,11 @@ int main(int argc, char **argv) {
                 return 3;
             }
         }
-        for (int fd = 0; fd >= 0 && fd < log - 1;)
-            fd = open("/dev/null", O_RDONLY);
+        int fd;
+        while ((fd = open("/dev/null", O_RDONLY)) >= 0 && fd < log)
+            ; /* its own first files */
+        if (fd >= 0)
+            close(fd); /* the log's old number, free again */
         data = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
         printf("rzfiles: the log was descriptor %d; the data file got %d\n", log, data);
     } else if (strcmp(mode, "dup2") == 0) {
