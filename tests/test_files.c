@@ -1,9 +1,10 @@
 /*
  * redzone's own files never become the program's problem, nor another user's tool (issue 27 items 2, 8, 9):
  * an unmodified program (tests/programs/rzfiles.c) that closes or dup2()s over descriptors gets no report in
- * its data file; the log and summary are created 0600 and never through a symlink another user planted in a
- * sticky world-writable directory; a set-uid program ignores METRALE_REDZONE_LOG and _SUMMARY. The cases
- * that need another user run only as root (which CI is) and say why they are skipped otherwise.
+ * its data file; the log and summary are created 0600, never through a symlink another user planted in a
+ * sticky world-writable directory nor into a file another user created there first; a set-uid program
+ * ignores METRALE_REDZONE_LOG and _SUMMARY. The cases that need another user run only as root (which CI is)
+ * and say why they are skipped otherwise.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -193,6 +194,38 @@ Test(files, symlink_another_user_planted_in_a_sticky_directory_is_not_followed, 
     cr_assert_eq(spawn_capture(env, argv, g_out, sizeof g_out), 0, "%s", g_out);
     cr_assert_eq(count(slurp(victim), k_report), 1, "one's own link is followed: %s", g_out);
     unlink(victim);
+    rm_tree(dir);
+}
+
+/* A user creates the file a root process will log to first (a guessable name in /tmp), world-writable, to
+ * read the reports from: redzone does not write to it (the kernel's fs.protected_regular rule). */
+Test(files, file_another_user_created_in_a_sticky_directory_is_not_written, .timeout = 30) {
+    if (skip_unless_root("the pre-created-file case"))
+        cr_skip_test("needs root");
+    char dir[64], log[128], logenv[160];
+    fresh_dir(dir, sizeof dir, "trap");
+    cr_assert_eq(chmod(dir, 01777), 0);
+    snprintf(log, sizeof log, "%s/rz-1234.log", dir);
+    int fd = open(log, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(chown(log, NOBODY, NOBODY), 0);
+    cr_assert_eq(chmod(log, 0666), 0);
+    snprintf(logenv, sizeof logenv, "METRALE_REDZONE_LOG=%s", log);
+    const char *env[] = {PRELOAD, EMU, BANDS, logenv, NULL};
+    const char *argv[] = {RZFILES, "plain", NULL};
+    cr_assert_eq(spawn_capture(env, argv, g_out, sizeof g_out), 0, "%s", g_out);
+    cr_assert_str_empty(slurp(log), "nothing for the other user to read");
+    char warning[300];
+    snprintf(warning, sizeof warning, "redzone: warning: cannot open METRALE_REDZONE_LOG=\"%s\" (a file another "
+             "user owns in a sticky world-writable directory, not opened); using stderr\n", log);
+    cr_assert_eq(count(g_out, warning), 1, "%s", g_out);
+    cr_assert_eq(count(g_out, k_report), 1, "the report on stderr: %s", g_out);
+
+    /* The process's own existing file there: appended to. */
+    cr_assert_eq(chown(log, 0, 0), 0);
+    cr_assert_eq(spawn_capture(env, argv, g_out, sizeof g_out), 0, "%s", g_out);
+    cr_assert_eq(count(slurp(log), k_report), 1, "one's own file is appended to: %s", g_out);
     rm_tree(dir);
 }
 

@@ -531,6 +531,6 @@ ParameterizedTestParameters(options, symlink_rule) {
 }
 
 ParameterizedTest(struct link_case *c, options, symlink_rule) {
-    cr_assert_eq(rz__symlink_refused(c->link_owner, c->dir_owner, c->dir_mode, c->euid), c->refused,
+    cr_assert_eq(rz__sticky_refused(c->link_owner, c->dir_owner, c->dir_mode, c->euid), c->refused,
                  "link uid %u, directory uid %u mode %o, euid %u", c->link_owner, c->dir_owner, c->dir_mode, c->euid);
 }

@@ -28,7 +28,7 @@ static void write_summary(const rz_options_t *o, const rz_stats_t *s) {
         char quoted[RZ_QUOTE_MAX];
         rz__quote(quoted, o->summary_path);
         rz__warn("cannot open METRALE_REDZONE_SUMMARY=%s (%s); no summary line written", quoted,
-                 refused ? "a symlink another user owns in a sticky world-writable directory, not followed"
+                 refused ? rz__refusal(refused)
                          : strerror(errno));
         return;
     }

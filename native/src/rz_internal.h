@@ -118,11 +118,16 @@ int rz__expand_path(const char *value, char *out, size_t cap);
 #define RZ_QUOTE_MAX (RZ_QUOTE_SHOWN * 4 + 48)
 size_t rz__quote(char *out, const char *value);
 /* Open one of redzone's own files for appending (safeopen.c): close-on-exec, above descriptor 2, created
- * 0600, a symlink another user owns in a sticky world-writable directory not followed (then *refused is 1,
- * errno EACCES). The fd, or -1 with errno. Async-signal-safe. */
+ * 0600; in a sticky world-writable directory, a symlink or an existing file another user owns there is
+ * refused (*refused RZ_REFUSED_LINK or RZ_REFUSED_FILE, errno EACCES; else 0). The fd, or -1 with errno.
+ * Async-signal-safe. rz__refusal: why, in words. */
+#define RZ_REFUSED_LINK 1
+#define RZ_REFUSED_FILE 2
 int rz__open_append(const char *path, int *refused);
-/* The rule for that symlink (fs.protected_symlinks): 1 when it must not be followed. */
-int rz__symlink_refused(uid_t link_owner, uid_t dir_owner, mode_t dir_mode, uid_t euid);
+const char *rz__refusal(int refused);
+/* The rule for such a symlink or file (the kernel's fs.protected_symlinks and fs.protected_regular): 1 when
+ * it must not be used. */
+int rz__sticky_refused(uid_t owner, uid_t dir_owner, mode_t dir_mode, uid_t euid);
 /* The process id in decimal into out (at least 21 bytes), NUL-terminated; async-signal-safe. */
 void rz__format_pid(char *out);
 /* For writers that cannot use rz__log (the fatal-signal handler), async-signal-safe: a forked child's own

@@ -1,11 +1,14 @@
 /*
  * How redzone opens a file of its own (the log, the summary): for appending, close-on-exec, never on
  * descriptors 0-2, created 0600 (reports hold addresses and call stacks), and never through a symlink that
- * another user planted in a sticky world-writable directory such as /tmp. That is the rule the kernel applies
- * with fs.protected_symlinks=1, checked here too because many systems (containers among them) run with it
- * off, and because a root process would otherwise append to any file a user points a link at: the link is
- * followed only when its owner is this process's effective user or the directory's owner. An existing file
- * is appended to as it is (its mode and owner unchanged).
+ * another user planted in a sticky world-writable directory such as /tmp, nor into a file another user
+ * created there first. Those are the rules the kernel applies with fs.protected_symlinks=1 and
+ * fs.protected_regular=1, checked here too because many systems (containers among them) run with them off,
+ * and because a root process would otherwise append to any file a user points a link at, or hand its reports
+ * to a user who guessed the name: a link, or an existing file, there is used only when its owner is this
+ * process's effective user or the directory's owner. Elsewhere an existing file is appended to as it is (its
+ * mode and owner unchanged). Only the last component of the name is judged; the directories above it are
+ * taken as they resolve.
  *
  * Async-signal-safe (open, openat, fstat, fstatat, fcntl, close): a forked child's per-process log and a log
  * the program closed are reopened from wherever the next line is written, the fatal-signal handler included.
@@ -19,9 +22,9 @@
 
 #include "rz_internal.h"
 
-int rz__symlink_refused(uid_t link_owner, uid_t dir_owner, mode_t dir_mode, uid_t euid) {
+int rz__sticky_refused(uid_t owner, uid_t dir_owner, mode_t dir_mode, uid_t euid) {
     int sticky_world_writable = (dir_mode & S_ISVTX) && (dir_mode & S_IWOTH);
-    return sticky_world_writable && link_owner != euid && link_owner != dir_owner;
+    return sticky_world_writable && owner != euid && owner != dir_owner;
 }
 
 /* Off descriptors 0-2: a program that closed its standard streams and opens them again must get them. */
@@ -35,8 +38,13 @@ static int above_stdio(int fd) {
     return moved;
 }
 
+const char *rz__refusal(int refused) {
+    return refused == RZ_REFUSED_FILE ? "a file another user owns in a sticky world-writable directory, not opened"
+                                      : "a symlink another user owns in a sticky world-writable directory, not followed";
+}
+
 int rz__open_append(const char *path, int *refused) {
-    const int flags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY;
+    const int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW;
     *refused = 0;
     size_t len = strlen(path);
     const char *slash = strrchr(path, '/');
@@ -59,24 +67,43 @@ int rz__open_append(const char *path, int *refused) {
     int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
         return -1;
-    int fd = openat(dfd, base, flags | O_NOFOLLOW, 0600);
-    if (fd < 0 && (errno == ELOOP || errno == EACCES)) {
+    struct stat d, f;
+    int fd = -1;
+    if (fstat(dfd, &d) != 0)
+        goto out;
+    /* A new file is ours (0600). An existing one is appended to as it is, unless another user put it in a
+     * sticky world-writable directory before us (fs.protected_regular): a guessable name there may be
+     * someone's trap to read reports from. */
+    fd = openat(dfd, base, flags | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 && errno == EEXIST) {
+        fd = openat(dfd, base, flags);
+        if (fd >= 0 && fstat(fd, &f) == 0 && S_ISREG(f.st_mode) &&
+            rz__sticky_refused(f.st_uid, d.st_uid, d.st_mode, geteuid())) {
+            close(fd);
+            fd = -1;
+            *refused = RZ_REFUSED_FILE;
+            errno = EACCES;
+            goto out;
+        }
+    }
+    if (fd < 0 && (errno == ELOOP || errno == EACCES || errno == EEXIST)) {
         /* The last component is a symlink (or the directory path loops: then fstatat finds no link). Some
          * kernels say EACCES for a link in a sticky directory even with O_NOFOLLOW: the rule is judged here. */
         int err = errno;
-        struct stat d, l;
-        if (fstat(dfd, &d) == 0 && fstatat(dfd, base, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode)) {
-            if (rz__symlink_refused(l.st_uid, d.st_uid, d.st_mode, geteuid())) {
-                *refused = 1;
+        struct stat l;
+        if (fstatat(dfd, base, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode)) {
+            if (rz__sticky_refused(l.st_uid, d.st_uid, d.st_mode, geteuid())) {
+                *refused = RZ_REFUSED_LINK;
                 errno = EACCES;
             } else {
                 /* Only its owner (trusted) or the directory's can replace it in the meantime: sticky. */
-                fd = openat(dfd, base, flags, 0600);
+                fd = openat(dfd, base, (flags & ~O_NOFOLLOW) | O_CREAT, 0600);
             }
         } else {
             errno = err;
         }
     }
+out:;
     int saved = errno;
     close(dfd);
     errno = saved;
