@@ -113,7 +113,7 @@ Test(files, log_that_cannot_be_opened_again_falls_back_to_stderr_with_one_warnin
     snprintf(data, sizeof data, "%s/data", dir);
     run_with_log("gone", log, data);
     cr_assert_str_eq(slurp(data), k_data, "the data file is the program's alone");
-    char warning[300];
+    char warning[512];
     snprintf(warning, sizeof warning, "redzone: warning: the log METRALE_REDZONE_LOG=\"%s\" was closed or replaced by "
              "the program and cannot be opened again (ENOENT); using stderr\n", log);
     cr_assert_eq(count(g_out, warning), 1, "%s", g_out);
@@ -180,7 +180,7 @@ Test(files, symlink_another_user_planted_in_a_sticky_directory_is_not_followed, 
     const char *argv[] = {RZFILES, "plain", NULL};
     cr_assert_eq(spawn_capture(env, argv, g_out, sizeof g_out), 0, "%s", g_out);
     cr_assert_str_eq(slurp(victim), "root's own file\n", "the link's target is untouched");
-    char warning[300];
+    char warning[512];
     snprintf(warning, sizeof warning, "redzone: warning: cannot open METRALE_REDZONE_LOG=\"%s\" (a symlink another "
              "user owns in a sticky world-writable directory, not followed); using stderr\n", log);
     cr_assert_eq(count(g_out, warning), 1, "%s", g_out);
@@ -188,6 +188,27 @@ Test(files, symlink_another_user_planted_in_a_sticky_directory_is_not_followed, 
              "another user owns in a sticky world-writable directory, not followed); no summary line written\n", sum);
     cr_assert_eq(count(g_out, warning), 1, "%s", g_out);
     cr_assert_eq(count(g_out, k_report), 1, "the report on stderr: %s", g_out);
+
+    /* A directory link of the other user's on the way: not followed either, nothing created behind it. */
+    char target[128], dirlink[128], through[160];
+    snprintf(target, sizeof target, "%s.rootdir", dir);
+    cr_assert_eq(mkdir(target, 0700), 0);
+    snprintf(dirlink, sizeof dirlink, "%s/logs", dir);
+    cr_assert_eq(symlink(target, dirlink), 0);
+    cr_assert_eq(lchown(dirlink, NOBODY, NOBODY), 0);
+    snprintf(through, sizeof through, "%s/rz.log", dirlink);
+    char throughenv[200];
+    snprintf(throughenv, sizeof throughenv, "METRALE_REDZONE_LOG=%s", through);
+    const char *env2[] = {PRELOAD, EMU, BANDS, throughenv, NULL};
+    cr_assert_eq(spawn_capture(env2, argv, g_out, sizeof g_out), 0, "%s", g_out);
+    char made[200];
+    snprintf(made, sizeof made, "%s/rz.log", target);
+    struct stat st;
+    cr_assert_neq(stat(made, &st), 0, "nothing created through the link: %s", g_out);
+    snprintf(warning, sizeof warning, "redzone: warning: cannot open METRALE_REDZONE_LOG=\"%s\" (a symlink another "
+             "user owns in a sticky world-writable directory, not followed); using stderr\n", through);
+    cr_assert_eq(count(g_out, warning), 1, "%s", g_out);
+    rmdir(target);
 
     /* The same link, the process's own: followed. */
     cr_assert_eq(lchown(log, 0, 0), 0);
@@ -216,7 +237,7 @@ Test(files, file_another_user_created_in_a_sticky_directory_is_not_written, .tim
     const char *argv[] = {RZFILES, "plain", NULL};
     cr_assert_eq(spawn_capture(env, argv, g_out, sizeof g_out), 0, "%s", g_out);
     cr_assert_str_empty(slurp(log), "nothing for the other user to read");
-    char warning[300];
+    char warning[512];
     snprintf(warning, sizeof warning, "redzone: warning: cannot open METRALE_REDZONE_LOG=\"%s\" (a file another "
              "user owns in a sticky world-writable directory, not opened); using stderr\n", log);
     cr_assert_eq(count(g_out, warning), 1, "%s", g_out);

@@ -7,8 +7,7 @@
  * and because a root process would otherwise append to any file a user points a link at, or hand its reports
  * to a user who guessed the name: a link, or an existing file, there is used only when its owner is this
  * process's effective user or the directory's owner. Elsewhere an existing file is appended to as it is (its
- * mode and owner unchanged). Only the last component of the name is judged; the directories above it are
- * taken as they resolve.
+ * mode and owner unchanged). Every symlink met along the name as given is judged, the directories' too.
  *
  * Async-signal-safe (open, openat, fstat, fstatat, fcntl, close): a forked child's per-process log and a log
  * the program closed are reopened from wherever the next line is written, the fatal-signal handler included.
@@ -43,6 +42,47 @@ const char *rz__refusal(int refused) {
                                       : "a symlink another user owns in a sticky world-writable directory, not followed";
 }
 
+/* The directory a name lies in, walked one component at a time so that every symlink met along the name as
+ * given is judged by the same rule (one that is followed resolves as the kernel does). A real directory is
+ * opened without following anything (O_NOFOLLOW), so no one can swap a link in between the look and the
+ * open; a link is followed only once the rule allows it, and then only its owner or the directory's (both
+ * trusted) can replace it. */
+static int open_dir(const char *dir, int *refused) {
+    int cur = open(dir[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    char comp[RZ_PATH_MAX];
+    for (const char *p = dir; cur >= 0;) {
+        while (*p == '/')
+            p++;
+        size_t n = strcspn(p, "/");
+        if (n == 0)
+            break;
+        memcpy(comp, p, n);
+        comp[n] = '\0';
+        p += n;
+        int next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && (errno == ENOTDIR || errno == ELOOP)) {
+            int err = errno;
+            struct stat d, l;
+            if (fstat(cur, &d) == 0 && fstatat(cur, comp, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode)) {
+                if (rz__sticky_refused(l.st_uid, d.st_uid, d.st_mode, geteuid())) {
+                    *refused = RZ_REFUSED_LINK;
+                    close(cur);
+                    errno = EACCES;
+                    return -1;
+                }
+                next = openat(cur, comp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+            } else {
+                errno = err;
+            }
+        }
+        int saved = errno;
+        close(cur);
+        errno = saved;
+        cur = next;
+    }
+    return cur;
+}
+
 int rz__open_append(const char *path, int *refused) {
     const int flags = O_WRONLY | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW;
     *refused = 0;
@@ -64,7 +104,7 @@ int rz__open_append(const char *path, int *refused) {
         memcpy(dir, path, (size_t)(slash - path));
         dir[slash - path] = '\0';
     }
-    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int dfd = open_dir(dir, refused);
     if (dfd < 0)
         return -1;
     struct stat d, f;
