@@ -113,6 +113,7 @@ static int log_lost(int fd) {
     int saved = errno;
     atomic_store(&g_log_checked, 0);
     atomic_store(&g_log_fd, 2);
+    atomic_store(&g_log_pid_prefix, 0); /* stderr lines carry no pid */
     RZ_STATE.log_fd = 2;
     if (atomic_exchange(&g_log_lost_said, 1) == 0) {
         char line[RZ_QUOTE_MAX + 256], quoted[RZ_QUOTE_MAX];
@@ -121,9 +122,7 @@ static int log_lost(int fd) {
         n = append(line, n, sizeof line, quoted);
         n = append(line, n, sizeof line, " was closed or replaced by the program and cannot be opened again (");
         const char *why = strerrorname_np(saved); /* strerror is not async-signal-safe */
-        n = append(line, n, sizeof line,
-                   refused ? rz__refusal(refused)
-                           : why ? why : "error");
+        n = append(line, n, sizeof line, refused ? rz__refusal(refused) : why ? why : "error");
         n = append(line, n, sizeof line, "); using stderr\n");
         rz__write_all(2, line, n);
     }
@@ -178,8 +177,7 @@ void rz__log_open(const char *path, const char *template) {
         char buf[RZ_QUOTE_MAX + 256], quoted[RZ_QUOTE_MAX];
         rz__quote(quoted, path);
         int n = snprintf(buf, sizeof buf, "redzone: warning: cannot open METRALE_REDZONE_LOG=%s (%s); using stderr\n",
-                         quoted, refused ? rz__refusal(refused)
-                                         : strerror(errno));
+                         quoted, refused ? rz__refusal(refused) : strerror(errno));
         rz__write_all(2, buf, n > 0 ? (size_t)n : 0);
         return;
     }
