@@ -62,6 +62,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
     require(o.guard.n <= RZ_GUARD_LIST_MAX && !(o.guard.every && o.guard.n), "guard selection");
     require(memchr(o.warnings, 0, sizeof o.warnings) != NULL, "warnings terminated");
     require(memchr(o.log_path, 0, sizeof o.log_path) != NULL, "log path terminated");
+    /* Values are quoted (rz__quote): nothing but printable ASCII and the newlines between lines. */
+    for (const char *c = o.warnings; *c; c++)
+        require((*c >= 0x20 && *c < 0x7f) || *c == '\n', "warnings are printable ASCII");
     /* Every warning is one line naming a variable. */
     for (const char *line = o.warnings; *line;) {
         require(strncmp(line, "redzone: warning: METRALE_REDZONE", 33) == 0, "a warning line names its variable");

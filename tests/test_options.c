@@ -124,7 +124,7 @@ Test(options, empty_log_path_warns_and_keeps_stderr) {
     rz_options_t o;
     rz__options_parse(fake_getenv, &o);
     cr_assert_str_empty(o.log_path);
-    cr_assert(strstr(o.warnings, "METRALE_REDZONE_LOG is empty; using the default"));
+    cr_assert(strstr(o.warnings, "METRALE_REDZONE_LOG=\"\" is empty; using stderr"), "%s", o.warnings);
 }
 
 Test(options, help_flag) {
@@ -332,24 +332,205 @@ Test(options, check_kernel_and_install) {
 Test(options, control_characters_in_a_value_stay_on_one_line) {
     rz_options_t o = parse_one("METRALE_REDZONE", "6\n4\x1b");
     cr_assert_eq(o.pad_bytes, 0);
-    cr_assert_str_eq(o.warnings, "redzone: warning: METRALE_REDZONE=\"6?4?\" is not a number of bytes; using 0 (red zones off)\n");
+    cr_assert_str_eq(o.warnings, "redzone: warning: METRALE_REDZONE=\"6\\x0a4\\x1b\" is not a number of bytes; using 0 (red zones off)\n");
 }
 
-/* A long warning that does not fit is replaced by the "more warnings" line; a short one after it must not be
- * written after that line, nor the "more" line twice (issue 18, item 20). */
+/* More warnings than the buffer holds: the "more warnings" line is said once, last, and no shorter warning
+ * comes after it (issue 18, item 20). Values are cut (issue 27 item 10), so it takes many bad values. */
 Test(options, more_warnings_not_shown_is_said_once_and_last) {
-    static char band[1700], front[600];
-    memset(band, 'x', sizeof band - 1);
-    memset(front, 'y', sizeof front - 1);
+    static char value[600];
+    memset(value, 0x01, sizeof value - 1); /* each byte shown as \x01: about 450 bytes a line */
+    static const char *const names[] = {
+#define RZ_OPTION(field, var, type, shown, desc) var,
+#include "options.inc"
+#undef RZ_OPTION
+    };
     fake_n = 0;
-    fake_set("METRALE_REDZONE", band);               /* ~1,800 bytes of warning: fits */
-    fake_set("METRALE_REDZONE_FRONT", front);        /* does not fit: "more warnings not shown" */
-    fake_set("METRALE_REDZONE_MIN_IDX", "x");        /* would fit after it */
-    fake_set("METRALE_REDZONE_FILL", "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz");
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && i < 7; i++)
+        fake_set(names[i], value); /* each a long warning: together more than the buffer holds */
+    fake_set("METRALE_REDZONE_AGENT", "x"); /* would fit after the "more" line */
     rz_options_t o;
     rz__options_parse(fake_getenv, &o);
     const char *more = "redzone: warning: METRALE_REDZONE*: more warnings not shown\n";
     const char *at = strstr(o.warnings, more);
     cr_assert(at != NULL, "%s", o.warnings);
     cr_assert_str_eq(at, more, "the more line is the last line, once: %s", at);
+}
+
+/* ---- issue 27 item 10: values in warnings quoted unambiguously ------------------------------------------ */
+/* The value a warning line shows after `<var>=`, decoded as its quoting says (\" \\ \xNN), into out; the
+ * text after the closing quote in *rest. 0 when the line does not hold a well-formed quoted value. */
+static int decode_quoted(const char *line, const char *var, char *out, size_t cap, const char **rest) {
+    char key[64];
+    snprintf(key, sizeof key, "%s=\"", var);
+    const char *p = strstr(line, key);
+    if (!p)
+        return 0;
+    p += strlen(key);
+    size_t n = 0;
+    for (; *p && *p != '"' && n + 1 < cap; p++) {
+        if (*p == '\\' && (p[1] == '"' || p[1] == '\\')) {
+            out[n++] = *++p;
+        } else if (*p == '\\' && p[1] == 'x') {
+            char hex[3] = {p[2], p[3], 0};
+            out[n++] = (char)strtol(hex, NULL, 16);
+            p += 3;
+        } else if (*p == '\\') {
+            return 0; /* no other escape exists */
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+    if (*p != '"')
+        return 0;
+    *rest = p + 1;
+    return 1;
+}
+
+struct quote_case {
+    char var[40];
+    char value[80];
+    char after[48]; /* what the line says right after the closing quote */
+};
+
+ParameterizedTestParameters(options, rejected_values_are_quoted_unambiguously) {
+    static struct quote_case cases[] = {
+        /* Today's quotes end at the value's first '"': the rest would read as the program's own words. */
+        {"METRALE_REDZONE", "1\" ; rm -rf ~ ; echo \"", " is not a number of bytes; using 0"},
+        {"METRALE_REDZONE_FILL", "a\\\" x=\\", " is not a byte (decimal 0-255); using 238"},
+        {"METRALE_REDZONE_SCAN", "free\",sync", " is not a comma list of free, sync"},
+        {"METRALE_REDZONE_AGENT", "\x1b[31mred\x9b\xff\t", " is not 0 or 1; using 1"},
+        {"METRALE_REDZONE_LOG", "", " is empty; using stderr"},
+    };
+    return cr_make_param_array(struct quote_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct quote_case *c, options, rejected_values_are_quoted_unambiguously) {
+    rz_options_t o = parse_one(c->var, c->value);
+    cr_assert_eq(rzt_count(o.warnings, "\n"), 1, "one line: %s", o.warnings);
+    char decoded[256];
+    const char *rest = NULL;
+    cr_assert(decode_quoted(o.warnings, c->var, decoded, sizeof decoded, &rest), "quoted value: %s", o.warnings);
+    cr_assert_str_eq(decoded, c->value, "the quotes hold exactly the value: %s", o.warnings);
+    cr_assert(strncmp(rest, c->after, strlen(c->after)) == 0, "after the value: %s", o.warnings);
+    for (const char *p = o.warnings; *p; p++)
+        cr_assert((*p >= 0x20 && *p < 0x7f) || *p == '\n', "printable ASCII only: %s", o.warnings);
+}
+
+/* A value far longer than a line: its warning is still there, the value cut with its length said. */
+Test(options, a_long_rejected_value_keeps_its_warning) {
+    static char value[5001];
+    memset(value, 'x', sizeof value - 1);
+    value[3] = '"';
+    rz_options_t o = parse_one("METRALE_REDZONE", value);
+    cr_assert_eq(o.pad_bytes, 0);
+    cr_assert(!strstr(o.warnings, "more warnings not shown"), "%s", o.warnings);
+    cr_assert_eq(rzt_count(o.warnings, "\n"), 1, "%s", o.warnings);
+    char want[256];
+    snprintf(want, sizeof want, "redzone: warning: METRALE_REDZONE=\"xxx\\\"%.*s\"...(5000 bytes) is not a number of "
+             "bytes; using 0 (red zones off)\n", RZ_QUOTE_SHOWN - 4, value + 4);
+    cr_assert_str_eq(o.warnings, want);
+    cr_assert_lt(strlen(o.warnings), (size_t)RZ_QUOTE_MAX + 128);
+}
+
+/* Every option's rejected value: its warning names the variable with the value, and the value used. */
+struct bad_case {
+    char var[40];
+    char value[600];
+    char used[48];
+};
+
+ParameterizedTestParameters(options, every_warning_names_the_variable_and_the_value_used) {
+    static struct bad_case cases[] = {
+        {"METRALE_REDZONE", "x", "using 0 (red zones off)"},
+        {"METRALE_REDZONE_FRONT", "x", "using 0 (no front bands)"},
+        {"METRALE_REDZONE_MIN_IDX", "x", "using 0"},
+        {"METRALE_REDZONE_TRACE_IDX", "x", "using unset (off)"},
+        {"METRALE_REDZONE_FILL", "x", "using 238"},
+        {"METRALE_REDZONE_POISON", "x", "using unset (no window)"},
+        {"METRALE_REDZONE_SCAN", "x", "using free,exit,fatal"},
+        {"METRALE_REDZONE_INSTALL", "x", "using lazy"},
+        {"METRALE_REDZONE_CHECK_KERNEL", "x", "using 0"},
+        {"METRALE_REDZONE_GUARD", "x", "using unset (no guard pages)"},
+        {"METRALE_REDZONE_STACKS", "x", "using 0 (off)"},
+        {"METRALE_REDZONE_LOG", "", "using stderr"},
+        {"METRALE_REDZONE_SUMMARY", "", "using unset"},
+        {"METRALE_REDZONE_AGENT", "x", "using 1"},
+        {"METRALE_REDZONE_HELP", "x", "using 0"},
+    };
+    /* A path longer than RZ_PATH_MAX: was "using the default", which said neither the value nor the default. */
+    for (int i = 11; i <= 12; i++) {
+        memset(cases[i].value, 'p', sizeof cases[i].value - 1);
+        cases[i].value[sizeof cases[i].value - 1] = '\0';
+    }
+    return cr_make_param_array(struct bad_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct bad_case *c, options, every_warning_names_the_variable_and_the_value_used) {
+    rz_options_t o = parse_one(c->var, c->value);
+    char named[64];
+    snprintf(named, sizeof named, "redzone: warning: %s=\"", c->var);
+    cr_assert(strncmp(o.warnings, named, strlen(named)) == 0, "%s", o.warnings);
+    cr_assert_eq(rzt_count(o.warnings, "\n"), 1, "%s", o.warnings);
+    cr_assert(strstr(o.warnings, c->used), "says %s: %s", c->used, o.warnings);
+    if (strlen(c->value) > RZ_QUOTE_SHOWN)
+        cr_assert(strstr(o.warnings, "\"...(599 bytes)"), "%s", o.warnings);
+}
+
+/* Every option of the table is in the case list above. */
+Test(options, every_option_has_a_bad_value_case) {
+    int n = 0;
+#define RZ_OPTION(field, var, type, shown, desc) n++;
+#include "options.inc"
+#undef RZ_OPTION
+    cr_assert_eq(n, 15, "a new option needs its case in every_warning_names_the_variable_and_the_value_used");
+}
+
+/* ---- issue 27 item 8: a set-uid or set-gid process takes no file names from the environment ----------- */
+Test(options, secure_execution_ignores_path_variables_with_one_warning) {
+    fake_n = 0;
+    fake_set("METRALE_REDZONE", "64");
+    fake_set("METRALE_REDZONE_LOG", "/etc/rz-chosen.log");
+    fake_set("METRALE_REDZONE_SUMMARY", "/etc/rz-chosen.summary");
+    rz_options_t o;
+    rz__options_parse_env(fake_getenv, 1, &o);
+    cr_assert_str_empty(o.log_path);
+    cr_assert_str_empty(o.summary_path);
+    cr_assert_eq(o.pad_bytes, 64, "other options still apply");
+    cr_assert_str_eq(o.warnings, "redzone: warning: METRALE_REDZONE_LOG, METRALE_REDZONE_SUMMARY ignored: a set-uid "
+                                 "or set-gid program (secure execution) takes no file names from the environment; "
+                                 "using stderr, unset\n");
+    rz__options_parse_env(fake_getenv, 0, &o);
+    cr_assert_str_eq(o.log_path, "/etc/rz-chosen.log", "an ordinary process takes them");
+    cr_assert_str_empty(o.warnings);
+    fake_n = 0;
+    fake_set("METRALE_REDZONE", "64");
+    rz__options_parse_env(fake_getenv, 1, &o);
+    cr_assert_str_empty(o.warnings, "nothing to say when no path is set");
+}
+
+/* ---- issue 27 item 9: the symlink rule (fs.protected_symlinks) --------------------------------------- */
+struct link_case {
+    unsigned link_owner, dir_owner, dir_mode, euid;
+    int refused;
+};
+
+ParameterizedTestParameters(options, symlink_rule) {
+    static struct link_case cases[] = {
+        {1000, 0, 01777, 0, 1},    /* /tmp: a user's link, root runs: refused */
+        {1000, 0, 01777, 2000, 1}, /* another user's link */
+        {1000, 0, 01777, 1000, 0}, /* one's own link */
+        {0, 0, 01777, 1000, 0},    /* the directory owner's link */
+        {1000, 1000, 01777, 0, 0}, /* a link in a user's own sticky directory, by that user */
+        {1000, 0, 00777, 0, 0},    /* not sticky: the rule does not apply (nor the kernel's) */
+        {1000, 0, 01775, 0, 0},    /* sticky, not world-writable */
+        {1000, 0, 00755, 0, 0},
+    };
+    return cr_make_param_array(struct link_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(struct link_case *c, options, symlink_rule) {
+    cr_assert_eq(rz__sticky_refused(c->link_owner, c->dir_owner, c->dir_mode, c->euid), c->refused,
+                 "link uid %u, directory uid %u mode %o, euid %u", c->link_owner, c->dir_owner, c->dir_mode, c->euid);
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "rz_annotate.h"
@@ -35,6 +36,49 @@ static int parse_u64(const char *s, uint64_t *out) {
     return 0;
 }
 
+size_t rz__quote(char *out, const char *value) {
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0, len = strlen(value);
+    out[n++] = '"';
+    for (size_t i = 0; i < len && i < RZ_QUOTE_SHOWN; i++) {
+        unsigned char c = (unsigned char)value[i];
+        if (c == '"' || c == '\\') {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            out[n++] = '\\';
+            out[n++] = 'x';
+            out[n++] = hex[c >> 4];
+            out[n++] = hex[c & 15];
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    out[n++] = '"';
+    if (len > RZ_QUOTE_SHOWN) {
+        /* Cut: the quotes close what is shown, so nothing after them can be read as part of the value. */
+        char digits[24];
+        size_t d = 0;
+        for (size_t v = len; d == 0 || v; v /= 10)
+            digits[d++] = (char)('0' + v % 10);
+        for (const char *t = "...("; *t; t++)
+            out[n++] = *t;
+        while (d)
+            out[n++] = digits[--d];
+        for (const char *t = " bytes)"; *t; t++)
+            out[n++] = *t;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* A rejected value as its warning shows it (rz__quote), in a buffer that lives as long as the call's block. */
+static const char *quoted(char *buf, const char *value) {
+    rz__quote(buf, value);
+    return buf;
+}
+#define QUOTED(value) quoted((char[RZ_QUOTE_MAX]){0}, (value))
+
 static void warn_line(rz_options_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn_line(rz_options_t *o, const char *fmt, ...) {
     static const char more[] = "redzone: warning: METRALE_REDZONE*: more warnings not shown\n";
@@ -48,8 +92,7 @@ static void warn_line(rz_options_t *o, const char *fmt, ...) {
     va_end(ap);
     if (n < 0)
         return;
-    /* One line per warning whatever the value holds: control characters (a newline in a variable) are
-     * shown as '?' (found by fuzz/options_fuzz.c). */
+    /* Values come quoted (rz__quote: no control character left), so this only keeps a line one line. */
     for (char *c = line; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)
             *c = '?';
@@ -69,11 +112,11 @@ static void parse_BAND(rz_options_t *o, const char *name, const char *value, uin
     uint64_t v;
     int rc = parse_u64(value, &v);
     if (rc == -1) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is not a number of bytes; using 0 (red zones off)", name, value);
+        warn_line(o, "redzone: warning: %s=%s is not a number of bytes; using 0 (red zones off)", name, QUOTED(value));
         return;
     }
     if (rc == -2 || v > RZ_PAD_MAX) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is larger than %llu; using 0 (red zones off)", name, value,
+        warn_line(o, "redzone: warning: %s=%s is larger than %llu; using 0 (red zones off)", name, QUOTED(value),
                   (unsigned long long)RZ_PAD_MAX);
         return;
     }
@@ -84,8 +127,8 @@ static void parse_FRONT(rz_options_t *o, const char *name, const char *value, ui
     uint64_t v;
     int rc = parse_u64(value, &v);
     if (rc != 0 || v > RZ_FRONT_MAX) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is not a number of bytes up to %llu; using 0 (no front bands)",
-                  name, value, (unsigned long long)RZ_FRONT_MAX);
+        warn_line(o, "redzone: warning: %s=%s is not a number of bytes up to %llu; using 0 (no front bands)",
+                  name, QUOTED(value), (unsigned long long)RZ_FRONT_MAX);
         return;
     }
     *field = (v + RZ_FRONT_UNIT - 1) / RZ_FRONT_UNIT * RZ_FRONT_UNIT;
@@ -94,7 +137,7 @@ static void parse_FRONT(rz_options_t *o, const char *name, const char *value, ui
 static void parse_INDEX(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
     uint64_t v;
     if (parse_u64(value, &v) != 0) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is not a creation index; using 0", name, value);
+        warn_line(o, "redzone: warning: %s=%s is not a creation index; using 0", name, QUOTED(value));
         return;
     }
     *field = v;
@@ -103,7 +146,7 @@ static void parse_INDEX(rz_options_t *o, const char *name, const char *value, ui
 static void parse_OPTINDEX(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
     uint64_t v;
     if (parse_u64(value, &v) != 0 || v == RZ_INDEX_NONE) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is not a creation index; using unset (off)", name, value);
+        warn_line(o, "redzone: warning: %s=%s is not a creation index; using unset (off)", name, QUOTED(value));
         return;
     }
     *field = v;
@@ -112,7 +155,7 @@ static void parse_OPTINDEX(rz_options_t *o, const char *name, const char *value,
 static void parse_BYTE(rz_options_t *o, const char *name, const char *value, uint8_t *field) {
     uint64_t v;
     if (parse_u64(value, &v) != 0 || v > 255) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is not a byte (decimal 0-255); using %u", name, value,
+        warn_line(o, "redzone: warning: %s=%s is not a byte (decimal 0-255); using %u", name, QUOTED(value),
                   (unsigned)*field);
         return;
     }
@@ -151,19 +194,42 @@ int rz__expand_path(const char *value, char *out, size_t cap) {
     return 0;
 }
 
+/* The default an option's table row shows (options.inc), for the warnings that fall back to it. */
+static const char *shown_default(const char *name) {
+#define RZ_OPTION(field, var, type, shown, desc)                                                             \
+    if (strcmp(name, var) == 0)                                                                              \
+        return shown;
+#include "options.inc"
+#undef RZ_OPTION
+    return "the default";
+}
+
 static void parse_PATH(rz_options_t *o, const char *name, const char *value, char (*field)[RZ_PATH_MAX]) {
     char out[RZ_PATH_MAX];
     if (rz__expand_path(value, out, sizeof out) != 0) {
-        warn_line(o, "redzone: warning: %s is longer than %zu bytes; using the default", name, sizeof out - 1);
+        warn_line(o, "redzone: warning: %s=%s is longer than %zu bytes (with %%p expanded); using %s", name,
+                  QUOTED(value), sizeof out - 1, shown_default(name));
         return;
     }
     size_t n = strlen(out);
     if (n == 0) {
-        warn_line(o, "redzone: warning: %s is empty; using the default", name);
+        warn_line(o, "redzone: warning: %s=\"\" is empty; using %s", name, shown_default(name));
         return;
     }
     out[n] = '\0';
     memcpy(*field, out, n + 1);
+}
+
+/* "a, b" lists of the path variables a secure-execution process ignores, and of the defaults used instead. */
+static void list_add(char *list, size_t cap, const char *item) {
+    size_t n = strlen(list), len = strlen(item);
+    if (n + 2 + len >= cap)
+        return;
+    if (n) {
+        memcpy(list + n, ", ", 2);
+        n += 2;
+    }
+    memcpy(list + n, item, len + 1);
 }
 
 static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value, unsigned *field) {
@@ -186,14 +252,14 @@ static void parse_SCANLIST(rz_options_t *o, const char *name, const char *value,
         else if (len == 4 && strncmp(s, "none", 4) == 0)
             none = 1;
         else {
-            warn_line(o, "redzone: warning: %s=\"%s\" is not a comma list of free, sync, launch, exit, fatal, none; using free,exit,fatal",
-                      name, value);
+            warn_line(o, "redzone: warning: %s=%s is not a comma list of free, sync, launch, exit, fatal, none; using free,exit,fatal",
+                      name, QUOTED(value));
             return;
         }
         s = end ? end + 1 : NULL;
     } while (s);
     if (none && bits) {
-        warn_line(o, "redzone: warning: %s=\"%s\" combines none with other scans; using free,exit,fatal", name, value);
+        warn_line(o, "redzone: warning: %s=%s combines none with other scans; using free,exit,fatal", name, QUOTED(value));
         return;
     }
     *field = bits;
@@ -204,7 +270,7 @@ static void parse_INSTALL(rz_options_t *o, const char *name, const char *value, 
         *field = value[0] == 'e';
         return;
     }
-    warn_line(o, "redzone: warning: %s=\"%s\" is not lazy or eager; using lazy", name, value);
+    warn_line(o, "redzone: warning: %s=%s is not lazy or eager; using lazy", name, QUOTED(value));
     *field = false;
 }
 
@@ -221,8 +287,8 @@ static void parse_WINDOW(rz_options_t *o, const char *name, const char *value, r
         ok = parse_u64(lo_text, &lo) == 0 && parse_u64(colon + 1, &hi) == 0 && lo <= hi;
     }
     if (!ok) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is not a window <lo>:<hi> (decimal, lo <= hi); using unset "
-                  "(no window)", name, value);
+        warn_line(o, "redzone: warning: %s=%s is not a window <lo>:<hi> (decimal, lo <= hi); using unset "
+                  "(no window)", name, QUOTED(value));
         return;
     }
     field->lo = lo;
@@ -257,8 +323,8 @@ static void parse_GUARD(rz_options_t *o, const char *name, const char *value, rz
         ok = parse_u64(value, &g.every) == 0 && g.every > 0;
     }
     if (!ok) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is not N (every N-th allocation, N >= 1) or idx:I,J,... (at most "
-                  "%d indices); using unset (no guard pages)", name, value, RZ_GUARD_LIST_MAX);
+        warn_line(o, "redzone: warning: %s=%s is not N (every N-th allocation, N >= 1) or idx:I,J,... (at most "
+                  "%d indices); using unset (no guard pages)", name, QUOTED(value), RZ_GUARD_LIST_MAX);
         return;
     }
     *field = g;
@@ -269,7 +335,7 @@ static void parse_GUARD(rz_options_t *o, const char *name, const char *value, rz
 static void parse_DEPTH(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
     uint64_t v;
     if (parse_u64(value, &v) != 0 || v > RZ_STACKS_MAX) {
-        warn_line(o, "redzone: warning: %s=\"%s\" is not a frame count 0-%d; using 0 (off)", name, value,
+        warn_line(o, "redzone: warning: %s=%s is not a frame count 0-%d; using 0 (off)", name, QUOTED(value),
                   RZ_STACKS_MAX);
         return;
     }
@@ -281,10 +347,10 @@ static void parse_BOOL(rz_options_t *o, const char *name, const char *value, boo
         *field = value[0] == '1';
         return;
     }
-    warn_line(o, "redzone: warning: %s=\"%s\" is not 0 or 1; using %d", name, value, (int)*field);
+    warn_line(o, "redzone: warning: %s=%s is not 0 or 1; using %d", name, QUOTED(value), (int)*field);
 }
 
-void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) {
+void rz__options_parse_env(rz_getenv_fn getenv_fn, int secure, rz_options_t *out) {
     memset(out, 0, sizeof *out);
     out->pad_bytes = 0;
     out->min_idx = 0;
@@ -294,15 +360,27 @@ void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) {
     out->agent = true;
     out->check_kernel = false;
     out->help = false;
+    char ignored[256] = "", defaults[128] = "";
+    /* A set-uid or set-gid program runs for a user who did not write its environment: a file name from it
+     * would let that user pick a file for the program's owner to create or append to. */
 #define RZ_OPTION(field, var, type, shown, desc)                                                             \
     {                                                                                                        \
         const char *value = getenv_fn(var);                                                                  \
-        if (value != NULL)                                                                                   \
+        if (value != NULL && secure && strcmp(#type, "PATH") == 0) {                                         \
+            list_add(ignored, sizeof ignored, var);                                                          \
+            list_add(defaults, sizeof defaults, shown);                                                      \
+        } else if (value != NULL) {                                                                          \
             parse_##type(out, var, value, &out->field);                                                      \
+        }                                                                                                    \
     }
 #include "options.inc"
 #undef RZ_OPTION
+    if (ignored[0])
+        warn_line(out, "redzone: warning: %s ignored: a set-uid or set-gid program (secure execution) takes no "
+                  "file names from the environment; using %s", ignored, defaults);
 }
+
+void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) { rz__options_parse_env(getenv_fn, 0, out); }
 
 static rz_options_t g_options;
 static pthread_once_t g_options_once = PTHREAD_ONCE_INIT;
@@ -319,8 +397,9 @@ static const char *process_getenv(const char *name) { return getenv(name); }
 _Atomic int rz__scan_launch = -1;
 
 static void options_load(void) {
-    rz__options_parse(process_getenv, &g_options);
-    rz__log_open(g_options.log_path[0] ? g_options.log_path : NULL, getenv("METRALE_REDZONE_LOG"));
+    int secure = getauxval(AT_SECURE) != 0; /* set-uid, set-gid or file capabilities: ld.so's own test */
+    rz__options_parse_env(process_getenv, secure, &g_options);
+    rz__log_open(g_options.log_path[0] ? g_options.log_path : NULL, secure ? NULL : getenv("METRALE_REDZONE_LOG"));
     if (g_options.warnings[0])
         rz__log_text(g_options.warnings, strlen(g_options.warnings));
     RZ_STATE.pad_bytes = g_options.pad_bytes;

@@ -3,6 +3,7 @@
  * the exit scan and its summary line, and kernel attribution (which kernels ran since a violated zone was
  * last known clean). The sync policy (which contexts a synchronisation judges) is syncscan.c.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,9 +22,14 @@ static pid_t g_exit_pid;
 static void write_summary(const rz_options_t *o, const rz_stats_t *s) {
     if (o->summary_path[0] == '\0')
         return;
-    int fd = open(o->summary_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int refused = 0;
+    int fd = rz__open_append(o->summary_path, &refused); /* 0600, no symlink another user planted */
     if (fd < 0) {
-        rz__warn("cannot open METRALE_REDZONE_SUMMARY=\"%s\"", o->summary_path);
+        char quoted[RZ_QUOTE_MAX];
+        rz__quote(quoted, o->summary_path);
+        rz__warn("cannot open METRALE_REDZONE_SUMMARY=%s (%s); no summary line written", quoted,
+                 refused ? rz__refusal(refused)
+                         : strerror(errno));
         return;
     }
     char line[256];

@@ -13,13 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rz_internal.h"
 
 #define RZ_WARNINGS_MAX 100
 
-static int g_log_fd = 2;
 static _Atomic unsigned g_warnings;
 static RZ_TLS int t_in_log;
 
@@ -32,7 +32,110 @@ static RZ_TLS int t_in_log;
 static _Atomic int g_log_pid_prefix;
 static char g_log_template[RZ_PATH_MAX]; /* METRALE_REDZONE_LOG as given, %p unexpanded (per-process files) */
 
-static int open_log(const char *path) { return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644); }
+/*
+ * The log's descriptor is the program's to close: a daemon or a test harness closes every descriptor after
+ * setup and opens a data file, which gets the log's number back; or it dup2()s a file of its own over it. A
+ * line must never land in a file the program opened, so before every write the descriptor is checked to be
+ * still the log: the same file (device and inode), still close-on-exec and open for appending, as redzone
+ * opened it (dup2 clears close-on-exec). Otherwise the log is opened again by its name (made absolute when
+ * it was opened, so a chdir since does not matter), and the descriptor the program has now is left alone,
+ * never written to nor closed; when that open fails too, lines go to stderr after one warning. Reports are
+ * rare, so the three system calls per write cost nothing that matters; all are async-signal-safe (the
+ * fatal-signal handler writes through here). Without METRALE_REDZONE_LOG, lines go to descriptor 2 as it is
+ * at the time: that is the program's stderr, whatever the program made of it.
+ */
+static _Atomic int g_log_fd = 2;
+static _Atomic int g_log_checked;                 /* 1: g_log_fd is a file redzone opened, checked before writes */
+static _Atomic unsigned long long g_log_dev, g_log_ino;
+static char g_log_path[RZ_PATH_MAX];              /* the log's absolute name, to open it again */
+static _Atomic int g_log_lost_said;
+
+/* Make a relative name absolute (into out); 0 where it does not fit (then it is kept as given). */
+static int absolute(const char *path, char *out, size_t cap) {
+    size_t len = strlen(path);
+    if (path[0] == '/') {
+        if (len >= cap)
+            return 0;
+        memcpy(out, path, len + 1);
+        return 1;
+    }
+    if (getcwd(out, cap) == NULL)
+        return 0;
+    size_t n = strlen(out);
+    if (n + 1 + len >= cap)
+        return 0;
+    out[n] = '/';
+    memcpy(out + n + 1, path, len + 1);
+    return 1;
+}
+
+static int open_log(const char *path, int *refused) { return rz__open_append(path, refused); }
+
+static void log_identity(int fd) {
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return;
+    atomic_store(&g_log_dev, (unsigned long long)st.st_dev);
+    atomic_store(&g_log_ino, (unsigned long long)st.st_ino);
+}
+
+/* Whether fd is still the log redzone opened. */
+static int log_is_ours(int fd) {
+    struct stat st;
+    int fdflags = fcntl(fd, F_GETFD);
+    int flags = fcntl(fd, F_GETFL);
+    return fdflags >= 0 && (fdflags & FD_CLOEXEC) && flags >= 0 && (flags & O_APPEND) &&
+           (flags & O_ACCMODE) == O_WRONLY && fstat(fd, &st) == 0 &&
+           (unsigned long long)st.st_dev == atomic_load(&g_log_dev) &&
+           (unsigned long long)st.st_ino == atomic_load(&g_log_ino);
+}
+
+/* Async-signal-safe concatenation for the lines written here (no snprintf). */
+static size_t append(char *buf, size_t n, size_t cap, const char *text) {
+    for (; *text && n < cap - 1; text++)
+        buf[n++] = *text;
+    return n;
+}
+
+/* The log's descriptor fd is no longer the log: open it again, or fall back to stderr (said once). */
+static int log_lost(int fd) {
+    int refused = 0;
+    int fresh = open_log(g_log_path, &refused);
+    if (fresh >= 0) {
+        log_identity(fresh);
+        int expected = fd;
+        if (!atomic_compare_exchange_strong(&g_log_fd, &expected, fresh))
+            close(fresh); /* another thread opened it again first: use that one */
+        else
+            RZ_STATE.log_fd = fresh;
+        return atomic_load(&g_log_fd);
+    }
+    int saved = errno;
+    atomic_store(&g_log_checked, 0);
+    atomic_store(&g_log_fd, 2);
+    atomic_store(&g_log_pid_prefix, 0); /* stderr lines carry no pid */
+    RZ_STATE.log_fd = 2;
+    if (atomic_exchange(&g_log_lost_said, 1) == 0) {
+        char line[RZ_QUOTE_MAX + 256], quoted[RZ_QUOTE_MAX];
+        rz__quote(quoted, g_log_path);
+        size_t n = append(line, 0, sizeof line, "redzone: warning: the log METRALE_REDZONE_LOG=");
+        n = append(line, n, sizeof line, quoted);
+        n = append(line, n, sizeof line, " was closed or replaced by the program and cannot be opened again (");
+        const char *why = strerrorname_np(saved); /* strerror is not async-signal-safe */
+        n = append(line, n, sizeof line, refused ? rz__refusal(refused) : why ? why : "error");
+        n = append(line, n, sizeof line, "); using stderr\n");
+        rz__write_all(2, line, n);
+    }
+    return 2;
+}
+
+/* The descriptor a line goes to now (see above). */
+static int log_fd(void) {
+    int fd = atomic_load_explicit(&g_log_fd, memory_order_relaxed);
+    if (!atomic_load_explicit(&g_log_checked, memory_order_relaxed) || log_is_ours(fd))
+        return fd;
+    return log_lost(fd);
+}
 
 /* A forked child that inherited a per-process log: its lines go to its own file, opened with its first line
  * (a child that only execs creates none); failing that, to the inherited one, with its pid on every line. */
@@ -44,30 +147,47 @@ static void log_reopen(void) {
     if (RZ_LIKELY(!atomic_load_explicit(&g_log_reopen, memory_order_relaxed)) || !atomic_exchange(&g_log_reopen, 0))
         return;
     char path[RZ_PATH_MAX];
-    int fd = rz__expand_path(g_log_template, path, sizeof path) == 0 ? open_log(path) : -1;
+    int refused;
+    int fd = rz__expand_path(g_log_template, path, sizeof path) == 0 ? open_log(path, &refused) : -1;
     if (fd < 0) {
         atomic_store(&g_log_pid_prefix, 1);
         return;
     }
-    dup3(fd, g_log_fd, O_CLOEXEC); /* in place: a thread writing now writes to one file or the other */
-    close(fd);
+    memcpy(g_log_path, path, sizeof path);
+    int old = atomic_load(&g_log_fd);
+    if (log_is_ours(old)) {
+        /* In place: a thread writing now writes to one file or the other. */
+        dup3(fd, old, O_CLOEXEC);
+        close(fd);
+        log_identity(old);
+    } else {
+        /* The child closed or reused the inherited descriptor: it is the child's, left alone. */
+        log_identity(fd);
+        atomic_store(&g_log_fd, fd);
+        RZ_STATE.log_fd = fd;
+    }
 }
 
 void rz__log_open(const char *path, const char *template) {
     if (path == NULL)
         return;
-    int fd = open_log(path);
+    int refused = 0;
+    int fd = open_log(path, &refused);
     if (fd < 0) {
-        char buf[768];
-        int n = snprintf(buf, sizeof buf, "redzone: warning: cannot open METRALE_REDZONE_LOG=\"%s\" (%s); using stderr\n",
-                         path, strerror(errno));
+        char buf[RZ_QUOTE_MAX + 256], quoted[RZ_QUOTE_MAX];
+        rz__quote(quoted, path);
+        int n = snprintf(buf, sizeof buf, "redzone: warning: cannot open METRALE_REDZONE_LOG=%s (%s); using stderr\n",
+                         quoted, refused ? rz__refusal(refused) : strerror(errno));
         rz__write_all(2, buf, n > 0 ? (size_t)n : 0);
         return;
     }
-    g_log_fd = fd;
+    if (!absolute(path, g_log_path, sizeof g_log_path))
+        memcpy(g_log_path, path, strlen(path) + 1); /* parse_PATH kept it under RZ_PATH_MAX */
+    log_identity(fd);
+    atomic_store(&g_log_fd, fd);
     RZ_STATE.log_fd = fd;
-    if (template && strstr(template, "%p") && strlen(template) < sizeof g_log_template) {
-        memcpy(g_log_template, template, strlen(template) + 1);
+    atomic_store(&g_log_checked, 1);
+    if (template && strstr(template, "%p") && absolute(template, g_log_template, sizeof g_log_template)) {
         pthread_atfork(NULL, NULL, log_after_fork);
     } else {
         atomic_store(&g_log_pid_prefix, 1);
@@ -103,6 +223,7 @@ static size_t pid_prefix(char *out) {
 
 size_t rz__log_line_start(char *out) {
     log_reopen();
+    log_fd(); /* RZ_STATE.log_fd, which the fatal-signal handler writes to, checked */
     return pid_prefix(out);
 }
 
@@ -115,7 +236,7 @@ void rz__log_raw(const char *buf, size_t n) {
     if (rz__is_agent_thread())
         rz__agent_capture(buf, n); /* a debugger's request: gdb prints it, the program's log does not get it */
     else
-        rz__write_all(g_log_fd, buf, n);
+        rz__write_all(log_fd(), buf, n);
 }
 
 void rz__log_hold(rz_log_held_t *held) { t_held = held; }
@@ -165,6 +286,7 @@ static void vlog(const char *prefix, const char *fmt, va_list ap) {
 void rz__log_text(const char *text, size_t len) {
     char pid[64];
     size_t np = rz__log_line_start(pid);
+    int fd = log_fd();
     while (len > 0) {
         const char *nl = memchr(text, '\n', len);
         size_t line = nl ? (size_t)(nl - text) + 1 : len;
@@ -172,10 +294,10 @@ void rz__log_text(const char *text, size_t len) {
         if (np && np + line <= sizeof buf) {
             memcpy(buf, pid, np); /* one write per line, as every other line */
             memcpy(buf + np, text, line);
-            rz__write_all(g_log_fd, buf, np + line);
+            rz__write_all(fd, buf, np + line);
         } else {
-            rz__write_all(g_log_fd, pid, np);
-            rz__write_all(g_log_fd, text, line);
+            rz__write_all(fd, pid, np);
+            rz__write_all(fd, text, line);
         }
         text += line;
         len -= line;

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "cu.h"
 #include "redzone.h"
@@ -89,6 +90,9 @@ typedef struct rz_options {
 typedef const char *(*rz_getenv_fn)(const char *name);
 /* Parse every option from getenv_fn into out (pure: no output, no global state). */
 void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out);
+/* The same for a process that is secure (1: set-uid or set-gid, AT_SECURE) or not: a secure one ignores
+ * every PATH option (the log, the summary) with one warning line, so it creates and appends to no file. */
+void rz__options_parse_env(rz_getenv_fn getenv_fn, int secure, rz_options_t *out);
 /* METRALE_REDZONE_SCAN has launch (1) or not (0), -1 until the options are loaded: read by every interposed
  * launch as one load (its fast path is taken on 0 only). */
 extern _Atomic int rz__scan_launch;
@@ -107,6 +111,23 @@ void rz__log_open(const char *path, const char *template);
 void rz__log_text(const char *text, size_t len);
 /* A path option's value with each %p replaced by the process id: 0, or -1 when it does not fit. */
 int rz__expand_path(const char *value, char *out, size_t cap);
+/* value as a warning shows it (options.c): in double quotes, '"' and '\\' escaped with a backslash, other
+ * bytes outside printable ASCII as \xNN, cut after RZ_QUOTE_SHOWN bytes with `"...(<n> bytes)`; out holds
+ * RZ_QUOTE_MAX bytes. Async-signal-safe; returns the length written. */
+#define RZ_QUOTE_SHOWN 96
+#define RZ_QUOTE_MAX (RZ_QUOTE_SHOWN * 4 + 48)
+size_t rz__quote(char *out, const char *value);
+/* Open one of redzone's own files for appending (safeopen.c): close-on-exec, above descriptor 2, created
+ * 0600; in a sticky world-writable directory, a symlink or an existing file another user owns there is
+ * refused (*refused RZ_REFUSED_LINK or RZ_REFUSED_FILE, errno EACCES; else 0). The fd, or -1 with errno.
+ * Async-signal-safe. rz__refusal: why, in words. */
+#define RZ_REFUSED_LINK 1
+#define RZ_REFUSED_FILE 2
+int rz__open_append(const char *path, int *refused);
+const char *rz__refusal(int refused);
+/* The rule for such a symlink or file (the kernel's fs.protected_symlinks and fs.protected_regular): 1 when
+ * it must not be used. */
+int rz__sticky_refused(uid_t owner, uid_t dir_owner, mode_t dir_mode, uid_t euid);
 /* The process id in decimal into out (at least 21 bytes), NUL-terminated; async-signal-safe. */
 void rz__format_pid(char *out);
 /* For writers that cannot use rz__log (the fatal-signal handler), async-signal-safe: a forked child's own

@@ -229,7 +229,7 @@ def test_compare_file_that_cannot_be_moved_is_a_usage_error(tmp_path):
     (["--bytes", "67108865"], 'redzone run: --bytes: METRALE_REDZONE="67108865" is larger than 67108864'),
     (["--min-idx", "99999999999999999999"], "--min-idx: METRALE_REDZONE_MIN_IDX=\"99999999999999999999\" is not a creation index"),
     (["--trace-idx", str(1 << 64)], "--trace-idx: METRALE_REDZONE_TRACE_IDX="),
-    (["--log", ""], "--log: METRALE_REDZONE_LOG is empty"),
+    (["--log", ""], "--log: METRALE_REDZONE_LOG=\"\" is empty; the library would use stderr"),
     (["--scan", "free,bogus"], "--scan: METRALE_REDZONE_SCAN=\"free,bogus\" is not a comma list"),
     (["--fill", "256"], "--fill: METRALE_REDZONE_FILL=\"256\" is not a byte"),
 ])
@@ -312,6 +312,38 @@ def test_run_keeps_the_users_own_summary_file(tmp_path):
     files = list(tmp_path.glob("summary-*.txt"))
     assert len(files) == 1 and "violations=1" in files[0].read_text()
     assert files[0].name != "summary-%p.txt", "%p became the pid"
+
+
+def test_run_creates_the_users_summary_0600(tmp_path):
+    mine = tmp_path / "summary.txt"
+    old = os.umask(0)  # the mode is the launcher's own, not the umask's
+    try:
+        rc, out, err = run(program=[f"{EXAMPLES}/copy_overrun"], env=dict(os.environ, METRALE_REDZONE_SUMMARY=str(mine)))
+    finally:
+        os.umask(old)
+    assert rc == 0, err
+    assert "violations=1" in mine.read_text()
+    assert mine.stat().st_mode & 0o7777 == 0o600
+
+
+def test_run_does_not_follow_another_users_symlink_for_the_summary(tmp_path):
+    """In a sticky world-writable directory (as /tmp), a link another user planted at the summary's name."""
+    if os.geteuid() != 0:
+        pytest.skip(f"needs root to act as another user (running as uid {os.geteuid()})")
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    victim = tmp_path / "root-owned"
+    victim.write_text("root's own file\n")
+    link = sticky / "summary.txt"
+    link.symlink_to(victim)
+    os.lchown(link, 65534, 65534)
+    rc, out, err = run(program=[f"{EXAMPLES}/copy_overrun"], env=dict(os.environ, METRALE_REDZONE_SUMMARY=str(link)))
+    assert rc == 0, err
+    assert victim.read_text() == "root's own file\n"
+    assert (f"redzone: cannot append to METRALE_REDZONE_SUMMARY={str(link)!r}: a symlink another user owns in a "
+            "sticky world-writable directory, not followed") in err
+    no_traceback(out, err)
 
 
 # ---- issue 21, item 1: no driver ------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """`redzone run`: the program with libredzone.so preloaded, its exit status passed on (or --error-exitcode
 when violations were found), signals sent to the launcher forwarded to it."""
+import errno
 import os
 import re
+import stat
 import sys
 import tempfile
 
@@ -37,16 +39,55 @@ def violations_in(lines):
     return sum(int(m.group(1)) for m in (re.search(r"violations=(\d+)", x) for x in lines) if m)
 
 
+def _refused(owner, directory):
+    """The kernel's fs.protected_symlinks / protected_regular rule, as the library applies it (safeopen.c):
+    in a sticky world-writable directory, a link or file another user owns there is not used."""
+    sticky_world_writable = directory.st_mode & stat.S_ISVTX and directory.st_mode & stat.S_IWOTH
+    return bool(sticky_world_writable) and owner not in (os.geteuid(), directory.st_uid)
+
+
+def open_own_file(path):
+    """A file descriptor for appending to path as the library opens its own files: created 0600, never
+    through a symlink nor into a file another user owns in a sticky world-writable directory (/tmp)."""
+    head, base = os.path.split(path)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW
+    dfd = os.open(head or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        directory = os.fstat(dfd)
+        try:
+            return os.open(base, flags | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dfd)
+        except FileExistsError:
+            pass
+        try:
+            fd = os.open(base, flags, dir_fd=dfd)
+        except OSError as e:
+            if e.errno != errno.ELOOP:
+                raise
+            link = os.stat(base, dir_fd=dfd, follow_symlinks=False)
+            if _refused(link.st_uid, directory):
+                raise PermissionError(errno.EACCES, "a symlink another user owns in a sticky world-writable "
+                                      "directory, not followed") from None
+            return os.open(base, (flags & ~os.O_NOFOLLOW) | os.O_CREAT, 0o600, dir_fd=dfd)
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and _refused(st.st_uid, directory):
+            os.close(fd)
+            raise PermissionError(errno.EACCES, "a file another user owns in a sticky world-writable directory, "
+                                  "not opened")
+        return fd
+    finally:
+        os.close(dfd)
+
+
 def keep_user_summary(user_path, lines):
     """The user's own METRALE_REDZONE_SUMMARY gets the lines it would have got without the launcher."""
     for line in lines:
         m = re.match(r"pid=(\d+)", line)
         path = user_path.replace("%p", m.group(1)) if m else user_path
         try:
-            with open(path, "a") as f:
+            with os.fdopen(open_own_file(path), "a") as f:
                 f.write(line)
         except OSError as e:
-            print(f"redzone: cannot append to METRALE_REDZONE_SUMMARY={user_path}: {e.strerror}", file=sys.stderr)
+            print(f"redzone: cannot append to METRALE_REDZONE_SUMMARY={user_path!r}: {e.strerror}", file=sys.stderr)
             return
 
 
