@@ -733,3 +733,210 @@ Test(emu_real, only_the_beginning_thread_ends_a_capture_unless_relaxed) {
     OK(cuGraphDestroy(graph));
     OK(cuStreamDestroy_v2(s));
 }
+
+/* ---- capture modes: queries and synchronisations (issue 27) ----
+ * A real driver refuses another thread's cuEventQuery during a global capture with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and ends the capture CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (seen on an
+ * H100): the queries and synchronisations of events, streams and contexts are potentially unsafe calls, and so
+ * (the documentation being silent: the stricter reading) are the pointer attribute queries. */
+struct sync_objects {
+    rzcu_stream other; /* a stream nobody captures */
+    rzcu_event done;   /* recorded on it, complete */
+    rzcu_deviceptr dev;
+};
+
+#define NSYNC_CALLS 8
+static const char *const sync_call_name[NSYNC_CALLS] = {
+    "cuEventQuery",  "cuEventSynchronize",    "cuStreamQuery",         "cuStreamSynchronize",
+    "cuCtxSynchronize", "cuStreamQuery_ptsz", "cuPointerGetAttribute", "cuPointerGetAttributes"};
+
+static rzcu_result sync_call(int which, const struct sync_objects *o) {
+    rzcu_context owner;
+    rzcu_pointer_attribute attr = RZCU_POINTER_ATTRIBUTE_CONTEXT;
+    void *data[] = {&owner};
+    switch (which) {
+    case 0: return cuEventQuery(o->done);
+    case 1: return cuEventSynchronize(o->done);
+    case 2: return cuStreamQuery(o->other);
+    case 3: return cuStreamSynchronize(o->other);
+    case 4: return cuCtxSynchronize();
+    case 5: return cuStreamQuery_ptsz(o->other);
+    case 6: return cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, o->dev);
+    default: return cuPointerGetAttributes(1, &attr, data, o->dev);
+    }
+}
+
+static struct sync_objects sync_objects_make(void) {
+    struct sync_objects o;
+    OK(cuStreamCreate(&o.other, RZCU_STREAM_NON_BLOCKING));
+    OK(cuEventCreate(&o.done, 0));
+    OK(cuEventRecord(o.done, o.other));
+    OK(cuMemAlloc_v2(&o.dev, 64));
+    return o;
+}
+
+static void sync_objects_free(struct sync_objects *o) {
+    OK(cuMemFree_v2(o->dev));
+    OK(cuEventDestroy_v2(o->done));
+    OK(cuStreamDestroy_v2(o->other));
+}
+
+/* While another thread captures in capture_mode (on a stream of another context when own_ctx, so that a
+ * context synchronisation here does not synchronise the captured stream), this thread in my_mode makes sync
+ * call which: what it returned, and in *end what the other thread's cuStreamEndCapture returned. */
+static rzcu_result sync_beside(rzcu_capture_mode capture_mode, rzcu_capture_mode my_mode, int which, int own_ctx,
+                               rzcu_result *end) {
+    struct capturer c = {.ctx = primary_current(), .mode = capture_mode};
+    rzcu_context mine = c.ctx;
+    if (own_ctx)
+        OK(cuCtxCreate_v4(&c.ctx, NULL, 0, 0));
+    OK(cuCtxSetCurrent(c.ctx));
+    OK(cuStreamCreate(&c.s, RZCU_STREAM_NON_BLOCKING));
+    OK(cuCtxSetCurrent(mine));
+    struct sync_objects o = sync_objects_make();
+    pthread_barrier_init(&c.began, NULL, 2);
+    pthread_barrier_init(&c.done, NULL, 2);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, capture_thread, &c), 0);
+    pthread_barrier_wait(&c.began);
+    rzcu_capture_mode m = my_mode;
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    rzcu_result r = sync_call(which, &o);
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    pthread_barrier_wait(&c.done);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&c.began);
+    pthread_barrier_destroy(&c.done);
+    sync_objects_free(&o);
+    if (own_ctx)
+        OK(cuCtxDestroy_v2(c.ctx));
+    OK(cuCtxSetCurrent(mine));
+    *end = c.end;
+    return r;
+}
+
+/* From a thread in the global mode: refused, and the other thread's global capture invalidated. The
+ * capture is in another context, so even the context synchronisation touches nothing captured. */
+Test(emu_real, queries_and_syncs_beside_a_global_capture_are_refused_and_invalidate_it) {
+    for (int which = 0; which < NSYNC_CALLS; which++) {
+        rzcu_result end;
+        rzcu_result r = sync_beside(MODE_GLOBAL, MODE_GLOBAL, which, 1, &end);
+        cr_assert_eq(r, RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "%s beside a global capture: %d",
+                     sync_call_name[which], r);
+        cr_assert_eq(end, RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "%s invalidated the capture",
+                     sync_call_name[which]);
+    }
+}
+
+/* From a thread in the relaxed or thread-local mode, or beside a capture not begun global: allowed, and the
+ * capture ends well. */
+Test(emu_real, queries_and_syncs_beside_a_capture_are_allowed_when_the_modes_allow) {
+    static const rzcu_capture_mode pairs[][2] = {
+        {MODE_GLOBAL, MODE_RELAXED}, {MODE_GLOBAL, MODE_THREAD_LOCAL}, {MODE_THREAD_LOCAL, MODE_GLOBAL},
+        {MODE_RELAXED, MODE_GLOBAL}};
+    for (size_t p = 0; p < sizeof pairs / sizeof pairs[0]; p++)
+        for (int which = 0; which < NSYNC_CALLS; which++) {
+            rzcu_result end;
+            rzcu_result r = sync_beside(pairs[p][0], pairs[p][1], which, 1, &end);
+            cr_assert_eq(r, RZCUDA_SUCCESS, "%s in mode %d beside a capture begun in mode %d: %d",
+                         sync_call_name[which], pairs[p][1], pairs[p][0], r);
+            cr_assert_eq(end, RZCUDA_SUCCESS, "%s left the capture going", sync_call_name[which]);
+        }
+}
+
+/* A context synchronisation synchronises the captured stream when the capture is in the same context: that
+ * conflicts with it necessarily, so even a relaxed thread is refused and the capture invalidated. */
+Test(emu_real, a_context_sync_of_a_capturing_context_is_refused_even_relaxed) {
+    rzcu_result end;
+    FAILS(sync_beside(MODE_GLOBAL, MODE_RELAXED, 4, 0, &end), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    cr_assert_eq(end, RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    FAILS(sync_beside(MODE_RELAXED, MODE_RELAXED, 4, 0, &end), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    cr_assert_eq(end, RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(sync_beside(MODE_GLOBAL, MODE_RELAXED, 3, 0, &end)); /* another stream of that context: allowed */
+    OK(end);
+}
+
+/* The capturing thread's own queries and synchronisations of what it does not capture: refused in a capture
+ * begun global or thread-local (the thread's mode does not lift its own capture's rule), allowed in one begun
+ * relaxed, or from the thread once in the relaxed mode. Its captured stream's never (nor its context's). */
+Test(emu_real, the_capturing_threads_own_queries_and_syncs) {
+    rzcu_context ctx = primary_current();
+    rzcu_context other_ctx;
+    OK(cuCtxCreate_v4(&other_ctx, NULL, 0, 0));
+    rzcu_stream s; /* captured, in another context than the objects (for cuCtxSynchronize) */
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    OK(cuCtxSetCurrent(ctx));
+    struct sync_objects o = sync_objects_make();
+    struct CUgraph_st *graph;
+    for (int which = 0; which < NSYNC_CALLS; which++) {
+        for (rzcu_capture_mode mode = MODE_GLOBAL; mode <= MODE_THREAD_LOCAL; mode++) {
+            OK(cuCtxSetCurrent(other_ctx));
+            OK(cuStreamBeginCapture_v2(s, mode));
+            OK(cuCtxSetCurrent(ctx));
+            cr_assert_eq(sync_call(which, &o), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "%s in its own capture",
+                         sync_call_name[which]);
+            FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+        }
+        OK(cuStreamBeginCapture_v2(s, MODE_RELAXED));
+        cr_assert_eq(sync_call(which, &o), RZCUDA_SUCCESS, "%s in its own relaxed capture", sync_call_name[which]);
+        OK(cuStreamEndCapture(s, &graph));
+        OK(cuGraphDestroy(graph));
+
+        OK(cuStreamBeginCapture_v2(s, MODE_GLOBAL));
+        rzcu_capture_mode m = MODE_RELAXED;
+        OK(cuThreadExchangeStreamCaptureMode(&m));
+        cr_assert_eq(sync_call(which, &o), RZCUDA_SUCCESS, "%s relaxed in its own capture", sync_call_name[which]);
+        OK(cuThreadExchangeStreamCaptureMode(&m));
+        OK(cuStreamEndCapture(s, &graph));
+        OK(cuGraphDestroy(graph));
+    }
+    /* Relaxed, still: the captured stream itself, and its context, conflict with the capture. */
+    rzcu_capture_mode m = MODE_RELAXED;
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    OK(cuStreamBeginCapture_v2(s, MODE_GLOBAL));
+    FAILS(cuStreamSynchronize(s), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamBeginCapture_v2(s, MODE_GLOBAL));
+    FAILS(cuStreamQuery(s), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamBeginCapture_v2(s, MODE_GLOBAL));
+    OK(cuCtxSetCurrent(other_ctx));
+    FAILS(cuCtxSynchronize(), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    OK(cuCtxSetCurrent(ctx));
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    sync_objects_free(&o);
+    OK(cuStreamDestroy_v2(s));
+    OK(cuCtxDestroy_v2(other_ctx));
+    OK(cuCtxSetCurrent(ctx));
+}
+
+/* An event last recorded into a capture in progress: querying or waiting for it conflicts with the capture in
+ * every mode (the documentation's example for the relaxed mode); once the capture has ended it is allowed. */
+Test(emu_real, an_event_recorded_in_a_capture_cannot_be_asked_during_it) {
+    primary_current();
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_event e;
+    OK(cuEventCreate(&e, 0));
+    rzcu_capture_mode m = MODE_RELAXED;
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    struct CUgraph_st *graph;
+    OK(cuStreamBeginCapture_v2(s, MODE_RELAXED));
+    OK(cuEventRecord(e, s));
+    FAILS(cuEventQuery(e), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamBeginCapture_v2(s, MODE_RELAXED));
+    OK(cuEventRecord(e, s));
+    FAILS(cuEventSynchronize(e), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    FAILS(cuStreamEndCapture(s, &graph), RZCUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    OK(cuStreamBeginCapture_v2(s, MODE_RELAXED));
+    OK(cuEventRecord(e, s));
+    OK(cuStreamEndCapture(s, &graph));
+    OK(cuEventQuery(e));
+    OK(cuEventSynchronize(e));
+    OK(cuThreadExchangeStreamCaptureMode(&m));
+    OK(cuGraphDestroy(graph));
+    OK(cuEventDestroy_v2(e));
+    OK(cuStreamDestroy_v2(s));
+}
