@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include "rz_annotate.h"
 #include "rz_internal.h"
 
 #define ORIGINS 64
@@ -74,7 +75,7 @@ int rz__capture_beginning(rzcu_stream s) {
      * the capture begins only once they are done. They wait for nothing of the program's but what the
      * program's own call, or the driver's, waits for too (a query, the library's own stream, a pointer
      * attribute; a context's work at a free, an exit, a context's end). */
-    while (atomic_load(&g_quiet) != 0)
+    while (atomic_load(&g_quiet) > 0)
         sched_yield();
     return added;
 }
@@ -88,6 +89,25 @@ int rz__capture_quiet_enter(void) {
 }
 
 void rz__capture_quiet_leave(void) { atomic_fetch_sub(&g_quiet, 1); }
+
+/* A fork child: the parent's captures are not its own, and the sections other threads had in flight never
+ * end here (a capture begun in the child would wait for them for ever). */
+static void after_fork_child(void) {
+    pthread_mutex_init(&g_lock, NULL);
+    g_norigins = 0;
+    g_overflow = 0;
+    atomic_store(&g_active, 0);
+    atomic_store(&g_quiet, 0);
+}
+
+static void arm_fork(void) { pthread_atfork(NULL, NULL, after_fork_child); }
+
+void rz__capture_annotate(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, arm_fork);
+    RZ_ANNOTATE_ATOMIC(&g_active, sizeof g_active); /* helgrind: C11 atomics read without the lock */
+    RZ_ANNOTATE_ATOMIC(&g_quiet, sizeof g_quiet);
+}
 
 void rz__capture_not_begun(rzcu_stream s, int added) {
     if (added)

@@ -452,6 +452,8 @@ int rz__capture_in_progress(void);
  * one may be. */
 int rz__capture_quiet_enter(void);
 void rz__capture_quiet_leave(void);
+/* At the library's start: a fork child starts with no capture in progress and no section in flight. */
+void rz__capture_annotate(void);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 
