@@ -74,7 +74,8 @@ int rz__capture_beginning(rzcu_stream s) {
      * capture in progress run in the program's mode; a relaxed one may have found a stream not capturing):
      * the capture begins only once they are done. They wait for nothing of the program's but what the
      * program's own call, or the driver's, waits for too (a query, the library's own stream, a pointer
-     * attribute; a context's work at a free, an exit, a context's end). */
+     * attribute; a context's work at a free, an exit, a context's end), or, under a debugger, the launch
+     * whose check is judged inside its launch call. */
     while (atomic_load(&g_quiet) > 0)
         sched_yield();
     return added;
