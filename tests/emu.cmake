@@ -25,7 +25,7 @@ add_test(NAME emu COMMAND test_emu)
 
 # The emulated driver's imitations of real-driver rules added for issue 15 (one process per test: the
 # environment each sets is read once).
-add_executable(test_emu_real ${CMAKE_CURRENT_LIST_DIR}/test_emu_real.c)
+add_executable(test_emu_real ${CMAKE_CURRENT_LIST_DIR}/test_emu_real.c ${CMAKE_CURRENT_LIST_DIR}/test_emu_capture.c)
 target_link_libraries(test_emu_real PRIVATE redzone_cuda_emu PkgConfig::CRITERION Threads::Threads)
 set_target_properties(test_emu_real PROPERTIES ENABLE_EXPORTS ON)
 add_test(NAME emu_real COMMAND test_emu_real)

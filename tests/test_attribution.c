@@ -255,6 +255,63 @@ Test(launch, example_stream_overrun) {
               "%s", g_out);
 }
 
+/* Issue 27: the library's own queries and synchronisations (a lazy band install's pointer query and wait, a
+ * fill event's query, a free's check) are calls a real driver refuses beside a global capture, and refusing
+ * them loses the program's capture. Every scan policy, and the default. */
+static const char *const g_policies[] = {"free,exit,fatal", "free", "sync", "exit", "launch", "launch,free,sync,exit"};
+
+/* The commonest graph pattern: a buffer allocated before the capture, the first launch over it inside the
+ * capture, on the same thread, in the global mode. The capture ends well and its graph runs, as without
+ * redzone. */
+Test(launch, an_allocation_then_its_first_launch_captured_ends_well_under_every_policy) {
+    const char *argv[] = {RZLAUNCH, "captured", NULL};
+    const char *plain[] = {EMU, NULL};
+    cr_assert_eq(spawn_capture(plain, argv, g_out, sizeof g_out), 0, "without redzone: %s", g_out);
+    cr_assert(strstr(g_out, "rzlaunch: captured\nrzlaunch: graph ran\n"), "%s", g_out);
+    for (size_t i = 0; i < sizeof g_policies / sizeof g_policies[0]; i++) {
+        cr_assert_eq(run_launch(g_policies[i], NULL, argv), 0, "scan=%s: the capture was lost:\n%s", g_policies[i],
+                     g_out);
+        cr_assert(strstr(g_out, "rzlaunch: captured\n") && strstr(g_out, "rzlaunch: graph ran\n"), "scan=%s:\n%s",
+                  g_policies[i], g_out);
+    }
+}
+
+static void expect_quiet_lines(const char *what, const char *scan) {
+    static const char *const lines[] = {"rzlaunch: launched beside the capture\n", "rzlaunch: capture ended with 0\n",
+                                        "rzlaunch: graph ran: a[0] = 7\n", "rzlaunch: quiet done: b[255] = 3\n"};
+    const char *at = g_out;
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        const char *l = strstr(at, lines[i]);
+        cr_assert(l, "quiet %s, scan=%s: missing, or out of order: %s\n%s", what, scan, lines[i], g_out);
+        at = l + strlen(lines[i]);
+    }
+}
+
+/* Another thread captures in the global mode while this one (global mode) does only what the driver allows
+ * it then; the capture must end well with redzone as without. install: the first launch over a buffer
+ * allocated before the capture (its band installed then), a stream-ordered allocation, launch and free.
+ * fill: launches while a stream-ordered allocation's band fill waits behind a kernel (the launch policy asks
+ * the fill's event at each launch). */
+static void quiet_beside(const char *what) {
+    const char *argv[] = {RZLAUNCH, "quiet", what, NULL};
+    const char *plain[] = {EMU, NULL};
+    cr_assert_eq(spawn_capture(plain, argv, g_out, sizeof g_out), 0, "without redzone: %s", g_out);
+    expect_quiet_lines(what, "(no redzone)");
+    for (size_t i = 0; i < sizeof g_policies / sizeof g_policies[0]; i++) {
+        cr_assert_eq(run_launch(g_policies[i], NULL, argv), 0, "quiet %s, scan=%s:\n%s", what, g_policies[i], g_out);
+        expect_quiet_lines(what, g_policies[i]);
+        cr_assert_eq(count(g_out, "REDZONE VIOLATION"), 0, "%s", g_out);
+    }
+}
+
+Test(launch, a_global_capture_on_another_thread_survives_a_lazy_install_and_a_stream_ordered_free) {
+    quiet_beside("install");
+}
+
+Test(launch, a_global_capture_on_another_thread_survives_the_launch_policys_fill_event_query) {
+    quiet_beside("fill");
+}
+
 /* ---- the launch path in this process: what a launch costs ---------------------------------------------- */
 CUDA_EMU_KERNEL(poke, sizeof(rzcu_deviceptr), sizeof(unsigned long long)) {
     unsigned char *p = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);

@@ -1,8 +1,13 @@
 /*
  * What the library leaves in a program's stream without waiting (streamorder.c): stream-ordered band fills
  * followed by events from a bounded pool, zones not judged until their fill is done, and the pool released
- * with its context. Allocations go through rz__alloc as the interposed cuMemAllocAsync does.
+ * with its context. Allocations go through rz__alloc as the interposed cuMemAllocAsync does. Also the quiet
+ * sections its event queries (and the library's other queries and synchronisations) run in.
  */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+
 #include "rz_test.h"
 
 CUDA_EMU_KERNEL(wait_host, sizeof(rzcu_deviceptr)) {
@@ -160,4 +165,73 @@ Test(streamorder, event_pool_is_bounded_shared_and_released_with_its_context, .t
     cr_assert_eq(cuCtxDestroy_v2(ctx), RZCUDA_SUCCESS);
     rz__bands_context_ended(ctx);
     cr_assert_eq(rz__fill_events(), 0, "the context's events went with it"); /* and flag, its host memory */
+}
+
+/* ---- quiet sections (device.c, capture.c): the library's own queries and synchronisations ---- */
+static unsigned long long exchanges(void) { return cuEmuCallCount("cuThreadExchangeStreamCaptureMode"); }
+
+/* Nothing exchanged while no capture is in progress; relaxed around the call (two exchanges) while one is;
+ * the context synchronisation left out then (no mode makes it legal beside a capture in its context). The
+ * capture is reported as the interposed cuStreamBeginCapture reports it. */
+Test(quiet, relaxed_only_while_a_capture_is_in_progress) {
+    rzt_context(0);
+    cr_assert_eq(rz__dev_load(), RZ_OK);
+    rzcu_stream origin = (rzcu_stream)(uintptr_t)0x1234;
+    cuEmuResetCallCounts();
+    rz__dev_quiet_end(rz__dev_quiet_begin());
+    cr_assert_eq(exchanges(), 0, "no capture: the program's mode, nothing exchanged");
+    cr_assert_eq(rz__dev_settle(NULL), RZCUDA_SUCCESS);
+    cr_assert_eq(cuEmuCallCount("cuCtxSynchronize"), 1);
+    int added = rz__capture_beginning(origin);
+    cr_assert_eq(added, 1);
+    rzcu_capture_mode saved = rz__dev_quiet_begin();
+    rzcu_capture_mode now = RZCU_STREAM_CAPTURE_MODE_GLOBAL;
+    cr_assert_eq(cuThreadExchangeStreamCaptureMode(&now), RZCUDA_SUCCESS);
+    cr_assert_eq(now, RZCU_STREAM_CAPTURE_MODE_RELAXED, "relaxed inside the section");
+    cr_assert_eq(cuThreadExchangeStreamCaptureMode(&now), RZCUDA_SUCCESS);
+    rz__dev_quiet_end(saved);
+    now = RZCU_STREAM_CAPTURE_MODE_RELAXED;
+    cr_assert_eq(cuThreadExchangeStreamCaptureMode(&now), RZCUDA_SUCCESS);
+    cr_assert_eq(now, RZCU_STREAM_CAPTURE_MODE_GLOBAL, "the program's mode back after it");
+    cr_assert_eq(cuThreadExchangeStreamCaptureMode(&now), RZCUDA_SUCCESS);
+    cr_assert_eq(exchanges(), 6, "two for the section, four for the test's looks");
+    cr_assert_eq(rz__dev_settle(NULL), RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    cr_assert_eq(cuEmuCallCount("cuCtxSynchronize"), 1, "no context synchronisation during the capture");
+    rz__capture_stream_gone(origin);
+    cuEmuResetCallCounts();
+    rz__dev_quiet_end(rz__dev_quiet_begin());
+    cr_assert_eq(exchanges(), 0, "the capture gone: nothing exchanged again");
+}
+
+/* A section made in the program's mode (no capture when it began) is never met by a capture: a capture's
+ * beginning waits until it has ended. */
+static atomic_int g_entered, g_left;
+
+static void *section_thread(void *arg) {
+    (void)arg;
+    rzcu_capture_mode saved = rz__dev_quiet_begin();
+    atomic_store(&g_entered, 1);
+    while (!rz__capture_in_progress()) /* the capture has published itself: it must now wait for us */
+        sched_yield();
+    for (int i = 0; i < 1000; i++) /* give a capture that does not wait every chance to return first */
+        sched_yield();
+    atomic_store(&g_left, 1);
+    rz__dev_quiet_end(saved);
+    return NULL;
+}
+
+Test(quiet, a_capture_begins_only_after_the_sections_in_flight) {
+    rzt_context(0);
+    cr_assert_eq(rz__dev_load(), RZ_OK);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, section_thread, NULL), 0);
+    while (!atomic_load(&g_entered))
+        sched_yield();
+    cuEmuResetCallCounts();
+    rzcu_stream origin = (rzcu_stream)(uintptr_t)0x1234;
+    rz__capture_beginning(origin);
+    cr_assert_eq(atomic_load(&g_left), 1, "the capture began while a section in the program's mode was in flight");
+    pthread_join(t, NULL);
+    cr_assert_eq(exchanges(), 0, "that section exchanged nothing");
+    rz__capture_stream_gone(origin);
 }

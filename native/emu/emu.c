@@ -653,6 +653,7 @@ EMU_API rzcu_result cuCtxSynchronize(void)
     struct CUctx_st *c;
     CHECK(emu_current_ctx(&c));
     CHECK(emu_capture_refuse_sync(c, NULL));
+    CHECK(emu_capture_unsafe_call());
     emu_ctx_sync(c);
     return emu_ctx_error(c);
 }
@@ -663,6 +664,7 @@ EMU_API rzcu_result cuCtxSynchronize_v2(rzcu_context ctx)
     struct CUctx_st *c;
     CHECK(ctx_or_current(ctx, &c));
     CHECK(emu_capture_refuse_sync(c, NULL));
+    CHECK(emu_capture_unsafe_call());
     emu_ctx_sync(c);
     return emu_ctx_error(c);
 }

@@ -165,6 +165,11 @@ bool emu_graphs_init(void);
 rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait);
 /* A synchronisation of s (or of its whole context) while it is captured: illegal; invalidates the capture. */
 rzcu_result emu_capture_refuse_sync(struct CUctx_st *ctx, struct CUstream_st *s);
+/* A query or wait of an event last recorded into capture capture_id of s (s NULL: none): refused, the
+ * capture invalidated, while that capture is in progress. */
+rzcu_result emu_capture_event_conflict(struct CUstream_st *s, uint64_t capture_id);
+/* The id of the capture s is in (0: none). */
+uint64_t emu_capture_id_of(struct CUstream_st *s);
 /* cuMemAllocAsync / cuMemAllocFromPoolAsync on a captured stream: a memory allocation node (the memory, of
  * `device`, is the graph's; *dptr its fixed address). cuMemFreeAsync on one: a free node for a graph
  * allocation (CUDA_ERROR_INVALID_VALUE, invalidating the capture, for any other pointer). */

@@ -33,7 +33,13 @@
  * CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, and the capture goes on. The
  * emulator's set of unsafe calls: the allocation family the documentation names (cuMemAlloc, AllocPitch,
  * AllocManaged, AllocHost, HostAlloc, HostRegister, Free, FreeHost, HostUnregister; not the stream-ordered
- * cuMemAllocAsync/FreeAsync, which are captured). The legacy stream
+ * cuMemAllocAsync/FreeAsync, which are captured); the queries and synchronisations of events, streams and
+ * contexts (cuEventQuery, cuEventSynchronize, cuStreamQuery, cuStreamSynchronize, cuCtxSynchronize, with
+ * their _ptsz and _v2 forms: a real driver refuses another thread's cuEventQuery during a global capture);
+ * and cuPointerGetAttribute(s), where the documentation is silent (the stricter reading). Whatever the mode,
+ * synchronising or querying a capturing stream (or its context) and querying or waiting for an event last
+ * recorded into a capture in progress necessarily conflict with it: refused and the capture invalidated
+ * (emu_capture_refuse_sync, emu_capture_event_conflict). The legacy stream
  * cannot be captured, and while a blocking stream of its context is, asking whether the legacy stream is
  * capturing is CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. The emulator has no graph node handles: capture info
  * reports no dependencies.
@@ -215,6 +221,31 @@ rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait)
     if (op)
         emu_free_op(op);
     return r;
+}
+
+/* An event whose last record was made into the capture capture_id of s, while that capture is still in
+ * progress: a query or wait of it necessarily conflicts with the capture (refused in every mode, as
+ * cuThreadExchangeStreamCaptureMode's documentation says of the relaxed mode); the capture is invalidated. */
+rzcu_result emu_capture_event_conflict(struct CUstream_st *s, uint64_t capture_id)
+{
+    if (!s)
+        return RZCUDA_SUCCESS;
+    pthread_mutex_lock(&s->mu);
+    bool conflict = atomic_load(&s->capture) && s->capture_id == capture_id;
+    pthread_mutex_unlock(&s->mu);
+    if (!conflict)
+        return RZCUDA_SUCCESS;
+    invalidate(s);
+    return RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
+/* The capture s is in now (0: none), for an event recorded into it. */
+uint64_t emu_capture_id_of(struct CUstream_st *s)
+{
+    pthread_mutex_lock(&s->mu);
+    uint64_t id = atomic_load(&s->capture) ? s->capture_id : 0;
+    pthread_mutex_unlock(&s->mu);
+    return id;
 }
 
 rzcu_result emu_capture_refuse_sync(struct CUctx_st *ctx, struct CUstream_st *s)

@@ -207,7 +207,8 @@ rzcu_result emu_library_kernel_resolve(rzcu_kernel k, struct emu_kernel *out);
 
 /* ---- capture modes (emu_graph.c) ---- */
 /* At the entry of a potentially unsafe call (the allocation family cuThreadExchangeStreamCaptureMode's
- * documentation names): CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the captures concerned, when the
+ * documentation names; the queries and synchronisations of events, streams and contexts; the pointer
+ * attribute queries): CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the captures concerned, when the
  * calling thread's mode and the captures in progress prohibit it; CUDA_SUCCESS otherwise. */
 rzcu_result emu_capture_unsafe_call(void);
 

@@ -25,6 +25,7 @@ struct CUevent_st {
     pthread_mutex_t mu;
     struct CUstream_st *s; /* the captured work: s's operations up to seq; NULL before the first record */
     uint64_t seq;
+    uint64_t capture_id; /* the last record was made into this capture of s (0: none) */
 };
 
 static struct emu_table events = EMU_TABLE_INIT("event", struct CUevent_st, MAX_EVENTS);
@@ -81,11 +82,12 @@ static rzcu_result do_event_record(rzcu_event hevent, rzcu_stream hstream, bool 
     if (!op)
         return RZCUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&e->mu); /* records of one event take effect in call order */
-    uint64_t seq = 0;
+    uint64_t seq = 0, capture_id = emu_capture_id_of(s);
     rzcu_result r = emu_submit_seq(s, op, false, &seq);
     if (r == RZCUDA_SUCCESS) {
         e->s = s;
         e->seq = seq;
+        e->capture_id = capture_id;
     }
     pthread_mutex_unlock(&e->mu);
     return r;
@@ -103,8 +105,10 @@ EMU_API rzcu_result cuEventRecord_ptsz(rzcu_event e, rzcu_stream s)
     return do_event_record(e, s, true);
 }
 
-/* The stream and position of the event's last record (s NULL: never recorded); 0 for a handle that is no event. */
-static int last_record(rzcu_event hevent, struct CUstream_st **s, uint64_t *seq)
+/* The stream and position of the event's last record (s NULL: never recorded); 0 for a handle that is no
+ * event. A query or wait of it may also be refused for capture (see emu_graph.c): CUDA_SUCCESS when not,
+ * else the refusal in *refused. */
+static int last_record(rzcu_event hevent, struct CUstream_st **s, uint64_t *seq, rzcu_result *refused)
 {
     struct CUevent_st *e = event_from_handle(hevent);
     if (!e)
@@ -112,7 +116,11 @@ static int last_record(rzcu_event hevent, struct CUstream_st **s, uint64_t *seq)
     pthread_mutex_lock(&e->mu);
     *s = e->s;
     *seq = e->seq;
+    uint64_t capture_id = e->capture_id;
     pthread_mutex_unlock(&e->mu);
+    *refused = emu_capture_event_conflict(capture_id ? *s : NULL, capture_id);
+    if (*refused == RZCUDA_SUCCESS)
+        *refused = emu_capture_unsafe_call();
     return 1;
 }
 
@@ -122,8 +130,10 @@ EMU_API rzcu_result cuEventSynchronize(rzcu_event hevent)
     ENTER(cuEventSynchronize);
     struct CUstream_st *s;
     uint64_t seq;
-    if (!last_record(hevent, &s, &seq))
+    rzcu_result refused;
+    if (!last_record(hevent, &s, &seq, &refused))
         return RZCUDA_ERROR_INVALID_HANDLE;
+    CHECK(refused);
     if (s)
         emu_wait_seq(s, seq);
     return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;
@@ -136,8 +146,10 @@ EMU_API rzcu_result cuEventQuery(rzcu_event hevent)
     ENTER(cuEventQuery);
     struct CUstream_st *s;
     uint64_t seq;
-    if (!last_record(hevent, &s, &seq))
+    rzcu_result refused;
+    if (!last_record(hevent, &s, &seq, &refused))
         return RZCUDA_ERROR_INVALID_HANDLE;
+    CHECK(refused);
     if (s && emu_completed(s) < seq)
         return RZCUDA_ERROR_NOT_READY;
     return s ? emu_ctx_error(s->ctx) : RZCUDA_SUCCESS;

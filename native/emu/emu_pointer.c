@@ -63,6 +63,7 @@ EMU_API rzcu_result cuPointerGetAttribute(void *data, rzcu_pointer_attribute att
     ENTER(cuPointerGetAttribute);
     if (!data)
         return RZCUDA_ERROR_INVALID_VALUE;
+    CHECK(emu_capture_unsafe_call()); /* the documentation is silent: the stricter reading */
     if (!emulated(attribute))
         return RZCUDA_ERROR_NOT_SUPPORTED;
     return attribute_of(data, attribute, ptr);
@@ -81,6 +82,7 @@ EMU_API rzcu_result cuPointerGetAttributes(unsigned int num, rzcu_pointer_attrib
     ENTER(cuPointerGetAttributes);
     if (!attributes || !data)
         return RZCUDA_ERROR_INVALID_VALUE;
+    CHECK(emu_capture_unsafe_call()); /* as cuPointerGetAttribute */
     for (unsigned i = 0; i < num; i++)
         if (!data[i])
             return RZCUDA_ERROR_INVALID_VALUE;

@@ -107,6 +107,7 @@ static rzcu_result do_stream_sync(rzcu_stream hstream, bool per_thread)
     struct CUstream_st *s;
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
     CHECK(emu_capture_refuse_sync(NULL, s));
+    CHECK(emu_capture_unsafe_call());
     emu_stream_sync(s);
     return emu_ctx_error(s->ctx);
 }
@@ -131,6 +132,7 @@ static rzcu_result do_stream_query(rzcu_stream hstream, bool per_thread)
     struct CUstream_st *s;
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
     CHECK(emu_capture_refuse_sync(NULL, s));
+    CHECK(emu_capture_unsafe_call());
     CHECK(emu_ctx_error(s->ctx));
     pthread_mutex_lock(&s->mu);
     uint64_t target = s->submitted;

@@ -105,6 +105,7 @@ static int start_locked(void) {
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.next_index, sizeof RZ_STATE.next_index);
     rz__registry_annotate();
     rz__sync_annotate();
+    rz__capture_annotate();
     rz__streamorder_annotate();
     rz__options();
     if (rz__dev_load() != RZ_OK)

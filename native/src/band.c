@@ -104,7 +104,7 @@ enum { ZONE_ALIVE, ZONE_GONE, ZONE_UNKNOWN };
 /* 1 when the driver's allocation holding zone z's first byte starts elsewhere: a larger one has its range. */
 static int other_block_at(const rz_zone_node_t *z) {
     rz_devptr_t raw = z->ptr - rz__zone_front(z), start = 0;
-    return rz__drv.cuPointerGetAttribute(&start, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, raw) == RZCUDA_SUCCESS &&
+    return rz__dev_pointer_attribute(&start, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, raw) == RZCUDA_SUCCESS &&
            start != raw;
 }
 
@@ -114,7 +114,7 @@ static int zone_state(const rz_zone_node_t *z) {
     if (rz__drv.cuPointerGetAttribute == NULL)
         return ZONE_UNKNOWN;
     rzcu_context owner = NULL;
-    rzcu_result r = rz__drv.cuPointerGetAttribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr - rz__zone_front(z));
+    rzcu_result r = rz__dev_pointer_attribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr - rz__zone_front(z));
     if (r == RZCUDA_ERROR_INVALID_VALUE)
         return ZONE_GONE; /* no allocation there (or virtual memory, which no zone of this kind is) */
     if (r != RZCUDA_SUCCESS)
@@ -182,7 +182,7 @@ static int install_pending_locked(void) {
         for (size_t i = 0; i < n; i++) {
             rz_zone_node_t *z = taken[i];
             rzcu_result q = z->ctx ? RZCUDA_SUCCESS
-                                   : rz__drv.cuPointerGetAttribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
+                                   : rz__dev_pointer_attribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
             if (q == RZCUDA_ERROR_INVALID_VALUE || (q == RZCUDA_SUCCESS && other_block_at(z))) {
                 /* The driver no longer knows the memory, or shows another allocation there (its context ended
                  * unseen): forget the zone, whose context the answer was not. */

@@ -10,13 +10,17 @@
  * question need not be asked. hooks_capture.c reports each capture here before the driver begins it (so the
  * driver is asked from then on) and after it ends; while one is in
  * progress anywhere in the process (or after more than ORIGINS at once, for ever), every question goes to
- * the driver as before. In a build without the interposed entry points (the unit tests link the library's
+ * the driver as before. The same knowledge lets the library's own queries and synchronisations run in the
+ * program's capture mode while no capture is in progress (rz__capture_quiet_enter, device.c's quiet sections)
+ * and relaxed while one is. In a build without the interposed entry points (the unit tests link the library's
  * objects next to the emulated driver, and call cuStreamBeginCapture there directly) the driver is always
  * asked: rz__capture_hooks_present is then the weak answer below.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
+#include "rz_annotate.h"
 #include "rz_internal.h"
 
 #define ORIGINS 64
@@ -26,6 +30,7 @@ static uintptr_t g_origin[ORIGINS]; /* origin streams of the captures in progres
 static int g_norigins;
 static int g_overflow;        /* more than ORIGINS at once were seen: ask the driver from then on */
 static _Atomic int g_active; /* g_norigins + g_overflow, read without the lock */
+static _Atomic int g_quiet;  /* the library's potentially unsafe calls in flight in the program's mode */
 static RZ_TLS char t_per_thread; /* the per-thread default stream's identity: one per thread */
 
 /* 1 where hooks_capture.c is linked in (libredzone.so), so every begun capture is reported. */
@@ -36,7 +41,7 @@ static uintptr_t key_of(rzcu_stream s) {
 }
 
 static void publish_locked(void) {
-    atomic_store_explicit(&g_active, g_norigins + g_overflow, memory_order_release);
+    atomic_store(&g_active, g_norigins + g_overflow); /* sequentially consistent: see rz__capture_quiet_enter */
 }
 
 static int find_locked(uintptr_t k) {
@@ -65,7 +70,44 @@ int rz__capture_beginning(rzcu_stream s) {
     }
     publish_locked();
     pthread_mutex_unlock(&g_lock);
+    /* The library's quiet sections in flight began without knowing of this capture (those that saw no
+     * capture in progress run in the program's mode; a relaxed one may have found a stream not capturing):
+     * the capture begins only once they are done. They wait for nothing of the program's but what the
+     * program's own call, or the driver's, waits for too (a query, the library's own stream, a pointer
+     * attribute; a context's work at a free, an exit, a context's end), or, under a debugger, the launch
+     * whose check is judged inside its launch call. */
+    while (atomic_load(&g_quiet) > 0)
+        sched_yield();
     return added;
+}
+
+/* Dekker's handshake, both sides sequentially consistent: a section counts itself, then looks for a capture;
+ * a capture publishes itself, then waits for the sections counted. Either the section sees the capture (and
+ * relaxes the mode, or leaves out what no mode allows) or the capture waits for it. */
+int rz__capture_quiet_enter(void) {
+    atomic_fetch_add(&g_quiet, 1);
+    return atomic_load(&g_active) == 0;
+}
+
+void rz__capture_quiet_leave(void) { atomic_fetch_sub(&g_quiet, 1); }
+
+/* A fork child: the parent's captures are not its own, and the sections other threads had in flight never
+ * end here (a capture begun in the child would wait for them for ever). */
+static void after_fork_child(void) {
+    pthread_mutex_init(&g_lock, NULL);
+    g_norigins = 0;
+    g_overflow = 0;
+    atomic_store(&g_active, 0);
+    atomic_store(&g_quiet, 0);
+}
+
+static void arm_fork(void) { pthread_atfork(NULL, NULL, after_fork_child); }
+
+void rz__capture_annotate(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, arm_fork);
+    RZ_ANNOTATE_ATOMIC(&g_active, sizeof g_active); /* helgrind: C11 atomics read without the lock */
+    RZ_ANNOTATE_ATOMIC(&g_quiet, sizeof g_quiet);
 }
 
 void rz__capture_not_begun(rzcu_stream s, int added) {

@@ -114,6 +114,46 @@ void rz__dev_relaxed_end(rzcu_capture_mode saved) {
         rz__drv.cuThreadExchangeStreamCaptureMode(&saved); /* the program's mode back */
 }
 
+/*
+ * The library's queries and synchronisations (device.c's band reads and writes on its own stream, the fill
+ * events, the sync scans' stream queries, pointer attributes) are potentially unsafe calls too: a real driver
+ * refuses another thread's cuEventQuery during a global capture and invalidates it. They are frequent (a
+ * scan, a launch check), so they exchange nothing while no capture is in progress: each section is counted
+ * and a capture waits for those in flight (capture.c). While one is, the mode is relaxed, which makes them legal:
+ * none of them touches a capturing stream (the library's stream is its own; a program's stream is asked only
+ * once cuStreamIsCapturing says it is not capturing) or an event recorded into a capture.
+ */
+#define QUIET_COUNTED 0xfffffffeu
+
+rzcu_capture_mode rz__dev_quiet_begin(void) {
+    if (rz__capture_quiet_enter())
+        return QUIET_COUNTED;
+    return rz__dev_relaxed_begin();
+}
+
+void rz__dev_quiet_end(rzcu_capture_mode saved) {
+    if (saved != QUIET_COUNTED)
+        rz__dev_relaxed_end(saved);
+    rz__capture_quiet_leave();
+}
+
+rzcu_result rz__dev_pointer_attribute(void *data, rzcu_pointer_attribute attribute, rz_devptr_t ptr) {
+    if (rz__drv.cuPointerGetAttribute == NULL)
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    rzcu_capture_mode saved = rz__dev_quiet_begin();
+    rzcu_result r = rz__drv.cuPointerGetAttribute(data, attribute, ptr);
+    rz__dev_quiet_end(saved);
+    return r;
+}
+
+/* cuStreamSynchronize of the library's own stream, in a quiet section. */
+static rzcu_result sync_own(rzcu_stream s) {
+    rzcu_capture_mode saved = rz__dev_quiet_begin();
+    rzcu_result r = rz__drv.cuStreamSynchronize(s);
+    rz__dev_quiet_end(saved);
+    return r;
+}
+
 rzcu_result rz__dev_host_register(void *p, size_t bytes) {
     if (rz__drv.cuMemHostRegister_v2 == NULL)
         return RZCUDA_ERROR_NOT_SUPPORTED;
@@ -484,7 +524,7 @@ static rzcu_result read_ctx(rz_band_io_t *io, const uint32_t *order, size_t m, r
                 r = rz__drv.cuMemcpyDtoHAsync_v2(e->host, e->dev, e->bytes, s);
         }
     }
-    rzcu_result rs = rz__drv.cuStreamSynchronize(s);
+    rzcu_result rs = sync_own(s);
     return r != RZCUDA_SUCCESS ? r : rs;
 }
 
@@ -519,7 +559,7 @@ static rzcu_result write_ctx(rz_band_io_t *io, const uint32_t *order, size_t m, 
     }
     if (r == RZCUDA_SUCCESS && k > 0)
         r = flush_batch(k, s, 0);
-    rzcu_result rs = rz__drv.cuStreamSynchronize(s);
+    rzcu_result rs = sync_own(s);
     return r != RZCUDA_SUCCESS ? r : rs;
 }
 

@@ -139,12 +139,19 @@ rzcu_result rz__dev_settle(void *ctx) {
         return RZCUDA_ERROR_NOT_SUPPORTED;
     if (rz__sticky() != RZCUDA_SUCCESS)
         return rz__sticky(); /* nothing left to wait for: every call fails now (sticky.c) */
+    /* Counted like a quiet section, never relaxed: the relaxed mode does not make a context synchronisation
+     * legal beside a capture in that context. So during a capture the wait is left out. */
+    if (!rz__capture_quiet_enter()) {
+        rz__capture_quiet_leave();
+        return RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
     int pushed;
     rzcu_result r = rz__sticky_note(enter_ctx(ctx, &pushed));
-    if (r != RZCUDA_SUCCESS)
-        return r;
-    r = rz__sticky_note(rz__drv.cuCtxSynchronize());
-    leave_ctx(pushed);
+    if (r == RZCUDA_SUCCESS) {
+        r = rz__sticky_note(rz__drv.cuCtxSynchronize());
+        leave_ctx(pushed);
+    }
+    rz__capture_quiet_leave();
     return r;
 }
 
@@ -157,7 +164,10 @@ rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes) {
     rzcu_result r = stream_for(rz__dev_current_ctx(), &s);
     if (r == RZCUDA_SUCCESS)
         r = rz__drv.cuMemsetD8Async(p, value, bytes, s);
-    if (r == RZCUDA_SUCCESS)
+    if (r == RZCUDA_SUCCESS) {
+        rzcu_capture_mode saved = rz__dev_quiet_begin(); /* the library's own stream */
         r = rz__drv.cuStreamSynchronize(s);
+        rz__dev_quiet_end(saved);
+    }
     return rz__sticky_note(r);
 }

@@ -721,7 +721,9 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
     }
     if (c->sync) {
         /* Under a debugger: judged here, so a violation stops this thread inside its launch call. */
+        rzcu_capture_mode saved = rz__dev_quiet_begin(); /* a stream not capturing (launch checks are not captured) */
         q = rz__drv.cuStreamSynchronize(s);
+        rz__dev_quiet_end(saved);
         if (q != RZCUDA_SUCCESS) {
             enqueue_failed("waiting for the band copy", q);
             drop(c);

@@ -390,7 +390,10 @@ void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) 
             return;
         }
         /* Could not enqueue: wait for the stream and check now, which is still before the free runs. */
-        if (rz__drv.cuStreamSynchronize(s) != RZCUDA_SUCCESS) {
+        rzcu_capture_mode saved = rz__dev_quiet_begin(); /* a stream not capturing (checked above) */
+        rzcu_result sr = rz__drv.cuStreamSynchronize(s);
+        rz__dev_quiet_end(saved);
+        if (sr != RZCUDA_SUCCESS) {
             rz__warn("alloc#%llu: cannot check its band before free (%s)", (unsigned long long)zone->index,
                      rz__cu_name(r));
             check_free(c);

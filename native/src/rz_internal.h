@@ -437,11 +437,23 @@ rzcu_result rz__dev_free(rz_devptr_t p);
  * them; end gives the program's mode back. Never around the program's own calls. */
 rzcu_capture_mode rz__dev_relaxed_begin(void);
 void rz__dev_relaxed_end(rzcu_capture_mode saved);
+/* Around the library's own queries and synchronisations (its stream, its events, a program's stream it only
+ * asks about, pointer attributes): potentially unsafe calls too, which a real driver refuses from a thread in
+ * the global mode while another thread has a global capture (and from the capturing thread) and that capture
+ * is lost. A section is counted, and a capture begun through the interposed entry points waits for the
+ * sections in flight (capture.c): while no capture is in progress nothing is exchanged and none meets one;
+ * while one is, the mode is relaxed as above. Nests. */
+rzcu_capture_mode rz__dev_quiet_begin(void);
+void rz__dev_quiet_end(rzcu_capture_mode saved);
+/* cuPointerGetAttribute in a quiet section. */
+rzcu_result rz__dev_pointer_attribute(void *data, rzcu_pointer_attribute attribute, rz_devptr_t ptr);
 /* Page-lock p (portable), with the mode relaxed: the driver's answer (NOT_SUPPORTED without the entry point). */
 rzcu_result rz__dev_host_register(void *p, size_t bytes);
 void *rz__dev_current_ctx(void);
 /* Wait for all work of context ctx (the current one when NULL), as the driver's cuMemFree and context
- * teardown do, so a band read afterwards sees what the program's in-flight kernels and copies wrote. */
+ * teardown do, so a band read afterwards sees what the program's in-flight kernels and copies wrote. Not
+ * while a capture is in progress (a context synchronisation conflicts with a capture in it whatever the mode,
+ * and is refused beside another thread's global one): RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, nothing done. */
 rzcu_result rz__dev_settle(void *ctx);
 /* The stream a stream-ordered call names (NULL with a per-thread entry point: the per-thread stream), and
  * whether it is being captured into a graph (where nothing may synchronise it). */
@@ -456,6 +468,13 @@ void rz__capture_stream_gone(rzcu_stream s);
 int rz__capture_hooks_present(void);
 /* Whether a capture begun through the interposed entry points may be in progress (0 without them). */
 int rz__capture_in_progress(void);
+/* A quiet section: no capture begins through the interposed entry points until rz__capture_quiet_leave
+ * (always called after); 1 when none was in progress (the section may run in the program's mode), 0 when
+ * one may be. */
+int rz__capture_quiet_enter(void);
+void rz__capture_quiet_leave(void);
+/* At the library's start: a fork child starts with no capture in progress and no section in flight. */
+void rz__capture_annotate(void);
 /* Fill one band synchronously on the library's stream for the current context. */
 rzcu_result rz__dev_fill(rz_devptr_t p, uint8_t value, size_t bytes);
 

@@ -59,8 +59,14 @@ static int fill_done_locked(unsigned i) {
     struct fill_slot *f = &g_fill[i];
     if (!f->waiting)
         return 1;
-    if (f->event && rz__drv.cuEventQuery(f->event) == RZCUDA_ERROR_NOT_READY)
-        return 0;
+    if (f->event) {
+        /* a quiet section: another thread's global capture would be lost to a plain query (device.c) */
+        rzcu_capture_mode saved = rz__dev_quiet_begin();
+        rzcu_result r = rz__drv.cuEventQuery(f->event);
+        rz__dev_quiet_end(saved);
+        if (r == RZCUDA_ERROR_NOT_READY)
+            return 0;
+    }
     f->waiting = 0;
     g_fill_free[g_nfill_free++] = (uint16_t)i;
     return 1;

@@ -214,9 +214,11 @@ void rz__sync_stream_destroying(rzcu_stream s) {
     if (w == NULL)
         return;
     rzcu_capture_status capturing = 1;
+    rzcu_capture_mode saved = rz__dev_quiet_begin(); /* no capture begins between the two questions */
     int idle = !busy || (rz__drv.cuStreamQuery && rz__drv.cuStreamIsCapturing &&
                          rz__drv.cuStreamIsCapturing(s, &capturing) == RZCUDA_SUCCESS && capturing == 0 &&
                          rz__drv.cuStreamQuery(s) == RZCUDA_SUCCESS);
+    rz__dev_quiet_end(saved);
     pthread_mutex_lock(&g_lock);
     w = find_stream(ON_STREAM, s, NULL, 0);
     if (w) {
@@ -256,9 +258,11 @@ static int stream_idle(const struct work_stream *w) {
     /* Querying a stream being captured would invalidate the capture; an error (e.g. the legacy stream while
      * another stream is captured) is an answer of "do not touch". */
     rzcu_capture_status capturing = 0;
+    rzcu_capture_mode saved = rz__dev_quiet_begin(); /* no capture begins between the two questions */
     int idle = (rz__drv.cuStreamIsCapturing == NULL ||
                 (rz__drv.cuStreamIsCapturing(h, &capturing) == RZCUDA_SUCCESS && capturing == 0)) &&
                rz__drv.cuStreamQuery(h) == RZCUDA_SUCCESS;
+    rz__dev_quiet_end(saved);
     rz__dev_leave(pushed);
     return idle;
 }

@@ -21,6 +21,12 @@
  *                        (which the driver refuses then); in a third, in the relaxed mode, it allocates, launches
  *                        over the buffer, synchronises its stream and cuMemFrees it (which the driver allows);
  *                        each capture's end and the graph's launch printed
+ *   rzlaunch quiet install|fill
+ *                        another thread captures in the global mode while this one, in the global mode, does
+ *                        only what the driver allows it then: install: the first launch over a buffer
+ *                        allocated before the capture, a stream-ordered allocation, launch and free; fill:
+ *                        launches while a stream-ordered allocation's band fill still waits behind a kernel;
+ *                        the capture's end and the graph's launch printed
  *   rzlaunch many N      N clean launches on one stream over 3 buffers (the cost of a check)
  * Every kernel is `fill(buf, from, to, value)`: buf[from .. to) = value, or `spin(flag)`: waits until
  * *flag != 0, or `sum(buf, n, out)`.
@@ -310,7 +316,12 @@ static void calls_per_launch(rzcu_function f, rzcu_stream s, rzcu_deviceptr *b, 
     }
     unsigned long long other = cuEmuCallCountAll() - cuEmuCallCount("cuLaunchKernel");
     unsigned long long asked = cuEmuCallCount("cuStreamIsCapturing");
+    /* Relaxed: this thread may be capturing another stream in the global mode, where a synchronisation of any
+     * stream is refused and invalidates the capture. */
+    rzcu_capture_mode relaxed = RZCU_STREAM_CAPTURE_MODE_RELAXED;
+    CHECK(cuThreadExchangeStreamCaptureMode(&relaxed));
     CHECK(cuStreamSynchronize(s));
+    CHECK(cuThreadExchangeStreamCaptureMode(&relaxed));
     printf("rzlaunch: %s: %.2f driver calls per launch, %.2f of them cuStreamIsCapturing\n", when,
            (double)other / LAUNCHES, (double)asked / LAUNCHES);
 }
@@ -391,7 +402,11 @@ static void beside(rzcu_context ctx) {
         exit(101);
     pthread_barrier_wait(&t.began); /* capture 1 in progress */
     fill(s, b, 0, 260, 0x5a);      /* this process's first checked launch: 4 bytes past the end */
+    /* The synchronisation relaxed: in the global mode the driver refuses it beside the global capture. */
+    rzcu_capture_mode mode = RZCU_STREAM_CAPTURE_MODE_RELAXED;
+    CHECK(cuThreadExchangeStreamCaptureMode(&mode));
     CHECK(cuStreamSynchronize(s));
+    CHECK(cuThreadExchangeStreamCaptureMode(&mode));
     printf("rzlaunch: launched and synchronised beside the capture\n");
     pthread_barrier_wait(&t.done);
     pthread_barrier_wait(&t.began); /* capture 2 in progress */
@@ -410,6 +425,77 @@ static void beside(rzcu_context ctx) {
     pthread_join(thread, NULL);
     pthread_barrier_destroy(&t.began);
     pthread_barrier_destroy(&t.done);
+}
+
+/* The other thread of `quiet`: one capture of its stream in the global mode, held open until the main thread
+ * is done beside it; then ended, instantiated and launched. */
+static void *quiet_capturer(void *arg) {
+    struct beside *b = arg;
+    CHECK(cuCtxSetCurrent(b->ctx));
+    CHECK(cuStreamBeginCapture_v2(b->s, 0)); /* CU_STREAM_CAPTURE_MODE_GLOBAL */
+    fill(b->s, b->a, 0, 256, 7);
+    pthread_barrier_wait(&b->began);
+    pthread_barrier_wait(&b->done);
+    struct CUgraph_st *g = NULL;
+    rzcu_result r = cuStreamEndCapture(b->s, &g);
+    printf("rzlaunch: capture ended with %u\n", r);
+    if (r != 0)
+        return NULL;
+    struct CUgraphExec_st *exec;
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CHECK(cuGraphLaunch(exec, b->s));
+    CHECK(cuStreamSynchronize(b->s));
+    unsigned char first = 0;
+    CHECK(cuMemcpyDtoH_v2(&first, b->a, 1));
+    printf("rzlaunch: graph ran: a[0] = %u\n", first);
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(g));
+    return NULL;
+}
+
+static void quiet(rzcu_context ctx, const char *what) {
+    struct beside t = {.ctx = ctx};
+    t.s = stream();
+    t.a = alloc(256);
+    rzcu_stream s = stream(), s2 = stream();
+    rzcu_deviceptr b = alloc(256), flag = alloc(1), c = 0;
+    int install = strcmp(what, "install") == 0;
+    if (!install) {
+        fill(s2, b, 0, 256, 1); /* b's band written before the capture */
+        CHECK(cuStreamSynchronize(s2));
+        CHECK(cuMemsetD8_v2(flag, 0, 1));
+        void *params[] = {&flag};
+        CHECK(cuLaunchKernel(kernel("spin"), 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+        CHECK(cuMemAllocAsync(&c, 256, s)); /* its band's fill queued behind spin */
+    }
+    pthread_barrier_init(&t.began, NULL, 2);
+    pthread_barrier_init(&t.done, NULL, 2);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, quiet_capturer, &t) != 0)
+        exit(101);
+    pthread_barrier_wait(&t.began); /* the capture in progress */
+    if (install) {
+        fill(s, b, 0, 256, 3); /* the first launch over b */
+        CHECK(cuMemAllocAsync(&c, 256, s));
+        fill(s, c, 0, 256, 2);
+        CHECK(cuMemFreeAsync(c, s));
+    } else {
+        fill(s2, b, 0, 256, 2); /* c's fill still waits behind spin */
+        fill(s2, b, 0, 256, 3);
+    }
+    printf("rzlaunch: launched beside the capture\n");
+    pthread_barrier_wait(&t.done);
+    pthread_join(thread, NULL);
+    pthread_barrier_destroy(&t.began);
+    pthread_barrier_destroy(&t.done);
+    if (!install) {
+        CHECK(cuMemsetD8Async(flag, 1, 1, s2));
+        CHECK(cuMemFreeAsync(c, s));
+    }
+    CHECK(cuCtxSynchronize());
+    unsigned char last = 0;
+    CHECK(cuMemcpyDtoH_v2(&last, b + 255, 1));
+    printf("rzlaunch: quiet done: b[255] = %u\n", last);
 }
 
 int main(int argc, char **argv) {
@@ -445,11 +531,13 @@ int main(int argc, char **argv) {
         calls();
     else if (strcmp(mode, "beside") == 0)
         beside(ctx);
+    else if (strcmp(mode, "quiet") == 0 && argc > 2)
+        quiet(ctx, argv[2]);
     else if (strcmp(mode, "many") == 0 && argc > 2)
         many(atol(argv[2]));
     else {
         fprintf(stderr, "usage: rzlaunch pipeline|overlap|kinds|repeat|free|front|captured|callers|threads|nowait|"
-                        "asyncalloc|calls|beside|many N\n");
+                        "asyncalloc|calls|beside|quiet install|fill|many N\n");
         return 2;
     }
     return 0;
