@@ -79,8 +79,9 @@ ex("set redzone autoscan off")
 # stop again; scenario 2 showed `redzone break off`): deleting the breakpoint this thread stands at and then
 # continuing into a quick exit trips a gdb race (gdb 13 and 16: the execution command fails with "Couldn't get
 # registers: No such process." when the program's exit_group ends its other thread, the agent, meanwhile).
-go("continue")
-check(int(gdb.parse_and_eval("$_exitcode")) == 0 and SAW in read(OUT), read(OUT))
+text = go("continue")
+check(gdb.selected_inferior().pid == 0 and int(gdb.parse_and_eval("$_exitcode")) == 0 and SAW in read(OUT),
+      f"ran to its end without another stop: {text} {read(OUT)}")
 ex("redzone break off")
 
 # A free 16 bytes before a buffer's start, inside its front band: refused the same way, stopped at.
