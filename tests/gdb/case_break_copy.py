@@ -75,9 +75,14 @@ check(gdb.selected_frame().name() == "read_back" and "stopped at a refused copy"
 check(LINE not in text, f"not printed twice: {text}")
 check("redzone scan: 2 zones checked, 0 violated" in text and "autoscan: not at" not in text, text)
 ex("set redzone autoscan off")
+# The hook's breakpoint stays while the program runs to its end (it makes no other refused call, so it does not
+# stop again; scenario 2 showed `redzone break off`): deleting the breakpoint this thread stands at and then
+# continuing into a quick exit trips a gdb race (gdb 13 and 16: the execution command fails with "Couldn't get
+# registers: No such process." when the program's exit_group ends its other thread, the agent, meanwhile).
+text = go("continue")
+check(gdb.selected_inferior().pid == 0 and int(gdb.parse_and_eval("$_exitcode")) == 0 and SAW in read(OUT),
+      f"ran to its end without another stop: {text} {read(OUT)}")
 ex("redzone break off")
-go("continue")
-check(int(gdb.parse_and_eval("$_exitcode")) == 0 and SAW in read(OUT), read(OUT))
 
 # A free 16 bytes before a buffer's start, inside its front band: refused the same way, stopped at.
 FREE_LINE = ("redzone: bad free of 0x{:x}: 16 bytes before the start of alloc#1 (user_bytes=100), in its front band; "
