@@ -120,7 +120,15 @@ static void expect_final_scan_after_the_handler(const char *how) {
 Test(signals, a_handler_that_resets_the_default_gets_the_final_scan) { expect_final_scan_after_the_handler("reraise"); }
 Test(signals, an_sa_resethand_handler_gets_the_final_scan) { expect_final_scan_after_the_handler("resethand"); }
 
-/* ---- item 6: a forked child with nothing to check ----------------------------------------------------- */
+/* ---- item 6: a process with nothing to check ---------------------------------------------------------- */
+/* Every buffer freed (and reported then): the crash prints no redzone line. */
+Test(signals, a_crash_with_no_live_zone_prints_nothing) {
+    cr_assert_eq(same_as_without("crash", "freed"), 128 + SIGSEGV, "%s", out);
+    cr_assert(strstr(out, "redzone: alloc#0 was violated when it was freed\nrzsignal: null store\n"), "%s", out);
+    cr_assert_eq(count(out, "final scan"), 0, "%s", out);
+}
+
+/* A forked child -------------------------------------------------------------------------------------- */
 /* The child never touches CUDA (its zones and driver state are its parent's): it dies as without redzone,
  * printing nothing; the parent's own abort afterwards still gets its final scan. */
 static void expect_silent_child(const char *how, int child_status) {

@@ -8,9 +8,9 @@
  * why the scan was skipped. The agent takes the registry lock with a timeout, so a lock held by the crashing
  * thread gives a clear "held" line instead of a hang. Then the signal takes its default course: a fault
  * raised by an instruction returns and faults again at that instruction (the core shows it on top), any
- * other signal is raised again. Only the process whose zones these are scans: a forked child that has made
- * no allocation of its own (its zones and driver state are its parent's) dies as it would without redzone,
- * printing nothing.
+ * other signal is raised again. A process with nothing to check prints nothing: one with no live zone, and a
+ * forked child that has made no allocation of its own (the zones and driver state it has are its parent's)
+ * die as they would without redzone.
  *
  * Dispositions stay the program's (as ASan does, the library's sigaction, signal and friends in
  * hooks_signal.c come here for these five signals). From the first allocation on, redzone's handler is the
@@ -192,7 +192,8 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
     if (handler != SIG_DFL && handler != SIG_IGN && (flags & SA_RESETHAND))
         d->handler = SIG_DFL; /* as the kernel resets it on entry (the flags stay, as Linux keeps them) */
     unlock(d, taken, &mask);
-    int mine = getpid() == atomic_load(&g_owner_pid);
+    /* Something to check: this process's own zones (not a forked child's copy of its parent's), at least one. */
+    int mine = getpid() == atomic_load(&g_owner_pid) && rz__registry_count() > 0;
     if (handler == SIG_IGN) { /* set by another thread while this signal was on its way */
         errno = saved;
         return;

@@ -12,7 +12,8 @@
  *                             longjmp (it siglongjmps back; the program frees the buffer and exits 0), reraise
  *                             (a signal() handler that sets SIG_DFL and returns: the store faults again),
  *                             resethand (an SA_RESETHAND handler that returns), before (the handler is set
- *                             before the first allocation and _exits 43)
+ *                             before the first allocation and _exits 43), freed (no handler; the buffer is
+ *                             freed first, so nothing is left to check)
  *   rzsignal fork-die HOW     one byte written past a buffer never freed, fork; the child, which never touches
  *                             CUDA, dies (HOW: abort, segv); then the parent aborts
  */
@@ -263,7 +264,9 @@ static int mode_crash(const char *how) {
         install(how);
     setup();
     rzcu_deviceptr p = overrun_buffer();
-    if (strcmp(how, "before") != 0)
+    if (strcmp(how, "freed") == 0)
+        CHECK(cuMemFree_v2(p));
+    else if (strcmp(how, "before") != 0)
         install(how);
     if (sigsetjmp(g_back, 1) == 0) {
         say("rzsignal: null store\n");
