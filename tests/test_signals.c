@@ -120,6 +120,17 @@ static void expect_final_scan_after_the_handler(const char *how) {
 Test(signals, a_handler_that_resets_the_default_gets_the_final_scan) { expect_final_scan_after_the_handler("reraise"); }
 Test(signals, an_sa_resethand_handler_gets_the_final_scan) { expect_final_scan_after_the_handler("resethand"); }
 
+/* The emulated driver catches its kernels' faults with a SIGSEGV handler of its own (CUDA_EMU_STICKY_FAULTS,
+ * a sticky CUDA_ERROR_ILLEGAL_ADDRESS as on a GPU): that handler runs behind redzone's without the line,
+ * which is about the program's handlers. */
+Test(signals, the_drivers_own_fault_handler_gets_no_line) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_STICKY_FAULTS=1", NULL};
+    const char *argv[] = {RZREAL, "sticky", "exit", NULL};
+    cr_assert_eq(spawn_capture(env, argv, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "rzreal: synchronise after the fault: 700\n"), "the fault became the sticky error: %s", out);
+    cr_assert_eq(count(out, "own handler"), 0, "%s", out);
+}
+
 /* ---- item 6: a process with nothing to check ---------------------------------------------------------- */
 /* Every buffer freed (and reported then): the crash prints no redzone line. */
 Test(signals, a_crash_with_no_live_zone_prints_nothing) {

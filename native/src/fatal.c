@@ -19,7 +19,8 @@
  * handler, flags and mask after. When the signal arrives and the program's disposition is a handler, that
  * handler runs, called as the kernel would (SA_SIGINFO or not, SA_RESETHAND honoured), and the final scan
  * runs only if the signal then takes its default action (the handler resets SIG_DFL and re-raises, or
- * returns from a fault it did not repair); redzone says so once, before the program's handler runs. SIG_IGN
+ * returns from a fault it did not repair); redzone says so once, before the program's handler runs (not for
+ * a handler of the driver's own: the emulated driver turns its kernels' faults into CUDA errors). SIG_IGN
  * goes to the kernel as it is: an ignored signal must not interrupt system calls or stay pending, so
  * redzone's handler steps aside for it (and a fault the kernel then forces kills without a final scan).
  *
@@ -33,6 +34,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -58,6 +60,7 @@ struct disposition {
     int armed;          /* redzone manages this signal (from the first allocation on) */
     int hooked;         /* redzone's handler is the kernel's (not while the program ignores the signal) */
     plain_handler *handler; /* SIG_DFL or the program's function (sa_handler and sa_sigaction share it) */
+    int drivers;            /* that function is in the driver (the emulated driver catches its kernels' faults) */
     int flags;              /* sa_flags as the kernel would report them for the program's own action */
     void (*restorer)(void); /* likewise sa_restorer */
 };
@@ -188,7 +191,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
     sigset_t mask;
     int taken = lock(d, &mask);
     plain_handler *handler = d->handler;
-    int flags = d->flags;
+    int flags = d->flags, drivers = d->drivers;
     if (handler != SIG_DFL && handler != SIG_IGN && (flags & SA_RESETHAND))
         d->handler = SIG_DFL; /* as the kernel resets it on entry (the flags stay, as Linux keeps them) */
     unlock(d, taken, &mask);
@@ -199,7 +202,7 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
         return;
     }
     if (handler != SIG_DFL) {
-        if (mine && atomic_exchange(&g_told, 1) == 0)
+        if (mine && !drivers && atomic_exchange(&g_told, 1) == 0)
             say("redzone: ", name_of(sig),
                 ": the program's own handler takes it; no final scan unless the signal then takes its default action");
         errno = saved;
@@ -227,9 +230,18 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
 }
 
 /* ---- the program's dispositions ---------------------------------------------------------------------- */
+/* Whether handler is code of the driver's object (dladdr: never called from a handler). */
+static int in_driver(plain_handler *handler) {
+    if (handler == SIG_DFL || handler == SIG_IGN || rz__drv.cuMemAlloc_v2 == NULL)
+        return 0;
+    Dl_info mine, drivers;
+    return dladdr((void *)(uintptr_t)handler, &mine) && dladdr((void *)(uintptr_t)rz__drv.cuMemAlloc_v2, &drivers) &&
+           mine.dli_fbase == drivers.dli_fbase;
+}
+
 /* Make redzone's handler the kernel's for signal i, standing for the program's action prog (SIG_DFL or a
  * handler): its mask and flags, and what the program reads back. kold: the kernel's previous action. */
-static int install(int i, const struct sigaction *prog, struct sigaction *kold) {
+static int install(int i, const struct sigaction *prog, int drivers, struct sigaction *kold) {
     struct disposition *d = &g_disp[i];
     struct sigaction k;
     memset(&k, 0, sizeof k);
@@ -243,6 +255,7 @@ static int install(int i, const struct sigaction *prog, struct sigaction *kold) 
         now = k;
     d->hooked = 1;
     d->handler = prog->sa_handler;
+    d->drivers = drivers;
     /* What the kernel keeps of the flags (libc adds SA_RESTORER; unknown bits are dropped), with the
      * program's own SA_SIGINFO and SA_RESETHAND. */
     d->flags = (now.sa_flags & ~(SA_SIGINFO | SA_RESETHAND)) | (prog->sa_flags & (SA_SIGINFO | SA_RESETHAND));
@@ -265,6 +278,7 @@ int rz__fatal_sigaction(int sig, const struct sigaction *act, struct sigaction *
     memset(&k, 0, sizeof k);
     if (act)
         want = *act; /* a bad pointer faults here, outside the lock, as it would in libc */
+    int drivers = act && in_driver(want.sa_handler);
     struct disposition *d = &g_disp[i];
     sigset_t mask;
     int taken = lock(d, &mask);
@@ -282,7 +296,7 @@ int rz__fatal_sigaction(int sig, const struct sigaction *act, struct sigaction *
             if (rc == 0)
                 d->hooked = 0;
         } else {
-            rc = install(i, &want, &k);
+            rc = install(i, &want, drivers, &k);
         }
         if (rc == 0 && was_hooked)
             as_the_programs(&k, handler, flags, restorer);
@@ -313,7 +327,7 @@ void rz__fatal_arm(void) {
             d->armed = 1;
             /* Whatever is there (the default, the program's handler, a runtime's), redzone's stands in front of
              * it; an ignored signal stays ignored. */
-            if (old.sa_handler != SIG_IGN && install(i, &old, NULL) == 0) {
+            if (old.sa_handler != SIG_IGN && install(i, &old, in_driver(old.sa_handler), NULL) == 0) {
                 d->flags = old.sa_flags;
                 d->restorer = old.sa_restorer;
             }
