@@ -8,7 +8,7 @@
  *                             (sigaction, signal, bsd_signal, sysv_signal, sigset, sigignore, siginterrupt) and
  *                             print what each call returns and what a read shows
  *   rzsignal crash HOW        one byte written past a buffer never freed, a handler of the program's own for
- *                             SIGSEGV, then a null store. HOW: exit (an SA_SIGINFO handler that _exits 42),
+ *                             SIGSEGV, then a store that faults. HOW: exit (an SA_SIGINFO handler that _exits 42),
  *                             longjmp (it siglongjmps back; the program frees the buffer and exits 0), reraise
  *                             (a signal() handler that sets SIG_DFL and returns: the store faults again),
  *                             resethand (an SA_RESETHAND handler that returns), before (the handler is set
@@ -16,6 +16,8 @@
  *                             freed first, so nothing is left to check)
  *   rzsignal fork-die HOW     one byte written past a buffer never freed, fork; the child, which never touches
  *                             CUDA, dies (HOW: abort, segv); then the parent aborts
+ * The faults are stores to a page mapped without access (UBSan would report a null store itself, before the
+ * signal).
  */
 #define _GNU_SOURCE
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* sigset, sigignore, siginterrupt: programs still call them */
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -217,6 +220,19 @@ static int mode_dispositions(void) {
 }
 
 /* ---- crash -------------------------------------------------------------------------------------------- */
+static volatile int *g_no_access;
+
+/* A store the kernel refuses with SIGSEGV (SEGV_ACCERR at g_no_access). */
+static void fault(void) {
+    if (g_no_access == NULL) {
+        void *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED)
+            exit(7);
+        g_no_access = page;
+    }
+    *g_no_access = 1;
+}
+
 static sigjmp_buf g_back;
 static const char *g_how;
 
@@ -227,8 +243,9 @@ static void say(const char *line) {
 
 static void segv_info(int sig, siginfo_t *si, void *uc) {
     (void)uc;
-    say(sig == SIGSEGV && si->si_code == SEGV_MAPERR && si->si_addr == NULL ? "rzsignal: handler: SIGSEGV at address 0\n"
-                                                                             : "rzsignal: handler: something else\n");
+    say(sig == SIGSEGV && si->si_code == SEGV_ACCERR && si->si_addr == (void *)g_no_access
+            ? "rzsignal: handler: SIGSEGV at the page without access\n"
+            : "rzsignal: handler: something else\n");
     if (strcmp(g_how, "longjmp") == 0)
         siglongjmp(g_back, 1);
     _exit(strcmp(g_how, "before") == 0 ? 43 : 42);
@@ -269,8 +286,8 @@ static int mode_crash(const char *how) {
     else if (strcmp(how, "before") != 0)
         install(how);
     if (sigsetjmp(g_back, 1) == 0) {
-        say("rzsignal: null store\n");
-        *(volatile int *)(uintptr_t)0 = 1;
+        say("rzsignal: store\n");
+        fault();
         say("rzsignal: not reached\n");
         return 9;
     }
@@ -288,7 +305,7 @@ static int mode_fork_die(const char *how) {
         say("rzsignal: child dies\n");
         if (strcmp(how, "abort") == 0)
             abort();
-        *(volatile int *)(uintptr_t)0 = 1;
+        fault();
         _exit(9);
     }
     int st = 0;
