@@ -230,7 +230,8 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
 }
 
 /* ---- the program's dispositions ---------------------------------------------------------------------- */
-/* Whether handler is code of the driver's object (dladdr: never called from a handler). */
+/* Whether handler is code of the driver's object. dladdr is not async-signal-safe: it runs when a function is
+ * set as the handler, which a program may do inside a handler of its own (as it may call dlsym there). */
 static int in_driver(plain_handler *handler) {
     if (handler == SIG_DFL || handler == SIG_IGN || rz__drv.cuMemAlloc_v2 == NULL)
         return 0;
