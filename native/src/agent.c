@@ -81,6 +81,12 @@ static void serve(rz_agent_t *a) {
 static void *agent_main(void *arg) {
     (void)arg;
     rz_agent_t *a = &__redzone_agent;
+    /* SIGINT is open while a request is served: the gdb plugin stops an agent that does not answer in time
+     * with a SIGINT to this thread (tgkill), and a Ctrl-C during a request must reach a thread gdb sees run. A
+     * blocked signal never shows to a debugger. Between requests it is blocked like every other. */
+    sigset_t interrupt;
+    sigemptyset(&interrupt);
+    sigaddset(&interrupt, SIGINT);
     t_is_agent = 1;
     pthread_setname_np(pthread_self(), "redzone-agent");
     a->tid = (uint64_t)syscall(SYS_gettid);
@@ -92,12 +98,14 @@ static void *agent_main(void *arg) {
             syscall(SYS_futex, &a->request, FUTEX_WAIT_PRIVATE, req, &timeout, NULL, 0);
             continue;
         }
+        pthread_sigmask(SIG_UNBLOCK, &interrupt, NULL);
         serve(a);
         if (atomic_load(&a->abandoned) == req && a->out_len)
             /* Nobody is waiting for this answer any more: nothing is lost, it goes to the program's log. */
             rz__log_text(a->out, a->out_len);
         __atomic_store_n(&a->answered, req, __ATOMIC_RELEASE); /* publishes the result and out to the requester */
         __redzone_agent_done();
+        pthread_sigmask(SIG_BLOCK, &interrupt, NULL);
     }
     return NULL;
 }
