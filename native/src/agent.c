@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -80,6 +81,12 @@ static void serve(rz_agent_t *a) {
 static void *agent_main(void *arg) {
     (void)arg;
     rz_agent_t *a = &__redzone_agent;
+    /* SIGINT is open while a request is served: the gdb plugin stops an agent that does not answer in time
+     * with a SIGINT to this thread (tgkill), and a Ctrl-C during a request must reach a thread gdb sees run. A
+     * blocked signal never shows to a debugger. Between requests it is blocked like every other. */
+    sigset_t interrupt;
+    sigemptyset(&interrupt);
+    sigaddset(&interrupt, SIGINT);
     t_is_agent = 1;
     pthread_setname_np(pthread_self(), "redzone-agent");
     a->tid = (uint64_t)syscall(SYS_gettid);
@@ -91,18 +98,38 @@ static void *agent_main(void *arg) {
             syscall(SYS_futex, &a->request, FUTEX_WAIT_PRIVATE, req, &timeout, NULL, 0);
             continue;
         }
+        pthread_sigmask(SIG_UNBLOCK, &interrupt, NULL);
         serve(a);
         if (atomic_load(&a->abandoned) == req && a->out_len)
             /* Nobody is waiting for this answer any more: nothing is lost, it goes to the program's log. */
             rz__log_text(a->out, a->out_len);
         __atomic_store_n(&a->answered, req, __ATOMIC_RELEASE); /* publishes the result and out to the requester */
         __redzone_agent_done();
+        pthread_sigmask(SIG_BLOCK, &interrupt, NULL);
     }
     return NULL;
 }
 
 static pthread_once_t g_agent_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_agent_failed; /* pthread_create refused: the final scan says so instead of METRALE_REDZONE_AGENT */
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
+
+/* The agent never takes a signal meant for the program: a thread inherits the mask of the thread that creates
+ * it, and the first allocation can come before a daemon blocks SIGTERM and SIGUSR1 everywhere to sigwait for
+ * them in one thread; the kernel would then deliver them to the agent, their default action killing the
+ * process. So it starts with every asynchronous signal blocked; the ones an instruction raises stay open
+ * (a fault in the agent still reaches the fatal-signal handler, a breakpoint the debugger). */
+int rz__thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    static const int k_synchronous[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof k_synchronous / sizeof k_synchronous[0]; i++)
+        sigdelset(&all, k_synchronous[i]);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(t, attr, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
 
 static void start(void) {
     pthread_attr_t attr;
@@ -110,8 +137,9 @@ static void start(void) {
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 << 10);
     pthread_t t;
-    if (pthread_create(&t, &attr, agent_main, NULL) != 0) {
+    if (rz__thread_create(&t, &attr, agent_main, NULL) != 0) {
         rz__warn("cannot start the debugger agent thread; gdb's redzone scan and poison will not work");
+        atomic_store(&g_agent_failed, 1);
         pthread_attr_destroy(&attr);
         return;
     }
@@ -136,9 +164,12 @@ void rz__agent_start(void) {
     atomic_store_explicit(&g_agent_started, 1, memory_order_release);
 }
 
+int rz__agent_failed(void) { return atomic_load(&g_agent_failed); }
+
 /* A forked child has no agent thread: let the next allocation start one. */
 void rz__agent_after_fork(void) {
     atomic_store(&g_agent_started, 0);
+    atomic_store(&g_agent_failed, 0);
     rz__alloc_after_fork();
     g_agent_once = (pthread_once_t)PTHREAD_ONCE_INIT;
     atomic_store(&__redzone_agent.alive, 0);

@@ -5,6 +5,7 @@
 #ifndef REDZONE_INTERNAL_H
 #define REDZONE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -374,6 +375,10 @@ void __redzone_agent_done(void);
 void rz__agent_start(void);
 void rz__agent_after_fork(void);
 int rz__is_agent_thread(void);
+/* 1 when this process's agent thread could not be started (pthread_create failed). */
+int rz__agent_failed(void);
+/* pthread_create for every thread redzone starts: the new thread has every asynchronous signal blocked. */
+int rz__thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 void rz__agent_capture(const char *line, size_t len);
 int64_t rz__agent_request(uint32_t op, uint64_t arg0, uint64_t arg1);
 
@@ -717,8 +722,18 @@ int rz__memcpy3d_extent(const rzcu_memcpy3d *d, int dst, uint64_t *start, uint64
 int rz__outside_user_range(uint64_t ptr, uint64_t user_bytes, uint64_t p, uint64_t n, int64_t *first, int64_t *last);
 
 /* ---- scans without a debugger (policy.c) ------------------------------------------------------------ */
-/* Install the fatal-signal scan's handlers where the program has none (fatal.c). */
+/* Put the fatal-signal scan's handler in front of the program's dispositions, and make this process the one
+ * whose zones the final scan checks (fatal.c; again in a forked child at its own first allocation). */
 void rz__fatal_arm(void);
+/* The program's sigaction for the signals the final scan hooks (hooks_signal.c calls it for those only): it
+ * sees and sets its own dispositions; redzone's handler stays in front and calls the program's. As
+ * sigaction: 0, or -1 with errno. */
+struct sigaction;
+int rz__fatal_sigaction(int sig, const struct sigaction *act, struct sigaction *old);
+/* Whether sig is one of them (SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT). */
+int rz__fatal_signal(int sig);
+/* The next definition of sigaction after libredzone (libc's), for every other signal. */
+int rz__sigaction_next(int sig, const struct sigaction *act, struct sigaction *old);
 /* Register the exit scan once, lazily (after the driver's own exit handlers, so it runs before them). */
 void rz__exit_scan_arm(void);
 /* Check one zone's band just before it is freed (stream-ordered for an async free). */
