@@ -125,9 +125,9 @@ Test(signals, an_sa_resethand_handler_gets_the_final_scan) { expect_final_scan_a
  * which is about the program's handlers. */
 Test(signals, the_drivers_own_fault_handler_gets_no_line) {
     const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "CUDA_EMU_STICKY_FAULTS=1", NULL};
-    const char *argv[] = {RZREAL, "sticky", "exit", NULL};
-    cr_assert_eq(spawn_capture(env, argv, out, sizeof out), 0, "%s", out);
-    cr_assert(strstr(out, "rzreal: synchronise after the fault: 700\n"), "the fault became the sticky error: %s", out);
+    const char *argv[] = {RZSTICKY, "fault", "exit", NULL};
+    cr_assert_eq(spawn_capture(env, argv, out, sizeof out), 3, "%s", out);
+    cr_assert(strstr(out, "rzsticky: synchronise the context: 700\n"), "the fault became the sticky error: %s", out);
     cr_assert_eq(count(out, "own handler"), 0, "%s", out);
 }
 
