@@ -251,33 +251,14 @@ Test(files, file_another_user_created_in_a_sticky_directory_is_not_written, .tim
 }
 
 /* ---- item 8: a set-uid program takes no file names from the environment ------------------------------- */
-/* Runs argv as user `uid` (group too, no supplementary groups), output captured as spawn_capture does. */
+/* Runs argv as user `uid` (group too, no supplementary groups) with exactly the environment env. */
+static uid_t g_spawn_uid;
+static int become_spawn_uid(void) {
+    return setgroups(0, NULL) != 0 || setgid(g_spawn_uid) != 0 || setuid(g_spawn_uid) != 0;
+}
 static int spawn_as(uid_t uid, const char *const *env, const char *const *argv, char *out, size_t cap) {
-    int fds[2];
-    cr_assert_eq(pipe(fds), 0);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(fds[1], 1);
-        dup2(fds[1], 2);
-        close(fds[0]);
-        close(fds[1]);
-        if (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0)
-            _exit(126);
-        execve(argv[0], (char *const *)argv, (char *const *)env);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t used = 0;
-    ssize_t got;
-    while ((got = read(fds[0], out + used, cap - 1 - used)) > 0)
-        used += (size_t)got;
-    out[used] = '\0';
-    close(fds[0]);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    g_spawn_uid = uid;
+    return spawn_envp((char *const *)env, argv, become_spawn_uid, out, cap);
 }
 
 /* A set-uid-root program linked with -lredzone, run by an ordinary user who names root-only paths for the

@@ -72,11 +72,12 @@ static __sighandler_t set_with(int sig, __sighandler_t handler, int sysv) {
     return old.sa_handler;
 }
 
-#define BSD_SIGNAL(name)                                                                                     \
+/* signal() and its relatives; sysv: the handler is reset to SIG_DFL when it runs (SA_RESETHAND|SA_NODEFER). */
+#define SIGNAL_FN(name, sysv)                                                                                \
     RZ_EXPORT __sighandler_t name(int sig, __sighandler_t handler);                                          \
     __sighandler_t name(int sig, __sighandler_t handler) {                                                   \
         if (rz__fatal_signal(sig))                                                                           \
-            return set_with(sig, handler, 0);                                                                \
+            return set_with(sig, handler, sysv);                                                             \
         NEXT(signal_fn, #name)                                                                               \
         if (real_ == NULL) {                                                                                 \
             errno = ENOSYS;                                                                                  \
@@ -84,24 +85,11 @@ static __sighandler_t set_with(int sig, __sighandler_t handler, int sysv) {
         }                                                                                                    \
         return real_(sig, handler);                                                                          \
     }
-BSD_SIGNAL(signal)
-BSD_SIGNAL(bsd_signal)
-BSD_SIGNAL(ssignal)
-
-#define SYSV_SIGNAL(name)                                                                                    \
-    RZ_EXPORT __sighandler_t name(int sig, __sighandler_t handler);                                          \
-    __sighandler_t name(int sig, __sighandler_t handler) {                                                   \
-        if (rz__fatal_signal(sig))                                                                           \
-            return set_with(sig, handler, 1);                                                                \
-        NEXT(signal_fn, #name)                                                                               \
-        if (real_ == NULL) {                                                                                 \
-            errno = ENOSYS;                                                                                  \
-            return SIG_ERR;                                                                                  \
-        }                                                                                                    \
-        return real_(sig, handler);                                                                          \
-    }
-SYSV_SIGNAL(sysv_signal)
-SYSV_SIGNAL(__sysv_signal)
+SIGNAL_FN(signal, 0)
+SIGNAL_FN(bsd_signal, 0)
+SIGNAL_FN(ssignal, 0)
+SIGNAL_FN(sysv_signal, 1)
+SIGNAL_FN(__sysv_signal, 1)
 
 RZ_EXPORT __sighandler_t sigset(int sig, __sighandler_t disp);
 __sighandler_t sigset(int sig, __sighandler_t disp) {
