@@ -40,7 +40,7 @@ rz_exclude("address|thread" "a core file of an instrumented process holds the sa
   gdb_core cudagdb_core gdb16_core gdb_state)
 rz_exclude("thread" "Criterion cannot start under ThreadSanitizer (\"Could not initialize inheritable arena\": its runner maps memory where TSan keeps its own); the concurrency these cover runs under TSan in rzstress (the stress test)"
   options registry stats api band bounds check agent symbols emu emu_real emu_sticky preload reliability nothing_lost sticky semantics scale transparency
-  lifetime writers attribution streamorder ipc files)
+  lifetime writers attribution streamorder ipc files signals)
 
 rz_exclude("thread" "gdb stops every thread but the agent, and under TSan a stopped thread can hold the TSan runtime's own locks (its allocator, its thread registry), which the agent then waits for: scans time out at random, and the case accepts only a held registry as the reason to refuse"
   gdb_threads cudagdb_threads gdb16_threads)
