@@ -31,13 +31,22 @@ if [ -z "${RZ_IPC_PLACES_INNER:-}" ]; then
     exec unshare -m --propagation private env RZ_IPC_PLACES_INNER=1 "$0" "$@"
 fi
 
-# The fresh /tmp below hides whatever the build tree keeps there (a clone in /tmp, as CI's may be): the
-# program, the library and the emulated driver are copied first to a folder of their own in /var/tmp.
+# The fresh /tmp below hides whatever the build and source trees keep there (a clone in /tmp, as CI's may
+# be): the program, the library and the emulated driver are copied first to a folder of their own in /var/tmp.
 stage=$(mktemp -d /var/tmp/rz-ipc-places.XXXXXX) || { echo "ipc_places: FAIL: cannot make a folder in /var/tmp"; exit 1; }
 trap 'rm -rf "$stage"' EXIT
 cp "$RZWRITERS" "$stage/rzwriters" && cp "$LIB" "$stage/libredzone.so" && cp -a "$EMU" "$stage/emu" &&
     chmod -R a+rX "$stage" || { echo "ipc_places: FAIL: cannot copy the programs to $stage"; exit 1; }
 RZWRITERS=$stage/rzwriters LIB=$stage/libredzone.so EMU=$stage/emu
+# So are the sanitizer trees' suppression files, their names in *SAN_OPTIONS rewritten.
+for var in ASAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS UBSAN_OPTIONS; do
+    value=${!var:-}
+    [[ $value =~ (^|:)suppressions=([^:]+) ]] || continue
+    supp=${BASH_REMATCH[2]}
+    cp "$supp" "$stage/$var.supp" && chmod a+r "$stage/$var.supp" ||
+        { echo "ipc_places: FAIL: cannot copy $supp to $stage"; exit 1; }
+    export "$var=${value/suppressions=$supp/suppressions=$stage/$var.supp}"
+done
 
 failures=0
 fail() {
