@@ -20,14 +20,22 @@
 
 #include "rz_hooks.h"
 
-/* The next definition of name (libc's), resolved at its first use. */
-#define NEXT(type, name)                                                                                     \
-    static type *_Atomic next_;                                                                              \
-    type *real_ = atomic_load_explicit(&next_, memory_order_acquire);                                       \
-    if (real_ == NULL) {                                                                                     \
-        real_ = (type *)dlsym(RTLD_NEXT, name);                                                              \
-        atomic_store_explicit(&next_, real_, memory_order_release);                                          \
-    }
+/* Passes the call on to the next definition of name (libc's), resolved at its first use; where there is
+ * none, fails as libc would with ENOSYS, returning `failed`. */
+#define PASS_ON(type, name, failed, ...)                                                                     \
+    do {                                                                                                     \
+        static type *_Atomic next_;                                                                          \
+        type *real_ = atomic_load_explicit(&next_, memory_order_acquire);                                   \
+        if (real_ == NULL) {                                                                                 \
+            real_ = (type *)dlsym(RTLD_NEXT, name);                                                          \
+            atomic_store_explicit(&next_, real_, memory_order_release);                                      \
+        }                                                                                                    \
+        if (real_ == NULL) {                                                                                 \
+            errno = ENOSYS;                                                                                  \
+            return failed;                                                                                   \
+        }                                                                                                    \
+        return real_(__VA_ARGS__);                                                                           \
+    } while (0)
 
 typedef __sighandler_t signal_fn(int, __sighandler_t);
 typedef int siginterrupt_fn(int, int);
@@ -78,12 +86,7 @@ static __sighandler_t set_with(int sig, __sighandler_t handler, int sysv) {
     __sighandler_t name(int sig, __sighandler_t handler) {                                                   \
         if (rz__fatal_signal(sig))                                                                           \
             return set_with(sig, handler, sysv);                                                             \
-        NEXT(signal_fn, #name)                                                                               \
-        if (real_ == NULL) {                                                                                 \
-            errno = ENOSYS;                                                                                  \
-            return SIG_ERR;                                                                                  \
-        }                                                                                                    \
-        return real_(sig, handler);                                                                          \
+        PASS_ON(signal_fn, #name, SIG_ERR, sig, handler);                                                    \
     }
 SIGNAL_FN(signal, 0)
 SIGNAL_FN(bsd_signal, 0)
@@ -94,12 +97,7 @@ SIGNAL_FN(__sysv_signal, 1)
 RZ_EXPORT __sighandler_t sigset(int sig, __sighandler_t disp);
 __sighandler_t sigset(int sig, __sighandler_t disp) {
     if (!rz__fatal_signal(sig)) {
-        NEXT(signal_fn, "sigset")
-        if (real_ == NULL) {
-            errno = ENOSYS;
-            return SIG_ERR;
-        }
-        return real_(sig, disp);
+        PASS_ON(signal_fn, "sigset", SIG_ERR, sig, disp);
     }
     /* glibc's sigset: SIG_HOLD blocks the signal; anything else is set with an empty mask and no flags and
      * unblocks it; SIG_HOLD is returned where the signal was blocked. */
@@ -129,12 +127,7 @@ __sighandler_t sigset(int sig, __sighandler_t disp) {
 RZ_EXPORT int sigignore(int sig);
 int sigignore(int sig) {
     if (!rz__fatal_signal(sig)) {
-        NEXT(sigignore_fn, "sigignore")
-        if (real_ == NULL) {
-            errno = ENOSYS;
-            return -1;
-        }
-        return real_(sig);
+        PASS_ON(sigignore_fn, "sigignore", -1, sig);
     }
     struct sigaction act;
     memset(&act, 0, sizeof act);
@@ -146,12 +139,7 @@ int sigignore(int sig) {
 RZ_EXPORT int siginterrupt(int sig, int interrupt);
 int siginterrupt(int sig, int interrupt) {
     if (!rz__fatal_signal(sig)) {
-        NEXT(siginterrupt_fn, "siginterrupt")
-        if (real_ == NULL) {
-            errno = ENOSYS;
-            return -1;
-        }
-        return real_(sig, interrupt);
+        PASS_ON(siginterrupt_fn, "siginterrupt", -1, sig, interrupt);
     }
     struct sigaction act;
     if (rz__fatal_sigaction(sig, NULL, &act) < 0)
