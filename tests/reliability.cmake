@@ -2,25 +2,25 @@
 # driver, with faults injected by it, and the call trace (the shim libcudatrace.so plus the driver's own
 # `dev` lines) compared with and without redzone. include()d from tests/CMakeLists.txt.
 add_executable(rzfault ${CMAKE_CURRENT_LIST_DIR}/programs/rzfault.c)
-target_include_directories(rzfault PRIVATE ${PROJECT_SOURCE_DIR}/native/src ${PROJECT_SOURCE_DIR}/native/emu
+target_include_directories(rzfault PRIVATE ${REDZONE_INTERNAL_DIRS} ${PROJECT_SOURCE_DIR}/native/emu
                                            ${PROJECT_SOURCE_DIR}/native/include)
 target_link_libraries(rzfault PRIVATE redzone_cuda_emu ${CMAKE_DL_LIBS})
 set_target_properties(rzfault PROPERTIES SKIP_BUILD_RPATH ON ENABLE_EXPORTS ON)
 
 # Reaches the driver only through dlopen, so it can dlclose it.
 add_executable(rzlife ${CMAKE_CURRENT_LIST_DIR}/programs/rzlife.c)
-target_include_directories(rzlife PRIVATE ${PROJECT_SOURCE_DIR}/native/src)
+target_include_directories(rzlife PRIVATE ${REDZONE_INTERNAL_DIRS})
 target_link_libraries(rzlife PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
 
 # Meets a sticky error (issue 27): tests/test_sticky.c, and nothing_lost.
 add_executable(rzsticky ${CMAKE_CURRENT_LIST_DIR}/programs/rzsticky.c)
-target_include_directories(rzsticky PRIVATE ${PROJECT_SOURCE_DIR}/native/src ${PROJECT_SOURCE_DIR}/native/emu)
+target_include_directories(rzsticky PRIVATE ${REDZONE_INTERNAL_DIRS} ${PROJECT_SOURCE_DIR}/native/emu)
 target_link_libraries(rzsticky PRIVATE redzone_cuda_emu)
 set_target_properties(rzsticky PROPERTIES SKIP_BUILD_RPATH ON ENABLE_EXPORTS ON)
 
 foreach(name reliability nothing_lost sticky)
   add_executable(test_${name} ${CMAKE_CURRENT_LIST_DIR}/test_${name}.c)
-  target_include_directories(test_${name} PRIVATE ${PROJECT_SOURCE_DIR}/native/src)
+  target_include_directories(test_${name} PRIVATE ${REDZONE_INTERNAL_DIRS})
   target_link_libraries(test_${name} PRIVATE PkgConfig::CRITERION ${CMAKE_DL_LIBS})
   target_compile_definitions(test_${name} PRIVATE
     EMU_DIR="${PROJECT_BINARY_DIR}/emu" EXAMPLES="${PROJECT_BINARY_DIR}/examples" GDBPROG="$<TARGET_FILE:gdbprog>"

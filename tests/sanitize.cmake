@@ -9,7 +9,7 @@ set(rz_supp ${CMAKE_CURRENT_LIST_DIR}/sanitizers)
 
 # ASan: the instrumented libredzone.so is preloaded into programs that link the runtime themselves, so the
 # runtime is not first in the library list; harmless (it still comes before libc), so that check is off
-# (native/src/sanitize.c sets the same default for programs started without this environment). Leaks are
+# (native/src/base/sanitize.c sets the same default for programs started without this environment). Leaks are
 # reported, except in programs run under gdb: LeakSanitizer cannot work under ptrace. Every report is
 # fatal (the build also uses -fno-sanitize-recover=all).
 set(rz_asan "verify_asan_link_order=0:halt_on_error=1:abort_on_error=0:strict_string_checks=1")

@@ -1,5 +1,5 @@
 /*
- * The pure parts of the copy and memset range check (native/src/bounds.c): the extent one side of a pitched
+ * The pure parts of the copy and memset range check (native/src/policy/bounds.c): the extent one side of a pitched
  * copy touches (CUDA_MEMCPY2D/3D descriptors, cuMemsetD2D*), which part of a range lies outside the
  * program's buffer, and the report line. The check end to end, on the emulated driver (2D and 3D copies
  * included), is test_transparency.c.

@@ -108,7 +108,7 @@ class Registry:
 
 def stack_of(state_bytes, id1):
     """The allocation stack kept for node id1 (METRALE_REDZONE_STACKS): return addresses, maybe none. The
-    node's 4-byte stack id, then the stack in the library's depot (native/src/depot.c)."""
+    node's 4-byte stack id, then the stack in the library's depot (native/src/core/depot.c)."""
     depth = view.u32(state_bytes, view.offset("state.stack_depth"))
     if depth == 0 or id1 == 0:
         return []

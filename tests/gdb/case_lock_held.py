@@ -5,7 +5,7 @@ from harness import *
 
 # The program stopped while its thread holds the registry lock: the scan answers with a clear error within
 # the timeout, the user's selection is restored, and the program still completes.
-src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "src", "registry.c")
+src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "src", "core", "registry.c")
 line = next(i for i, l in enumerate(open(src), 1) if "rz-test: registry locked" in l)
 ex("set pagination off")
 ex(f"source {PLUGIN}")

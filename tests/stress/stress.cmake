@@ -3,7 +3,7 @@
 # and checks its invariants itself; the same program, smaller, runs under valgrind's helgrind (drd by hand).
 # REDZONE_LONG=1 in the environment turns each into its long run (docs/testing.md).
 add_executable(rzstress ${CMAKE_CURRENT_LIST_DIR}/stress.c)
-target_include_directories(rzstress PRIVATE ${PROJECT_SOURCE_DIR}/native/include ${PROJECT_SOURCE_DIR}/native/src
+target_include_directories(rzstress PRIVATE ${PROJECT_SOURCE_DIR}/native/include ${REDZONE_INTERNAL_DIRS}
                                             ${PROJECT_SOURCE_DIR}/native/emu)
 target_link_libraries(rzstress PRIVATE redzone_cuda_emu Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(rzstress PROPERTIES SKIP_BUILD_RPATH ON)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # rzstress under one of valgrind's thread checkers, in a build with REDZONE_VALGRIND=ON (the library's futex
-# lock and atomics annotated for them, native/src/rz_annotate.h):
+# lock and atomics annotated for them, native/src/base/rz_annotate.h):
 #   valgrind.sh helgrind|drd RZSTRESS LIBREDZONE EMU_DIR [rzstress options]
 # Any error valgrind reports makes the run fail (exit 3). Exits 77, saying why, when valgrind is missing.
 set -euo pipefail

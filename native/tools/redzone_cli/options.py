@@ -1,7 +1,7 @@
 """Command-line options to METRALE_REDZONE* variables, the same way for `redzone run` and `redzone bisect`:
 an option given on the command line wins over the variable in the environment, which wins over the
 launcher's default (64-byte bands). Values are checked by the library's own parser (rz-options, built from
-native/src/options.inc), so the launcher accepts exactly what the library accepts: a value the library
+native/src/base/options.inc), so the launcher accepts exactly what the library accepts: a value the library
 would warn about and replace is a usage error here, whether it came from an option or the environment."""
 import os
 import subprocess
