@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cuda_emu.h"
-#include "rz_internal.h"
+#include "common.h"
 
 static double now(void) {
     struct timespec t;

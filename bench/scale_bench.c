@@ -9,7 +9,12 @@
 #include <time.h>
 
 #include "cuda_emu.h"
-#include "rz_internal.h"
+#include "common.h"
+#include "alloc.h"
+#include "band.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "sync_scan.h"
 
 static double now(void) {
     struct timespec t;

@@ -10,7 +10,9 @@
 #include <time.h>
 
 #include "cuda_emu.h"
-#include "rz_internal.h"
+#include "common.h"
+#include "band_io.h"
+#include "registry.h"
 
 static const char *const k_entry_points[] = {
 #define NAME(name, ret, params) #name,

@@ -2,7 +2,8 @@
  * parses, so those output calls are stubbed here and must never run. */
 #include <stdlib.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "report.h"
 
 void rz__log_open(const char *path, const char *template) {
     (void)path, (void)template;

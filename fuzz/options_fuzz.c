@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "options.h"
+#include "state.h"
 
 static const char *const k_names[] = {
 #define RZ_OPTION(field, var, type, shown, desc) var,

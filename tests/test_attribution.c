@@ -7,8 +7,12 @@
  * does) and counts what it costs: driver calls per launch, and no host wait.
  */
 #include "rz_test.h"
-#include "rz_launch.h"
+#include "launch_check.h"
 #include "spawn.h"
+#include "alloc.h"
+#include "band.h"
+#include "registry.h"
+#include "state.h"
 
 /* ---- programs under the preloaded library ------------------------------------------------------------ */
 static char g_out[1 << 16];

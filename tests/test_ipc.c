@@ -18,8 +18,11 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "rz_ipc.h"
+#include "ipc_records.h"
 #include "rz_test.h"
+#include "options.h"
+#include "registry.h"
+#include "state.h"
 
 static char root[64], dir[RZ_PATH_MAX];
 

@@ -39,7 +39,7 @@
 #include <string.h>
 
 #include "cuda_emu.h"
-#include "rz_dlsym_next.h"
+#include "dlsym_next.h"
 #include "trace_line.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))

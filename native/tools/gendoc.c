@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "options.h"
+#include "state.h"
 
 int main(int argc, char **argv) {
     if (argc == 2 && strcmp(argv[1], "options") == 0) {

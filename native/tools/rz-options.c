@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "options.h"
 
 static const char *env_lookup(const char *name) { return getenv(name); }
 

@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "band_io.h"
+#include "check_kernel.h"
 
 typedef int (*init_fn)(unsigned);
 typedef int (*retain_fn)(void **, int);

@@ -15,7 +15,10 @@
 #include <unistd.h>
 
 #include "rz_annotate.h"
-#include "rz_internal.h"
+#include "common.h"
+#include "options.h"
+#include "report.h"
+#include "state.h"
 
 /* Rust's usize::from_str, which the seed uses: optional '+', then decimal digits only, no overflow. */
 static int parse_u64(const char *s, uint64_t *out) {

@@ -19,7 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "options.h"
+#include "safeopen.h"
 
 int rz__sticky_refused(uid_t owner, uid_t dir_owner, mode_t dir_mode, uid_t euid) {
     int sticky_world_writable = (dir_mode & S_ISVTX) && (dir_mode & S_IWOTH);

@@ -4,7 +4,9 @@
  * without running code in the program. Its layout is part of the interface with the gdb plugin, pinned
  * here; any change bumps RZ_STATE_VERSION.
  */
-#include "rz_internal.h"
+#include "common.h"
+#include "options.h"
+#include "state.h"
 
 RZ_EXPORT rz_state_t __redzone_state = {
     .magic = RZ_STATE_MAGIC,

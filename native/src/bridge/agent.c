@@ -23,7 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "agent.h"
+#include "alloc.h"
+#include "options.h"
+#include "report.h"
+#include "state.h"
 
 RZ_EXPORT rz_agent_t __redzone_agent = {
     .magic = RZ_AGENT_MAGIC,

@@ -12,7 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "elf_symbols.h"
+#include "format.h"
+#include "state.h"
 
 #define VIEW RZ_EXPORT
 

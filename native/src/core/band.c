@@ -14,7 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "agent.h"
+#include "band.h"
+#include "band_io.h"
+#include "check_kernel.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "format.h"
+#include "judge.h"
+#include "launch_ring.h"
+#include "options.h"
+#include "registry.h"
+#include "report.h"
+#include "state.h"
+#include "stats.h"
+#include "sticky.h"
+#include "stream_fills.h"
 
 /*
  * Bounded batches (issue 20.8). One batch (per context one batch copy, then one synchronisation) covers at most

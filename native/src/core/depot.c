@@ -18,7 +18,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "depot.h"
+#include "state.h"
 
 #define CHUNK_WORDS ((uint64_t)1 << RZ_DEPOT_SHIFT)
 

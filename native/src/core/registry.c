@@ -19,7 +19,11 @@
 #include <unistd.h>
 
 #include "rz_annotate.h"
-#include "rz_internal.h"
+#include "common.h"
+#include "depot.h"
+#include "registry.h"
+#include "state.h"
+#include "stats.h"
 
 #define CHUNK_MASK (RZ_CHUNK_NODES - 1u)
 

@@ -4,7 +4,9 @@
  * decommits never touch current_mapped_bytes. The counters live in the exported state block so a debugger
  * can read them without running code.
  */
-#include "rz_internal.h"
+#include "common.h"
+#include "state.h"
+#include "stats.h"
 
 #define C(name) (&RZ_STATE.counters[RZ_C_##name])
 

@@ -21,7 +21,10 @@
 #include <stdatomic.h>
 
 #include "rz_annotate.h"
-#include "rz_internal.h"
+#include "common.h"
+#include "capture.h"
+#include "driver.h"
+#include "hooks_capture.h"
 
 #define ORIGINS 64
 

@@ -7,7 +7,14 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "capture.h"
+#include "capture_mode.h"
+#include "check_kernel.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "sticky.h"
+#include "stream_fills.h"
 
 void *rz__dev_current_ctx(void) {
     rzcu_context ctx = NULL;

@@ -7,7 +7,10 @@
  * what it could not check, and leaves the program's calls to the driver, whose answers reach the program
  * unchanged.
  */
-#include "rz_internal.h"
+#include "common.h"
+#include "registry.h"
+#include "report.h"
+#include "sticky.h"
 
 static _Atomic unsigned g_sticky; /* the first sticky result seen; 0 (CUDA_SUCCESS) until then */
 static _Atomic int g_said;        /* the line has been written (or the exit line says it) */

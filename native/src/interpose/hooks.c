@@ -16,9 +16,26 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rz_copy_bounds.h"
-#include "rz_dlsym_next.h"
-#include "rz_hooks.h"
+#include "copy_ranges.h"
+#include "dlsym_next.h"
+#include "hooks.h"
+#include "alloc.h"
+#include "band.h"
+#include "capture.h"
+#include "common.h"
+#include "copy_check.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "free_check.h"
+#include "launch_check.h"
+#include "launch_ring.h"
+#include "options.h"
+#include "proc_names.h"
+#include "registry.h"
+#include "state.h"
+#include "sticky.h"
+#include "stream_fills.h"
+#include "sync_scan.h"
 
 static RZ_TLS int t_in_hook;
 

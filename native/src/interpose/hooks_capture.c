@@ -3,7 +3,10 @@
  * goes to the driver untouched, and capture.c learns which captures are in progress, so the library asks
  * the driver whether a stream is capturing only while one is (capture.c says why that is enough).
  */
-#include "rz_hooks.h"
+#include "hooks.h"
+#include "capture.h"
+#include "device_ctx.h"
+#include "hooks_capture.h"
 
 int rz__capture_hooks_present(void) { return 1; }
 

@@ -14,8 +14,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rz_hooks.h"
-#include "rz_ipc.h"
+#include "hooks.h"
+#include "ipc_records.h"
+#include "common.h"
+#include "driver.h"
+#include "options.h"
+#include "registry.h"
+#include "report.h"
+#include "state.h"
 
 static RZ_TLS int t_in_ipc; /* a driver calling back into these names goes straight through */
 

@@ -13,7 +13,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "rz_hooks.h"
+#include "hooks.h"
+#include "common.h"
+#include "driver.h"
+#include "options.h"
+#include "report.h"
 
 #define NEVER_CALLED (-1)
 

@@ -13,7 +13,8 @@
 #include <elf.h>
 #include <string.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "elf_symbols.h"
 
 /* Symbol section `i` of kind `want`, validated: its symbols, their count and its string table; 0 if unusable. */
 static int sym_section(const unsigned char *img, size_t size, unsigned i, uint32_t want, const Elf64_Sym **sym,

@@ -7,7 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "copy_check.h"
+#include "format.h"
+#include "state.h"
 
 static size_t clamp(int n, size_t cap) { return n < 0 ? 0 : ((size_t)n < cap ? (size_t)n : (cap ? cap - 1 : 0)); }
 

@@ -16,7 +16,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "agent.h"
+#include "driver.h"
+#include "format.h"
+#include "options.h"
+#include "report.h"
+#include "safeopen.h"
+#include "state.h"
+#include "symbolize.h"
 
 #define RZ_WARNINGS_MAX 100
 

@@ -28,7 +28,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "agent.h"
+#include "elf_symbols.h"
+#include "format.h"
+#include "options.h"
+#include "report.h"
+#include "symbolize.h"
 
 #define MAX_OBJECTS 64
 #define ADDR_SLOTS 4096 /* a power of two */

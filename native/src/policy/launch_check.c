@@ -36,7 +36,21 @@
 #include <unwind.h>
 
 #include "rz_annotate.h"
-#include "rz_launch.h"
+#include "launch_check.h"
+#include "band_io.h"
+#include "capture.h"
+#include "capture_mode.h"
+#include "common.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "launch_ring.h"
+#include "options.h"
+#include "registry.h"
+#include "report.h"
+#include "state.h"
+#include "sticky.h"
+#include "stream_fills.h"
+#include "symbolize.h"
 
 /* Staging held by checks in flight, at most; past it a launch waits for its context's work. */
 #define STAGING_CAP ((size_t)256 << 20)

@@ -7,7 +7,50 @@
 #ifndef REDZONE_LAUNCH_H
 #define REDZONE_LAUNCH_H
 
-#include "rz_internal.h"
+#include "common.h"
+
+typedef enum { RZ_LAUNCH_KERNEL = 0, RZ_LAUNCH_COOPERATIVE = 1, RZ_LAUNCH_GRAPH = 2 } rz_launch_kind_t;
+
+/* What a launch wrapper knows about a launch. */
+typedef struct rz_launch_call {
+    rz_launch_kind_t kind;
+    rzcu_function f;     /* kernels */
+    void *graph;         /* graph launches: the executable graph */
+    unsigned grid[3], block[3];
+    rzcu_stream stream;  /* as the program passed it */
+    int per_thread;      /* through a _ptsz entry point */
+    void *ret;           /* the interposed entry point's return address (into the program) */
+} rz_launch_call_t;
+
+struct rz_check;
+
+/* Before the driver's launch call (never under the registry lock): under the launch policy, the check this
+ * launch will get (NULL otherwise, or when the launch cannot be checked: a stream being captured). */
+struct rz_check *rz__launch_pre(const rz_launch_call_t *call);
+
+/* After it: the launch ring (every policy, on success) and, under the launch policy, the check queued in the
+ * launch's stream order (or, under a debugger, waited for and judged on this thread). */
+void rz__launch_post(struct rz_check *c, const rz_launch_call_t *call, rzcu_result r);
+
+/* Judge the launch checks that completed while the registry was busy, and write back the bands they
+ * reported. The _locked form with the registry lock held; the other takes it (one load when nothing waits). */
+void rz__launch_checks_locked(void);
+
+void rz__launch_checks(void);
+
+/* Only the judging, no driver call (from a stream's host function too). Registry lock held. */
+void rz__launch_judge_locked(void);
+
+/* A module or library was unloaded: kernel handles may be reused for other kernels, so the launch policy's
+ * cache of kernel names is forgotten. */
+void rz__launch_names_forget(void);
+
+/* Context ctx ended: forget the launch policy's state for it (takes the registry lock). */
+void rz__launch_forget_ctx(void *ctx);
+
+/* Whether a launch is judged on the launching thread right after it (1), in stream order by the driver's
+ * callback thread (0), or, by default (-1), the first under a debugger (any ptrace tracer) only. Tests. */
+void rz__launch_set_sync(int mode);
 
 #define RZ_LAUNCH_FRAMES 16 /* host frames kept per launch: the stack of the launch call */
 #define RZ_OVERLAP_SHOWN 4  /* overlapping launches named in a report; more are counted */

@@ -1,5 +1,5 @@
 /*
- * Allocation and free: the creation index, the choice to pad, band installation and registration, and the
+ * Allocation and free: taking the creation index (creation_index.h), the choice to pad, band installation and registration, and the
  * counters, for every kind of allocation the driver offers (plain, pitched, managed, stream-ordered, from a
  * pool). The public rz_mem_alloc/rz_mem_free and the interposed driver entry points (hooks.c) all come
  * through here; the driver's result codes come back untouched.
@@ -8,11 +8,32 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "creation_index.h"
 #include "rz_annotate.h"
-#include "rz_ipc.h"
-#include "rz_internal.h"
-
-RZ_EXPORT uint64_t rz_next_index(void) { return atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed); }
+#include "ipc_records.h"
+#include "common.h"
+#include "agent.h"
+#include "alloc.h"
+#include "band.h"
+#include "band_io.h"
+#include "capture.h"
+#include "creation_index.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "exit_scan.h"
+#include "fatal_scan.h"
+#include "format.h"
+#include "free_check.h"
+#include "guard_pages.h"
+#include "options.h"
+#include "registry.h"
+#include "report.h"
+#include "state.h"
+#include "stats.h"
+#include "sticky.h"
+#include "stream_fills.h"
+#include "symbolize.h"
+#include "sync_scan.h"
 
 /* Pad for this allocation: 0 when bands are off, below MIN_IDX, or the size would overflow. */
 static uint64_t pad_for(const rz_options_t *o, uint64_t index, size_t bytes, int *wanted) {
@@ -102,7 +123,7 @@ static int start(void) {
 
 static int start_locked(void) {
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.counters, sizeof RZ_STATE.counters); /* helgrind: relaxed atomics */
-    RZ_ANNOTATE_ATOMIC(&RZ_STATE.next_index, sizeof RZ_STATE.next_index);
+    rz__index_annotate();
     rz__registry_annotate();
     rz__sync_annotate();
     rz__capture_annotate();
@@ -130,151 +151,6 @@ void rz__alloc_after_fork(void) {
     pthread_mutex_init(&g_start_lock, NULL); /* another thread of the parent may have held it at the fork */
 }
 
-/* ---- guard-page allocations (METRALE_REDZONE_GUARD) -------------------------------------------------- */
-static int guard_selected(const rz_options_t *o, uint64_t index) {
-    if (o->guard.every)
-        return index % o->guard.every == 0;
-    for (uint32_t i = 0; i < o->guard.n; i++)
-        if (o->guard.list[i] == index)
-            return 1;
-    return 0;
-}
-
-static int have_vmm(void) {
-    return rz__drv.cuCtxGetDevice && rz__drv.cuMemGetAllocationGranularity && rz__drv.cuMemAddressReserve &&
-           rz__drv.cuMemAddressFree && rz__drv.cuMemCreate && rz__drv.cuMemRelease && rz__drv.cuMemMap &&
-           rz__drv.cuMemUnmap && rz__drv.cuMemSetAccess;
-}
-
-/* Where a guard zone's mapping starts, how long it is, and its reservation (mapping + one guard granule). */
-static void guard_layout(const rz_zone_node_t *z, rz_devptr_t *base, size_t *mapped, size_t *reserved) {
-    size_t gran = (size_t)1 << z->reserved0;
-    size_t r256 = (z->user_bytes + 255) & ~(size_t)255;
-    *mapped = (r256 + gran - 1) & ~(gran - 1);
-    *base = z->ptr + r256 - *mapped;
-    *reserved = *mapped + gran;
-}
-
-static rzcu_result guard_over_cap(void) {
-    static atomic_int warned;
-    if (!atomic_exchange(&warned, 1))
-        rz__warn("guard pages: over the %llu-byte cap; further selected allocations get ordinary bands",
-                 (unsigned long long)RZ_GUARD_CAP);
-    return RZCUDA_ERROR_OUT_OF_MEMORY;
-}
-
-/*
- * Reserve the mapping plus one granule, back the mapping with physical memory, make it readable and
- * writable, and place the buffer so that it ends at the mapping's end but for its rounding up to 256 bytes
- * (alignment): those few bytes are an ordinary band. The granule after it stays reserved and unmapped, so
- * any access past the end faults. RZCUDA_SUCCESS, or the first failure with everything undone.
- */
-static rzcu_result guard_alloc(size_t bytes, rz_zone_node_t *z) {
-    if (bytes > RZ_GUARD_CAP - __atomic_load_n(&RZ_STATE.guard_bytes, __ATOMIC_RELAXED))
-        return guard_over_cap(); /* cannot fit, whatever the granularity: no driver call */
-    rzcu_device dev;
-    rzcu_result r = rz__drv.cuCtxGetDevice(&dev);
-    if (r != RZCUDA_SUCCESS)
-        return r;
-    rzcu_mem_allocation_prop prop = {.type = RZCU_MEM_ALLOCATION_TYPE_PINNED,
-                                     .location = {.type = RZCU_MEM_LOCATION_TYPE_DEVICE, .id = dev}};
-    size_t gran = 0;
-    r = rz__drv.cuMemGetAllocationGranularity(&gran, &prop, RZCU_MEM_ALLOC_GRANULARITY_MINIMUM);
-    if (r != RZCUDA_SUCCESS)
-        return r;
-    if (gran < 256 || (gran & (gran - 1)) || bytes > SIZE_MAX - 2 * gran)
-        return RZCUDA_ERROR_NOT_SUPPORTED;
-    z->reserved0 = (uint8_t)__builtin_ctzll(gran);
-    z->user_bytes = bytes;
-    rz_devptr_t base;
-    size_t mapped, reserved;
-    z->ptr = 0;
-    guard_layout(z, &base, &mapped, &reserved); /* with ptr 0: sizes only */
-    uint64_t held = __atomic_add_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
-    if (held > RZ_GUARD_CAP) {
-        __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
-        return guard_over_cap();
-    }
-    rzcu_mem_generic_alloc_handle h = 0;
-    rzcu_mem_access_desc access = {.location = prop.location, .flags = RZCU_MEM_ACCESS_FLAGS_PROT_READWRITE};
-    int reserved_ok = 0, mapped_ok = 0;
-    r = rz__drv.cuMemAddressReserve(&base, reserved, gran, 0, 0);
-    reserved_ok = r == RZCUDA_SUCCESS;
-    if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuMemCreate(&h, mapped, &prop, 0);
-    if (r == RZCUDA_SUCCESS) {
-        r = rz__drv.cuMemMap(base, mapped, 0, h, 0);
-        mapped_ok = r == RZCUDA_SUCCESS;
-        rz__drv.cuMemRelease(h); /* the mapping keeps the memory; unmapping frees it */
-    }
-    if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuMemSetAccess(base, mapped, &access, 1);
-    if (r != RZCUDA_SUCCESS) {
-        if (mapped_ok)
-            rz__drv.cuMemUnmap(base, mapped);
-        if (reserved_ok)
-            rz__drv.cuMemAddressFree(base, reserved);
-        __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
-        return r;
-    }
-    z->ptr = base + mapped - ((bytes + 255) & ~(size_t)255);
-    z->pad_bytes = (uint32_t)(((bytes + 255) & ~(size_t)255) - bytes);
-    z->flags |= RZ_ZONE_GUARD;
-    __atomic_add_fetch(&RZ_STATE.guard_live, 1, __ATOMIC_RELAXED);
-    return RZCUDA_SUCCESS; /* its guard install is counted once, with the slack band (alloc_general) */
-}
-
-/*
- * The user pointers of live guard zones, so an address inside a guard mapping finds its zone (the registry
- * is keyed by user pointer, and the driver's cuMemGetAddressRange answers with the mapping). The cap on held
- * reservations bounds them: each holds at least two granules of 256 bytes or more. Under the registry lock.
- */
-#define GUARD_SLOTS 2048
-static rz_devptr_t g_guard_ptrs[GUARD_SLOTS];
-static unsigned g_nguard;
-
-static void guard_note(rz_devptr_t ptr, int live) {
-    rz__registry_lock();
-    if (live && g_nguard < GUARD_SLOTS) {
-        g_guard_ptrs[g_nguard++] = ptr;
-    } else if (!live) {
-        for (unsigned i = 0; i < g_nguard; i++)
-            if (g_guard_ptrs[i] == ptr) {
-                g_guard_ptrs[i] = g_guard_ptrs[--g_nguard];
-                break;
-            }
-    }
-    rz__registry_unlock();
-}
-
-const rz_zone_node_t *rz__guard_zone_containing(rz_devptr_t p) {
-    for (unsigned i = 0; i < g_nguard; i++) {
-        const rz_zone_node_t *z = rz__registry_find(g_guard_ptrs[i]);
-        if (z == NULL || !(z->flags & RZ_ZONE_GUARD))
-            continue;
-        rz_devptr_t base;
-        size_t mapped, reserved;
-        guard_layout(z, &base, &mapped, &reserved);
-        if (p >= base && p < base + mapped)
-            return z;
-    }
-    return NULL;
-}
-
-static rzcu_result guard_free(const rz_zone_node_t *z) {
-    rz_devptr_t base;
-    size_t mapped, reserved;
-    guard_layout(z, &base, &mapped, &reserved);
-    rzcu_result r = rz__drv.cuMemUnmap(base, mapped);
-    if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuMemAddressFree(base, reserved);
-    if (r == RZCUDA_SUCCESS) {
-        __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
-        __atomic_sub_fetch(&RZ_STATE.guard_live, 1, __ATOMIC_RELAXED);
-    }
-    return r;
-}
-
 /* A zone whose free the driver refused goes back into the registry as it was, allocation stack included (the
  * copy taken when it was removed: its old node, and slot, may be another zone's by now). */
 static void readd_refused(const rz_zone_node_t *zone) {
@@ -288,7 +164,7 @@ static void readd_refused(const rz_zone_node_t *zone) {
 
 /* The free of a guard-page zone (already out of the registry): unmap, release, count. */
 __attribute__((cold, noinline)) static int free_guarded(const rz_zone_node_t *zone) {
-    rzcu_result r = guard_free(zone);
+    rzcu_result r = rz__guard_free(zone);
     if (r != RZCUDA_SUCCESS) {
         rz__record_unmap_failure();
         readd_refused(zone);
@@ -296,9 +172,9 @@ __attribute__((cold, noinline)) static int free_guarded(const rz_zone_node_t *zo
     }
     rz_devptr_t base;
     size_t mapped, reserved;
-    guard_layout(zone, &base, &mapped, &reserved);
+    rz__guard_layout(zone, &base, &mapped, &reserved);
     rz__record_unmap(mapped);
-    guard_note(zone->ptr, 0);
+    rz__guard_note(zone->ptr, 0);
     if (rz__zone_watched(zone))
         rz__count(RZ_C_live_zones, -1);
     return RZCUDA_SUCCESS;
@@ -332,7 +208,7 @@ static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_
 }
 
 int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req) {
-    uint64_t index = atomic_fetch_add_explicit(&RZ_STATE.next_index, 1, memory_order_relaxed);
+    uint64_t index = rz__index_take();
     if (RZ_UNLIKELY(!atomic_load_explicit(&g_started, memory_order_acquire)) && start() != RZ_OK)
         return RZCUDA_ERROR_NOT_INITIALIZED;
     return alloc_general(dptr, bytes, req, index, 0);
@@ -341,7 +217,7 @@ int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req) {
 static const rz_alloc_req_t g_plain_interposed = {.kind = RZ_ALLOC_PLAIN, .interposed = 1};
 
 int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes) {
-    uint64_t index = atomic_fetch_add_explicit(&RZ_STATE.next_index, 1, memory_order_relaxed);
+    uint64_t index = rz__index_take();
     if (RZ_UNLIKELY(!atomic_load_explicit(&g_started, memory_order_acquire)) && start() != RZ_OK)
         return RZCUDA_ERROR_NOT_INITIALIZED;
     /* bytes - 1 wraps for 0, so one compare checks both 0 < bytes and bytes + pad not overflowing. */
@@ -374,9 +250,9 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
             pad = 0;
         }
     }
-    if (pad > 0 && req->kind == RZ_ALLOC_PLAIN && !padded_oom && guard_selected(o, index) && have_vmm()) {
+    if (pad > 0 && req->kind == RZ_ALLOC_PLAIN && !padded_oom && rz__guard_selected(o, index) && rz__guard_available()) {
         rz_zone_node_t zone = {.index = index, .ctx = rz__dev_current_ctx()};
-        rzcu_result g = guard_alloc(bytes, &zone);
+        rzcu_result g = rz__guard_alloc(bytes, &zone);
         if (g != RZCUDA_SUCCESS && g != RZCUDA_ERROR_OUT_OF_MEMORY) {
             static atomic_int warned;
             if (!atomic_exchange(&warned, 1))
@@ -399,9 +275,9 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
             if (rz__registry_add_stack(&zone, gframes, (uint32_t)ngframes) == RZ_OK) {
                 rz_devptr_t base;
                 size_t mapped, reserved;
-                guard_layout(&zone, &base, &mapped, &reserved);
+                rz__guard_layout(&zone, &base, &mapped, &reserved);
                 rz__record_map(mapped);
-                guard_note(zone.ptr, 1);
+                rz__guard_note(zone.ptr, 1);
                 if (rz__zone_watched(&zone))
                     rz__count(RZ_C_live_zones, 1);
             } else {

@@ -8,7 +8,8 @@
 #ifndef REDZONE_COPY_BOUNDS_H
 #define REDZONE_COPY_BOUNDS_H
 
-#include "rz_internal.h"
+#include "common.h"
+#include "copy_check.h"
 
 /* Each returns 1 when a range was reported (the caller returns CUDA_ERROR_INVALID_VALUE), else 0. */
 int rz__bounds_both(const char *e, rzcu_deviceptr dst, rzcu_deviceptr src, size_t n);

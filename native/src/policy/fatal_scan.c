@@ -40,7 +40,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "agent.h"
+#include "driver.h"
+#include "fatal_scan.h"
+#include "free_check.h"
+#include "options.h"
+#include "registry.h"
+#include "report.h"
+#include "state.h"
 
 #define FATAL_WAIT_MS 5000 /* the agent's lock timeout (1.5 s) plus a scan */
 #define FATAL_SIGNALS 5

@@ -5,7 +5,8 @@
  */
 #include <string.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "proc_names.h"
 
 /*
  * Which exported entry point cuGetProcAddress hands out for a base name, by requested CUDA version and

@@ -33,7 +33,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rz_launch.h"
+#include "launch_check.h"
+#include "band_io.h"
+#include "common.h"
+#include "format.h"
+#include "judge.h"
+#include "launch_attribution.h"
+#include "options.h"
+#include "registry.h"
+#include "report.h"
+#include "state.h"
+#include "stats.h"
+#include "sticky.h"
+#include "symbolize.h"
 
 #define RECORDS 64
 #define REFILLED_BY_SCAN UINT64_MAX /* written back by a scan that may still be running */

@@ -1,7 +1,6 @@
 /*
- * Scans without a debugger (METRALE_REDZONE_SCAN): the check of a zone's band just before it is freed,
- * the exit scan and its summary line, and kernel attribution (which kernels ran since a violated zone was
- * last known clean). The sync policy (which contexts a synchronisation judges) is syncscan.c.
+ * The free check (METRALE_REDZONE_SCAN=free): a zone's band is checked just before the zone is freed (in
+ * stream order for a stream-ordered free), so an overrun is caught while the allocation's index is known.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -12,178 +11,25 @@
 #include <unistd.h>
 
 #include "rz_annotate.h"
-#include "rz_internal.h"
+#include "common.h"
+#include "alloc.h"
+#include "band_io.h"
+#include "capture.h"
+#include "capture_mode.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "format.h"
+#include "free_check.h"
+#include "graph_slots.h"
+#include "judge.h"
+#include "launch_attribution.h"
+#include "launch_check.h"
+#include "launch_ring.h"
+#include "registry.h"
+#include "report.h"
+#include "state.h"
+#include "sticky.h"
 
-/* ---- exit scan --------------------------------------------------------------------------------------- */
-static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
-static pid_t g_exit_pid;
-
-/* METRALE_REDZONE_SUMMARY: one machine-readable line for `redzone run --error-exitcode`. */
-static void write_summary(const rz_options_t *o, const rz_stats_t *s) {
-    if (o->summary_path[0] == '\0')
-        return;
-    int refused = 0;
-    int fd = rz__open_append(o->summary_path, &refused); /* 0600, no symlink another user planted */
-    if (fd < 0) {
-        char quoted[RZ_QUOTE_MAX];
-        rz__quote(quoted, o->summary_path);
-        rz__warn("cannot open METRALE_REDZONE_SUMMARY=%s (%s); no summary line written", quoted,
-                 refused ? rz__refusal(refused)
-                         : strerror(errno));
-        return;
-    }
-    char line[256];
-    int n = snprintf(line, sizeof line, "pid=%ld violations=%llu scans=%llu allocations=%llu next_index=%llu\n",
-                     (long)getpid(), (unsigned long long)s->violations, (unsigned long long)s->scans,
-                     (unsigned long long)s->map_calls, (unsigned long long)rz_next_index());
-    if (n > 0)
-        rz__write_all(fd, line, (size_t)n);
-    close(fd);
-}
-
-static void exit_scan(void) {
-    if (getpid() != g_exit_pid)
-        return; /* a forked child: the zones and the driver state are its parent's */
-    rz__judge_deferred();
-    const rz_options_t *o = rz__options();
-    rz_stats_t s;
-    rzcu_context current = NULL;
-    if ((o->scan & RZ_SCAN_LAUNCH) && rz__drv.cuCtxGetCurrent(&current) != RZCUDA_ERROR_DEINITIALIZED) {
-        rz__bands_settle(); /* launch checks still in flight complete, and are judged */
-        rz__launch_checks();
-    }
-    if (!(o->scan & RZ_SCAN_EXIT)) {
-        /* After a sticky error the checks due at frees, synchronisations or launches could not all be made:
-         * said once (sticky.c), if nothing said it yet. Not under the fatal policy alone (nothing was due). */
-        if (o->scan & (RZ_SCAN_FREE | RZ_SCAN_SYNC | RZ_SCAN_LAUNCH))
-            rz__sticky_say(0);
-        rz_stats_get(&s);
-        write_summary(o, &s);
-        return;
-    }
-    /* The driver's own exit handler may have run first (it is registered when cuInit runs, which can come
-     * after the first allocation call): then every band read fails, so say that instead of scanning. */
-    int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
-    if (!gone)
-        rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */
-    int violated = gone ? RZ_EDRIVER : rz__scan_at_exit(); /* RZ_EDRIVER at once after a sticky error */
-    rz_stats_get(&s);
-    write_summary(o, &s);
-    char now[192];
-    rzcu_result read_error = RZCUDA_SUCCESS;
-    if (gone)
-        snprintf(now, sizeof now, "not checked, the CUDA driver had already shut down (CUDA_ERROR_DEINITIALIZED)");
-    else if (rz__sticky() != RZCUDA_SUCCESS && !rz__sticky_said())
-        /* A sticky error nothing said yet: this line says it (sticky.c), instead of a warning and a scan line. */
-        snprintf(now, sizeof now, "%s ends all CUDA work in this process: %llu zones could not be checked",
-                 rz__cu_name(rz__sticky()), (unsigned long long)rz__registry_count());
-    else if (rz__sticky() != RZCUDA_SUCCESS)
-        snprintf(now, sizeof now, "not checked (%s, above)", rz__cu_name(rz__sticky()));
-    else if (violated == RZ_EBUSY) /* this thread was inside a scan or band write: exit from a signal handler */
-        snprintf(now, sizeof now, "not checked, exit was called while this thread was scanning (from a signal handler?)");
-    else if (violated >= 0)
-        snprintf(now, sizeof now, "%d violated at exit", violated);
-    else if (violated == RZ_EDRIVER && rz__scan_unread(&read_error) > 0)
-        /* e.g. a kernel faulted: on a GPU its context's error is sticky and no band of it can be read */
-        snprintf(now, sizeof now, "%llu violated at exit, %llu zones not checked (reading their bands failed with %s)",
-                 (unsigned long long)RZ_STATE.last_scan_violated, (unsigned long long)rz__scan_unread(&read_error),
-                 rz__cu_name(read_error));
-    else
-        snprintf(now, sizeof now, "exit scan failed (%s)", rz_status_name(violated));
-    /* Live: allocations still registered (a free the driver refused counts as an unmap call, not a release). */
-    rz__log("redzone: exit: %s; %llu violations in %llu scans; %llu allocations, %llu live, %llu unpadded",
-            now, (unsigned long long)s.violations, (unsigned long long)s.scans, (unsigned long long)s.map_calls,
-            (unsigned long long)rz__registry_count(), (unsigned long long)s.unpadded_allocs);
-}
-
-static _Atomic int g_have_deferred; /* stream-ordered checks wait (defined with them, below) */
-
-static void arm(void) {
-    RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
-    g_exit_pid = getpid();
-    atexit(exit_scan);
-}
-
-/* Called on every allocation: the first one happens after cuInit, so this handler is registered after the
- * driver's and runs before it (atexit handlers run in reverse order), while contexts are still alive. */
-void rz__exit_scan_arm(void) {
-    static _Atomic int armed;
-    if (RZ_LIKELY(atomic_load_explicit(&armed, memory_order_acquire)))
-        return;
-    pthread_once(&g_exit_once, arm);
-    atomic_store_explicit(&armed, 1, memory_order_release);
-}
-
-/* ---- kernel attribution ------------------------------------------------------------------------------ */
-#define NAMES_SHOWN 8
-
-/* The ring, exported so a debugger judging bands itself names the same kernels (rz_internal.h). */
-RZ_EXPORT rz_launches_t __redzone_launches = {
-    .magic = RZ_LAUNCHES_MAGIC,
-    .version = RZ_LAUNCHES_VERSION,
-    .size = sizeof(rz_launches_t),
-};
-#define L __redzone_launches
-static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static inline __attribute__((always_inline)) const char *kernel_name(rzcu_function f) {
-    const char *name = NULL;
-    /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
-     * cuFuncGetName is not documented: cuKernelGetName names those. */
-    if (rz__drv.cuFuncGetName == NULL || rz__drv.cuFuncGetName(&name, f) != RZCUDA_SUCCESS || name == NULL) {
-        name = NULL;
-        if (rz__drv.cuKernelGetName == NULL ||
-            rz__drv.cuKernelGetName(&name, (rzcu_kernel)(void *)f) != RZCUDA_SUCCESS || name == NULL)
-            name = "(unnamed kernel)";
-    }
-    return name;
-}
-
-const char *rz__launch_kernel_name(rzcu_function f) { return kernel_name(f); }
-
-static inline __attribute__((always_inline)) uint64_t record_name(const char *name) {
-    uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
-    pthread_mutex_lock(&g_ring_lock);
-    struct rz_launch *l = &L.ring[L.seq % RZ_LAUNCH_RING];
-    l->seq = L.seq + 1;
-    l->next_index = next;
-    snprintf(l->name, sizeof l->name, "%s", name);
-    uint64_t seq = ++L.seq;
-    pthread_mutex_unlock(&g_ring_lock);
-    return seq;
-}
-
-uint64_t rz__launch_record_name(const char *name) { return record_name(name); }
-
-void rz__launch_record(rzcu_function f) { record_name(kernel_name(f)); }
-
-static void judge_deferred_locked(void);
-
-/* Under the registry lock, at the start of a scan. A sync scan that leaves out a context with work still
- * running (syncscan.c) keeps the mark: that context's zones were not seen clean now. */
-void rz__launch_scan_begin(int whole) {
-    judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (below) */
-    rz__launch_checks_locked(); /* launch checks too, and the bands they reported written back */
-    pthread_mutex_lock(&g_ring_lock);
-    L.report_since = L.scan_start;
-    if (whole)
-        L.scan_start = L.seq;
-    pthread_mutex_unlock(&g_ring_lock);
-}
-
-void rz__launch_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
-    if (rz__attrib_report(z, band, bytes, front))
-        return; /* a launch check's report: the launch is named instead */
-    char line[1024];
-    pthread_mutex_lock(&g_ring_lock);
-    size_t n = rz__format_launch_candidates(&L, L.report_since, z->index, line, sizeof line);
-    pthread_mutex_unlock(&g_ring_lock);
-    if (n)
-        rz__log("%s", line);
-}
-#undef L
-
-/* ---- check before free ------------------------------------------------------------------------------- */
 struct async_check {
     struct async_check *next; /* in the deferred list */
     rz_zone_node_t zone;
@@ -200,9 +46,7 @@ static void check_free(struct async_check *c) {
 /* Registry lock held (scans report under it too, and share the ring's report_since). */
 static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band, const uint64_t *frames,
                                uint32_t nframes) {
-    pthread_mutex_lock(&g_ring_lock);
-    __redzone_launches.report_since = __redzone_launches.scan_start;
-    pthread_mutex_unlock(&g_ring_lock);
+    rz__launch_ring_since_scan();
     rz__launch_judge_locked(); /* launch checks that completed before: they may name the writer */
     if (rz__attrib_freed_reported(zone, band))
         return; /* reported by a launch check already, with its launch */
@@ -225,8 +69,12 @@ static struct async_check *g_deferred;
 static struct async_check **g_deferred_tail = &g_deferred;
 static _Atomic int g_have_deferred;
 
+void rz__free_check_annotate(void) {
+    RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
+}
+
 /* Registry lock held: judge the queued checks, oldest first. */
-static void judge_deferred_locked(void) {
+void rz__judge_deferred_locked(void) {
     if (RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
         return;
     pthread_mutex_lock(&g_deferred_lock);
@@ -248,7 +96,7 @@ void rz__judge_deferred(void) {
     if (RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
         return;
     rz__registry_lock();
-    judge_deferred_locked();
+    rz__judge_deferred_locked();
     rz__registry_unlock();
 }
 
@@ -265,7 +113,7 @@ static void judge_freed(const struct async_check *c) {
     if (!freed_band_violated(c) && RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
         return;
     rz__registry_lock();
-    judge_deferred_locked();
+    rz__judge_deferred_locked();
     judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
     rz__registry_unlock();
 }
@@ -288,7 +136,7 @@ static void async_check_cb(void *arg) {
         return;
     }
     if (rz__registry_lock_timed(0) == RZ_OK) {
-        judge_deferred_locked();
+        rz__judge_deferred_locked();
         judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
         rz__registry_unlock();
         check_free(c);
@@ -308,7 +156,7 @@ static void async_check_cb(void *arg) {
 static void graph_check_cb(void *arg) {
     const struct async_check *c = arg;
     if (rz__registry_lock_timed(0) == RZ_OK) {
-        judge_deferred_locked();
+        rz__judge_deferred_locked();
         judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
         rz__registry_unlock();
         return;

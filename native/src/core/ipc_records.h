@@ -5,7 +5,8 @@
 #ifndef REDZONE_IPC_H
 #define REDZONE_IPC_H
 
-#include "rz_internal.h"
+#include "common.h"
+#include "options.h"
 
 /*
  * A handle the driver made for a zone with a front band names the padded block, whose base is the band: a

@@ -23,7 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rz_ipc.h"
+#include "ipc_records.h"
+#include "common.h"
+#include "options.h"
+#include "registry.h"
+#include "state.h"
 
 #define RECORD_HEAD "redzone-ipc 1"
 #define SWEEP_MAX 4096 /* directory entries the first export of a process looks at */

@@ -4,7 +4,8 @@
 #ifndef REDZONE_RZ_HOOKS_H
 #define REDZONE_RZ_HOOKS_H
 
-#include "rz_internal.h"
+#include "common.h"
+#include "driver.h"
 
 /* Calls that only pass through still need the real entry point. */
 #define REAL(name) (rz__dev_load() == RZ_OK && rz__drv.name ? rz__drv.name : NULL)

@@ -14,7 +14,17 @@
  */
 #include <stdio.h>
 
-#include "rz_internal.h"
+#include "common.h"
+#include "copy_check.h"
+#include "driver.h"
+#include "format.h"
+#include "guard_pages.h"
+#include "options.h"
+#include "registry.h"
+#include "report.h"
+#include "state.h"
+#include "stats.h"
+#include "symbolize.h"
 
 /* ---- extents (pure) ---------------------------------------------------------------------------------- */
 int rz__pitched_extent(uint64_t base, uint64_t x, uint64_t y, uint64_t z, uint64_t pitch, uint64_t layer_rows,

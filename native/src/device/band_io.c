@@ -1,8 +1,7 @@
 /*
- * The device seam: every device operation the library makes goes through here (and device_ctx.c, its
- * per-context state), over the CUDA driver API reached with dlopen("libcuda.so.1") and symbol lookup, never
- * by linking. On a GPU machine that is the NVIDIA driver; in tests and demos it is the emulated driver (a
- * host-memory libcuda.so.1), the same code path either way.
+ * Band transfers (the device seam): reading and filling bands in batches, per context, on the library's own
+ * stream in each context (device_ctx.c), with host staging (page-locked when the driver allows) and the
+ * device memory and staging given up under the registry lock released after it.
  *
  * Band traffic runs on one non-blocking stream per context, owned by the library, so it never waits on the
  * program's legacy-stream work and the program's streams never wait on it; each batch ends with one
@@ -15,127 +14,15 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rz_internal.h"
-
-rz_driver_t rz__drv;
-
-void *rz__real_dlsym(void *handle, const char *name) {
-    typedef void *dlsym_fn(void *, const char *);
-    static dlsym_fn *real;
-    if (real == NULL) {
-        /* glibc 2.34 moved dlsym into libc with a new version; older ones have only GLIBC_2.2.5. */
-        dlsym_fn *f = (dlsym_fn *)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-        if (f == NULL)
-            f = (dlsym_fn *)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-        real = f;
-    }
-    return real ? real(handle, name) : NULL;
-}
-
-static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
-static int g_load_status = RZ_ENODRIVER;
-
-static void load(void) {
-    /* RTLD_NOLOAD first: a program that already loaded a driver (maybe from a non-default path) keeps it. */
-    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (h == NULL)
-        h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-        const char *err = dlerror();
-        rz__warn("cannot load the CUDA driver libcuda.so.1 (%s)", err ? err : "unknown error");
-        return;
-    }
-#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)rz__real_dlsym(h, #name);
-    RZCU_ENTRY_POINTS(RZ_RESOLVE)
-    RZCU_IPC_ENTRY_POINTS(RZ_RESOLVE)
-#undef RZ_RESOLVE
-#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)rz__real_dlsym(h, #variant);
-    RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
-    RZCU_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
-    RZCU_IPC_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
-#undef RZ_RESOLVE_VARIANT
-#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)rz__real_dlsym(h, #name);
-    RZCU_OPTIONAL_ENTRY_POINTS(RZ_RESOLVE)
-#undef RZ_RESOLVE
-#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)rz__real_dlsym(h, #variant);
-    RZCU_OPTIONAL_VARIANTS(RZ_RESOLVE_VARIANT)
-#undef RZ_RESOLVE_VARIANT
-    rz__drv.cuStreamBeginCapture = (rzcu_fn_cuStreamBeginCapture *)rz__real_dlsym(h, "cuStreamBeginCapture");
-    rz__drv.cuStreamBeginCapture_ptsz = (rzcu_fn_cuStreamBeginCapture *)rz__real_dlsym(h, "cuStreamBeginCapture_ptsz");
-    rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)rz__real_dlsym(h, "cuGetProcAddress");
-#define RZ_RESOLVE_WRITER(exported, base, since, per_thread, params, args)                                   \
-    rz__drv.writers.exported = (rzcu_wfn_##exported *)rz__real_dlsym(h, #exported);
-    RZCU_DEVICE_WRITERS(RZ_RESOLVE_WRITER)
-#undef RZ_RESOLVE_WRITER
-    if (rz__drv.cuMemAlloc_v2 == NULL || rz__drv.cuMemFree_v2 == NULL || rz__drv.cuCtxGetCurrent == NULL ||
-        rz__drv.cuMemsetD8Async == NULL || rz__drv.cuMemcpyDtoHAsync_v2 == NULL || rz__drv.cuStreamCreate == NULL ||
-        rz__drv.cuStreamSynchronize == NULL || rz__drv.cuCtxPushCurrent_v2 == NULL || rz__drv.cuCtxPopCurrent_v2 == NULL) {
-        rz__warn("libcuda.so.1 lacks entry points redzone needs; red zones are off");
-        memset(&rz__drv, 0, sizeof rz__drv);
-        return;
-    }
-    g_load_status = RZ_OK;
-    __atomic_store_n(&RZ_STATE.driver_loaded, 1, __ATOMIC_RELEASE);
-}
-
-int rz__dev_load(void) {
-    if (RZ_LIKELY(__atomic_load_n(&RZ_STATE.driver_loaded, __ATOMIC_ACQUIRE)))
-        return RZ_OK;
-    pthread_once(&g_load_once, load);
-    return g_load_status;
-}
-
-rzcu_result rz__dev_alloc(rz_devptr_t *p, size_t bytes) { return rz__drv.cuMemAlloc_v2(p, bytes); }
-
-rzcu_result rz__dev_free(rz_devptr_t p) { return rz__drv.cuMemFree_v2(p); }
-
-/*
- * The library's own potentially unsafe calls (allocating, freeing, page-locking or unlocking memory: the
- * family cuThreadExchangeStreamCaptureMode's documentation names) run with the calling thread's capture mode
- * relaxed. In the default global mode the driver refuses them while this thread has a capture of its own, or
- * any other thread one begun in the global mode, and invalidates that capture: the program's graph would be
- * lost only because redzone set up a buffer. They are not stream work, nothing of theirs belongs in a graph,
- * and what they make is the library's, so the relaxed mode (which the driver allows any thread) is right for
- * them. Two cheap driver calls around rare setup calls only (a buffer made or grown), never per launch; never
- * around the program's own calls, which get the driver's answer.
- */
-#define MODE_UNCHANGED 0xffffffffu
-
-rzcu_capture_mode rz__dev_relaxed_begin(void) {
-    rzcu_capture_mode mode = RZCU_STREAM_CAPTURE_MODE_RELAXED;
-    if (rz__drv.cuThreadExchangeStreamCaptureMode == NULL ||
-        rz__drv.cuThreadExchangeStreamCaptureMode(&mode) != RZCUDA_SUCCESS)
-        return MODE_UNCHANGED; /* an old driver: the call is made in the program's mode */
-    return mode;
-}
-
-void rz__dev_relaxed_end(rzcu_capture_mode saved) {
-    if (saved != MODE_UNCHANGED)
-        rz__drv.cuThreadExchangeStreamCaptureMode(&saved); /* the program's mode back */
-}
-
-/*
- * The library's queries and synchronisations (device.c's band reads and writes on its own stream, the fill
- * events, the sync scans' stream queries, pointer attributes) are potentially unsafe calls too: a real driver
- * refuses another thread's cuEventQuery during a global capture and invalidates it. They are frequent (a
- * scan, a launch check), so they exchange nothing while no capture is in progress: each section is counted
- * and a capture waits for those in flight (capture.c). While one is, the mode is relaxed, which makes them legal:
- * none of them touches a capturing stream (the library's stream is its own; a program's stream is asked only
- * once cuStreamIsCapturing says it is not capturing) or an event recorded into a capture.
- */
-#define QUIET_COUNTED 0xfffffffeu
-
-rzcu_capture_mode rz__dev_quiet_begin(void) {
-    if (rz__capture_quiet_enter())
-        return QUIET_COUNTED;
-    return rz__dev_relaxed_begin();
-}
-
-void rz__dev_quiet_end(rzcu_capture_mode saved) {
-    if (saved != QUIET_COUNTED)
-        rz__dev_relaxed_end(saved);
-    rz__capture_quiet_leave();
-}
+#include "common.h"
+#include "band_io.h"
+#include "capture_mode.h"
+#include "check_kernel.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "graph_slots.h"
+#include "sticky.h"
+#include "stream_fills.h"
 
 rzcu_result rz__dev_pointer_attribute(void *data, rzcu_pointer_attribute attribute, rz_devptr_t ptr) {
     if (rz__drv.cuPointerGetAttribute == NULL)
@@ -230,7 +117,8 @@ void rz__dev_reset(void) {
     g_pinned_state = 0;
     g_npinned_free = 0;
     rz__dev_check_reset();
-    rz__streamorder_reset();
+    rz__fills_reset();
+    rz__graph_slots_reset();
 }
 
 /*

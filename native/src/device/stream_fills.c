@@ -1,7 +1,6 @@
 /*
- * What the library leaves in a program's stream without waiting for it (part of the device seam): events that
- * follow the band fills of stream-ordered allocations, and the page-locked slots graph-captured band checks
- * read into.
+ * Stream-ordered band fills (part of the device seam): the events that follow the band fills of
+ * stream-ordered allocations, which the library leaves in a program's stream without waiting for them.
  *
  * Band fills. A stream-ordered allocation's band is written by a memset in the allocating stream's order, and
  * the program's earlier work on that stream may run for long (or wait for the host: a kernel polling a flag
@@ -20,20 +19,19 @@
  * covers both fills: the later completes after the earlier; never the per-thread stream, whose handle names
  * another stream on each thread); failing that, the zone is not watched. Nothing here waits. A context's events go with it (the
  * context-end hooks, rz__dev_forget_ctx): its slots are emptied, never destroyed by hand.
- *
- * Graph check slots. A cuMemFreeAsync captured into a graph gets a band copy and a host function captured
- * before it; they run at every launch of the graph, for as long as the graph exists, which the library cannot
- * see end. So the copy's destination must never be freed: GRAPH_SLOTS page-locked slots, taken for good (the
- * process's lifetime), one per captured check. When they are gone, captured frees go unchecked (warned once).
- * Launches of one executable are ordered one after another, so a slot is never written by one launch while
- * the host function of the previous one reads it.
+
  */
 #include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "rz_annotate.h"
-#include "rz_internal.h"
+#include "common.h"
+#include "capture_mode.h"
+#include "driver.h"
+#include "registry.h"
+#include "state.h"
+#include "stream_fills.h"
 
 #define FILL_SLOTS 1024u
 #define FILL_GEN_SHIFT 10
@@ -231,48 +229,10 @@ unsigned rz__fill_events(void) {
     return n;
 }
 
-/* ---- graph check slots ------------------------------------------------------------------------------- */
-#define GRAPH_SLOT ((size_t)4096)
-#define GRAPH_SLOTS 64u
-static pthread_mutex_t g_graph_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *g_graph;
-static int g_graph_state; /* 0: not tried (or no context yet), 1: registered, -1: unavailable */
-static unsigned g_graph_used;
-
-void *rz__graph_slot_take(size_t bytes) {
-    if (bytes > GRAPH_SLOT || rz__drv.cuMemHostRegister_v2 == NULL)
-        return NULL;
-    void *slot = NULL;
-    pthread_mutex_lock(&g_graph_lock);
-    if (g_graph_state == 0) {
-        size_t size = GRAPH_SLOT * GRAPH_SLOTS;
-        void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        /* This thread is capturing: in the default (global) capture mode the driver refuses registering host
-         * memory and invalidates the program's capture. Made with the mode relaxed, as the driver allows. */
-        rzcu_result r = p == MAP_FAILED ? RZCUDA_ERROR_OUT_OF_MEMORY : rz__dev_host_register(p, size);
-        if (r == RZCUDA_SUCCESS) {
-            g_graph = p;
-            g_graph_state = 1;
-        } else {
-            if (p != MAP_FAILED)
-                munmap(p, size);
-            g_graph_state = r == RZCUDA_ERROR_INVALID_CONTEXT ? 0 : -1; /* no context: try again later */
-        }
-    }
-    if (g_graph_state == 1 && g_graph_used < GRAPH_SLOTS)
-        slot = g_graph + GRAPH_SLOT * g_graph_used++;
-    pthread_mutex_unlock(&g_graph_lock);
-    return slot;
-}
-
-void rz__streamorder_reset(void) {
+void rz__fills_reset(void) {
     pthread_mutex_init(&g_fill_lock, NULL); /* a fork child: another thread may have held them */
-    pthread_mutex_init(&g_graph_lock, NULL);
     memset(g_fill, 0, sizeof g_fill);
     g_nfill_free = g_fill_used = g_fill_cursor = 0;
     g_nfilling = 0;
     atomic_store_explicit(&g_filling_hint, 0, memory_order_relaxed);
-    g_graph = NULL; /* the parent's registration is not the child's; the pages stay mapped */
-    g_graph_state = 0;
-    g_graph_used = 0;
 }

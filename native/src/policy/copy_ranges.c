@@ -9,7 +9,8 @@
  */
 #include <stdarg.h>
 
-#include "rz_copy_bounds.h"
+#include "copy_ranges.h"
+#include "copy_check.h"
 
 int rz__bounds_both(const char *e, rzcu_deviceptr dst, rzcu_deviceptr src, size_t n) {
     int bad = rz__bounds_check(e, RZ_BOUNDS_READ, src, n);

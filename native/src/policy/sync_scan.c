@@ -26,7 +26,14 @@
 #include <string.h>
 
 #include "rz_annotate.h"
-#include "rz_internal.h"
+#include "common.h"
+#include "band.h"
+#include "capture_mode.h"
+#include "device_ctx.h"
+#include "driver.h"
+#include "options.h"
+#include "report.h"
+#include "sync_scan.h"
 
 /* How a stream was named: a stream handle, the legacy default stream, a thread's per-thread default stream;
  * GONE: a destroyed stream whose work was still running (it can only be waited for with its context). */

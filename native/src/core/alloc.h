@@ -1,0 +1,41 @@
+/*
+ * Allocation and free (alloc.c).
+ */
+#ifndef REDZONE_ALLOC_H
+#define REDZONE_ALLOC_H
+
+#include "common.h"
+
+typedef enum { RZ_ALLOC_PLAIN, RZ_ALLOC_MANAGED, RZ_ALLOC_PITCH, RZ_ALLOC_ASYNC, RZ_ALLOC_POOL } rz_alloc_kind_t;
+
+typedef struct rz_alloc_req {
+    rz_alloc_kind_t kind;
+    unsigned flags;        /* MANAGED */
+    size_t *pitch;         /* PITCH: out */
+    size_t width, height;  /* PITCH: the `bytes` argument of rz__alloc is ignored */
+    unsigned element_bytes;
+    rzcu_stream stream;    /* ASYNC, POOL */
+    rzcu_mem_pool pool;    /* POOL */
+    int per_thread;        /* called through a _ptsz entry point */
+    int interposed;        /* through the hooks, which install waiting bands before copies and launches */
+} rz_alloc_req_t;
+
+typedef struct rz_free_req {
+    int async;             /* cuMemFreeAsync */
+    rzcu_stream stream;
+    int per_thread;
+} rz_free_req_t;
+
+/* Allocate (taking a creation index), pad, fill, register. Returns the driver's result code. */
+int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req);
+
+/* rz__alloc for a plain cuMemAlloc through the hooks. */
+int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes);
+
+/* A forked child: the next allocation runs the start-up steps again (the agent thread is gone). */
+void rz__alloc_after_fork(void);
+
+/* Forget, optionally check the band (METRALE_REDZONE_SCAN=free), free. Returns the driver's result code. */
+int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
+
+#endif /* REDZONE_ALLOC_H */

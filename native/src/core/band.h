@@ -1,0 +1,52 @@
+/*
+ * The band engine: install, scan, poison (band.c).
+ */
+#ifndef REDZONE_BAND_H
+#define REDZONE_BAND_H
+
+#include "common.h"
+
+/* rz_scan() for the exit scan: no summary line when it checked and found nothing (the exit line says it). */
+int rz__scan_at_exit(void);
+
+/* The byte a zone with this index gets when its band is (re)filled now. Caller holds the registry lock or
+ * accepts a racing poison (see docs/design.md). */
+uint8_t rz__band_byte_for(uint64_t index);
+
+/* Write the bands of zones still waiting for them (lazy install); a no-op costing one load when none wait
+ * or when called from inside a scan or poison on this thread. */
+void rz__bands_install(void);
+
+/* Wait for the program's work in every context that holds a watched zone (before the exit scan: work still
+ * queued or running at exit may write past an end). Never under the registry lock. */
+void rz__bands_settle(void);
+
+/* A scan of some contexts (sync scans): ctxs[0..n) sorted by handle, or one NULL for every context. Under the
+ * registry lock, before any band is read, pick(arg, ctxs, n) keeps in ctxs the contexts still to judge and
+ * returns how many (0: no scan); after the scan, under the same hold, done(arg, rc). `whole`: as for
+ * rz__launch_scan_begin. Returns what rz_scan() returns (0 when nothing was scanned). */
+typedef struct rz_scan_some {
+    void **ctxs;
+    size_t n;
+    size_t (*pick)(void *arg, void **ctxs, size_t n);
+    void (*done)(void *arg, int rc);
+    void *arg;
+    int whole;
+} rz_scan_some_t;
+
+int rz__scan_some(rz_scan_some_t *req);
+
+/* Host bytes of every scan's, poison's and install's scratch held now (bounded: band.c). Registry lock held. */
+uint64_t rz__band_scratch_bytes(void);
+
+/* Zones the last full scan could not read, and the driver's error (call after rz_scan, on its thread). */
+uint64_t rz__scan_unread(rzcu_result *error);
+
+/* A context is about to end (cuCtxDestroy, the last cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxReset):
+ * write waiting bands, wait for its work and check the bands of its zones, which go with it. */
+void rz__bands_context_ending(void *ctx);
+
+/* It has ended: forget its zones and the library's state for it. */
+void rz__bands_context_ended(void *ctx);
+
+#endif /* REDZONE_BAND_H */

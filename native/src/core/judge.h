@@ -1,0 +1,36 @@
+/*
+ * The judge's reports (judge.c).
+ */
+#ifndef REDZONE_JUDGE_H
+#define REDZONE_JUDGE_H
+
+#include "common.h"
+#include "state.h"
+#include "report.h"
+
+/* A scan's reports, held back while it holds the registry lock: rz__reports_begin after taking the lock (this
+ * thread's judge calls queue their reports from then on), rz__reports_end after releasing it (prints them,
+ * each stack symbolized, each hook called, in order, and frees the memory). rz__reports_spill: this thread's
+ * scan was interrupted by a signal handler that scans again (exit): print what it held, stop holding. */
+typedef struct rz_reports {
+    rz_log_held_t lines;
+    struct report_item *items; /* mapped on the first violation */
+    size_t n;
+} rz_reports_t;
+
+void rz__reports_begin(rz_reports_t *r);
+
+void rz__reports_end(rz_reports_t *r);
+
+void rz__reports_spill(void);
+
+/* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
+int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
+
+/* The same for a zone no longer in the registry (a free-time check), with its allocation stack. */
+int rz__band_judge_freed(const rz_zone_node_t *zone, const uint8_t *band, const uint64_t *frames, uint32_t nframes);
+
+/* The same for the zone's front band (rz__zone_front(zone) bytes before its pointer). */
+int rz__band_judge_front(const rz_zone_node_t *zone, const uint8_t *band);
+
+#endif /* REDZONE_JUDGE_H */

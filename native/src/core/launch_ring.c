@@ -1,0 +1,90 @@
+/*
+ * The launch ring: the recent kernel launches (their names and the creation index each saw), exported as
+ * `__redzone_launches` so a debugger judging bands itself names the same kernels, and the report line
+ * naming the kernels that may have written a violated zone (launched since it was last known clean).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "driver.h"
+#include "format.h"
+#include "free_check.h"
+#include "launch_attribution.h"
+#include "launch_check.h"
+#include "launch_ring.h"
+#include "report.h"
+#include "state.h"
+
+#define NAMES_SHOWN 8
+
+/* The ring, exported so a debugger judging bands itself names the same kernels (state.h). */
+RZ_EXPORT rz_launches_t __redzone_launches = {
+    .magic = RZ_LAUNCHES_MAGIC,
+    .version = RZ_LAUNCHES_VERSION,
+    .size = sizeof(rz_launches_t),
+};
+#define L __redzone_launches
+static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static inline __attribute__((always_inline)) const char *kernel_name(rzcu_function f) {
+    const char *name = NULL;
+    /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
+     * cuFuncGetName is not documented: cuKernelGetName names those. */
+    if (rz__drv.cuFuncGetName == NULL || rz__drv.cuFuncGetName(&name, f) != RZCUDA_SUCCESS || name == NULL) {
+        name = NULL;
+        if (rz__drv.cuKernelGetName == NULL ||
+            rz__drv.cuKernelGetName(&name, (rzcu_kernel)(void *)f) != RZCUDA_SUCCESS || name == NULL)
+            name = "(unnamed kernel)";
+    }
+    return name;
+}
+
+const char *rz__launch_kernel_name(rzcu_function f) { return kernel_name(f); }
+
+static inline __attribute__((always_inline)) uint64_t record_name(const char *name) {
+    uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
+    pthread_mutex_lock(&g_ring_lock);
+    struct rz_launch *l = &L.ring[L.seq % RZ_LAUNCH_RING];
+    l->seq = L.seq + 1;
+    l->next_index = next;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    uint64_t seq = ++L.seq;
+    pthread_mutex_unlock(&g_ring_lock);
+    return seq;
+}
+
+uint64_t rz__launch_record_name(const char *name) { return record_name(name); }
+
+void rz__launch_record(rzcu_function f) { record_name(kernel_name(f)); }
+
+/* Under the registry lock, at the start of a scan. A sync scan that leaves out a context with work still
+ * running (syncscan.c) keeps the mark: that context's zones were not seen clean now. */
+void rz__launch_scan_begin(int whole) {
+    rz__judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (free_check.c) */
+    rz__launch_checks_locked(); /* launch checks too, and the bands they reported written back */
+    pthread_mutex_lock(&g_ring_lock);
+    L.report_since = L.scan_start;
+    if (whole)
+        L.scan_start = L.seq;
+    pthread_mutex_unlock(&g_ring_lock);
+}
+
+void rz__launch_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    if (rz__attrib_report(z, band, bytes, front))
+        return; /* a launch check's report: the launch is named instead */
+    char line[1024];
+    pthread_mutex_lock(&g_ring_lock);
+    size_t n = rz__format_launch_candidates(&L, L.report_since, z->index, line, sizeof line);
+    pthread_mutex_unlock(&g_ring_lock);
+    if (n)
+        rz__log("%s", line);
+}
+/* A free-time check reports against the launches since the last whole scan began. */
+void rz__launch_ring_since_scan(void) {
+    pthread_mutex_lock(&g_ring_lock);
+    L.report_since = L.scan_start;
+    pthread_mutex_unlock(&g_ring_lock);
+}
+#undef L

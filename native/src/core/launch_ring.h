@@ -1,0 +1,31 @@
+/*
+ * The launch ring and the kernels a report names (launch_ring.c).
+ */
+#ifndef REDZONE_LAUNCH_RING_H
+#define REDZONE_LAUNCH_RING_H
+
+#include "common.h"
+#include "state.h"
+
+extern rz_launches_t __redzone_launches;
+
+/* Kernel attribution: record a launch (returns its launch number); print the kernels that may have touched a
+ * violated zone (`band`: what was read, `bytes` long; front: the zone's front band). */
+void rz__launch_record(rzcu_function f);
+
+uint64_t rz__launch_record_name(const char *name);
+
+/* The kernel's name as the driver gives it (its storage), "(unnamed kernel)" when it gives none. */
+const char *rz__launch_kernel_name(rzcu_function f);
+
+void rz__launch_report(const rz_zone_node_t *zone, const uint8_t *band, uint64_t bytes, int front);
+
+/* Under the registry lock, at the start of a scan: judge queued free-time checks (and launch checks); with
+ * `whole` (every zone that may have been touched since the last such scan is covered), move the "last seen
+ * clean" mark. */
+void rz__launch_scan_begin(int whole);
+
+/* A free-time check: the kernels it names are those launched since the last whole scan began. */
+void rz__launch_ring_since_scan(void);
+
+#endif /* REDZONE_LAUNCH_RING_H */

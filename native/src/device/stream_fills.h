@@ -1,0 +1,41 @@
+/*
+ * Stream-ordered band fills (stream_fills.c).
+ */
+#ifndef REDZONE_STREAM_FILLS_H
+#define REDZONE_STREAM_FILLS_H
+
+#include "common.h"
+#include "state.h"
+
+/* Record an event after a stream-ordered band fill queued on s (of ctx, the current context): *fill, for the
+ * zone's `fill`, names it. Never waits. RZCUDA_ERROR_OUT_OF_MEMORY when no event can be had (every slot waits on
+ * other streams): the zone is then not watched. */
+rzcu_result rz__fill_event(void *ctx, rzcu_stream s, uint16_t *fill);
+
+/* Whether zone z's band is written (no RZ_ZONE_FILLING, or its event done: then the mark is cleared). Never
+ * waits. Registry lock held, or z is a copy out of the registry. */
+int rz__zone_filled(rz_zone_node_t *z);
+
+/* The stream zone z's fill was queued on, while its event is not seen done: 1 and *s; else 0. */
+int rz__zone_fill_stream(const rz_zone_node_t *z, rzcu_stream *s);
+
+/* Note a zone just registered with RZ_ZONE_FILLING; rz__fills_settle (at successful synchronisations) clears
+ * the marks of noted zones whose fill is done, so a debugger that cannot ask events sees them soon. Takes the
+ * registry lock (one load when nothing is noted). */
+void rz__fill_note(uint64_t ptr, uint16_t fill);
+
+void rz__fills_settle(void);
+
+/* Tell helgrind which of these are atomics read without a lock (rz_annotate.h). */
+void rz__streamorder_annotate(void);
+
+/* Context ctx has ended: its events went with it. */
+void rz__fill_forget_ctx(void *ctx);
+
+/* Events the fill slots hold now (tests: bounded, released with their contexts). */
+unsigned rz__fill_events(void);
+
+/* Forget the fill slots (fork child). */
+void rz__fills_reset(void);
+
+#endif /* REDZONE_STREAM_FILLS_H */

@@ -1,0 +1,51 @@
+/*
+ * The one output path (report.c).
+ */
+#ifndef REDZONE_REPORT_H
+#define REDZONE_REPORT_H
+
+#include "common.h"
+
+/* Every line goes through here: fixed buffer, no allocation, recursion guard. */
+/* path: METRALE_REDZONE_LOG with %p expanded; template: as given (a %p in it: one file per process, forked
+ * children included, lines without the pid; else every line starts with `redzone[<pid>]: `). */
+void rz__log_open(const char *path, const char *template);
+
+/* Lines already formatted ('\n'-terminated) to the log, each with the pid where log lines carry it. */
+void rz__log_text(const char *text, size_t len);
+
+/* For writers that cannot use rz__log (the fatal-signal handler), async-signal-safe: a forked child's own
+ * per-process log opened if it is still to be, then the `redzone[<pid>]: ` a line gets (empty where lines
+ * carry no pid) in out (at least 64 bytes); returns its length. */
+size_t rz__log_line_start(char *out);
+
+void rz__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void rz__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void rz__write_all(int fd, const char *buf, size_t len);
+
+/* Write lines already formatted (one or more, '\n'-terminated) where rz__log writes. */
+void rz__log_raw(const char *buf, size_t len);
+
+/* Lines held back: while a thread has set one with rz__log_hold, its rz__log lines are appended to it (in
+ * memory mapped on first use, at most RZ_LOG_HELD_MAX bytes; a line that does not fit goes out at once)
+ * instead of written; rz__log_hold(NULL) stops that. The caller writes them (rz__log_raw) and releases the
+ * memory. */
+#define RZ_LOG_HELD_MAX ((size_t)16 << 20)
+
+typedef struct rz_log_held {
+    char *text;
+    size_t len;
+} rz_log_held_t;
+
+void rz__log_hold(rz_log_held_t *held);
+
+void rz__log_held_release(rz_log_held_t *held);
+
+/* Name of a driver result, from the driver when loaded, else from cu.h's table. */
+const char *rz__cu_name(rzcu_result r);
+
+void rz__backtrace(uint64_t index);
+
+#endif /* REDZONE_REPORT_H */

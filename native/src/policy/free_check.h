@@ -1,0 +1,27 @@
+/*
+ * The free check (free_check.c).
+ */
+#ifndef REDZONE_FREE_CHECK_H
+#define REDZONE_FREE_CHECK_H
+
+#include "common.h"
+#include "state.h"
+#include "alloc.h"
+
+/* The program's sigaction for the signals the final scan hooks (hooks_signal.c calls it for those only): it
+ * sees and sets its own dispositions; redzone's handler stays in front and calls the program's. As
+ * sigaction: 0, or -1 with errno. */
+struct sigaction;
+
+/* Check one zone's band just before it is freed (stream-ordered for an async free). */
+void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req);
+
+/* Judge the stream-ordered checks queued while the registry was busy (policy.c); takes the lock. */
+void rz__judge_deferred(void);
+
+/* Registry lock held: judge the stream-ordered checks queued while the registry was busy (a scan begins). */
+void rz__judge_deferred_locked(void);
+/* helgrind: the deferred-checks flag is read without a lock (at start-up). */
+void rz__free_check_annotate(void);
+
+#endif /* REDZONE_FREE_CHECK_H */

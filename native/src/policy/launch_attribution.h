@@ -1,0 +1,17 @@
+/*
+ * Judging launch checks (launch_attribution.c).
+ */
+#ifndef REDZONE_LAUNCH_ATTRIBUTION_H
+#define REDZONE_LAUNCH_ATTRIBUTION_H
+
+#include "common.h"
+#include "state.h"
+
+/* From rz__launch_report: 1 when the report is a launch check's, whose attribution lines it printed. */
+int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front);
+
+/* A free-time check read `band` (back band, then front band): 1 when a launch check reported exactly these
+ * bytes already (the zone is not reported twice). Registry lock held. */
+int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band);
+
+#endif /* REDZONE_LAUNCH_ATTRIBUTION_H */
