@@ -42,7 +42,7 @@ TestSuite(check, .init = setup);
 static void poke(rz_devptr_t p, uint8_t value) { cr_assert_eq(cuMemcpyHtoD_v2(p, &value, 1), RZCUDA_SUCCESS); }
 
 static void need_kernel(void) {
-    if (!rz__dev_check_built())
+    if (!rz__check_kernel_built())
         cr_skip_test("built without nvcc: the library has no check kernel image to load");
 }
 
@@ -94,9 +94,9 @@ Test(check, violations_found_by_the_kernel_are_reported_as_with_copies) {
     free(text);
     /* Re-filled: the next scan, kernel or copies, finds nothing. */
     cr_assert_eq(rz_scan(), 0);
-    rz__dev_set_check_kernel(0);
+    rz__check_kernel_enable(0);
     cr_assert_eq(rz_scan(), 0);
-    rz__dev_set_check_kernel(1);
+    rz__check_kernel_enable(1);
 }
 
 Test(check, same_reports_with_and_without_the_kernel) {
@@ -107,14 +107,14 @@ Test(check, same_reports_with_and_without_the_kernel) {
         cr_assert_eq(rz_mem_alloc(&p[i], 16 + i), RZCUDA_SUCCESS);
     char *logs[2];
     for (int round = 0; round < 2; round++) {
-        rz__dev_set_check_kernel(round == 0);
+        rz__check_kernel_enable(round == 0);
         for (int i = 0; i < N; i += 17)
             poke(p[i] + 16 + (size_t)i + (size_t)(i % 64), (uint8_t)(i + 1));
         cr_assert_eq(truncate(g_log, 0), 0);
         cr_assert_eq(rz_scan(), (N + 16) / 17);
         logs[round] = rzt_read_log(g_log);
     }
-    rz__dev_set_check_kernel(1);
+    rz__check_kernel_enable(1);
     cr_assert_str_eq(logs[0], logs[1]);
     free(logs[0]);
     free(logs[1]);
@@ -228,7 +228,7 @@ Test(check, module_is_loaded_outside_the_registry_lock) {
 Test(check, image_is_a_fatbin) {
     need_kernel();
     size_t size;
-    const unsigned char *image = rz__dev_check_image(&size);
+    const unsigned char *image = rz__check_kernel_image(&size);
     cr_assert_gt(size, 16);
     uint32_t magic = (uint32_t)image[0] | (uint32_t)image[1] << 8 | (uint32_t)image[2] << 16 | (uint32_t)image[3] << 24;
     cr_assert_eq(magic, 0xBA55ED50u, "fatbin magic");

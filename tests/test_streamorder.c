@@ -109,7 +109,7 @@ Test(streamorder, free_before_the_fill_landed_reports_nothing_false, .timeout = 
     cr_assert_eq(host_waits(), 0);
     __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
     cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
-    rz__judge_deferred();
+    rz__free_checks_deferred();
     char *text = rzt_read_log(log);
     cr_assert(!strstr(text, "REDZONE"), "%s", text);
     free(text);

@@ -18,7 +18,7 @@ sal = gdb.selected_frame().find_sal()
 check("cuMemFree" in open(src).read().splitlines()[sal.line - 1] and f"gdbprog.c:{sal.line}" in text,
       f"on the line of the free: {text}")
 bt = ex("bt")
-check("__redzone_violation" in bt and "rz__scan_before_free" in bt and "cuMemFree_v2" in bt and " main " in bt,
+check("__redzone_violation" in bt and "rz__free_check" in bt and "cuMemFree_v2" in bt and " main " in bt,
       f"stopped where the free-time check found it: {bt}")
 check(int(gdb.parse_and_eval("$redzone_violations()")) == 2, "counted before the hook")
 ex("frame 0")

@@ -88,14 +88,14 @@ int main(int argc, char **argv) {
         }
     }
     printf("scan_methods: %ld allocations in %.1f ms; check kernel built in: %s\n", zones, now_ms() - t0,
-           rz__dev_check_built() ? "yes" : "no (no nvcc at build time)");
+           rz__check_kernel_built() ? "yes" : "no (no nvcc at build time)");
     int failed = 0;
-    rz__dev_set_check_kernel(0);
+    rz__check_kernel_enable(0);
     rz__dev_set_per_band(1);
     failed |= time_scans("per-zone-copies", zones);
     rz__dev_set_per_band(0);
     failed |= time_scans("batched-copies", zones);
-    rz__dev_set_check_kernel(1);
+    rz__check_kernel_enable(1);
     failed |= time_scans("check-kernel", zones);
     return failed;
 }

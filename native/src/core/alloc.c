@@ -477,7 +477,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
      * memset); a plain cuMemFree of it reads the band now, so only once the fill is seen done. */
     if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE) &&
         (req->async || rz__zone_filled(&zone))) {
-        rz__scan_before_free(&zone, req); /* reports; never changes the outcome of the free */
+        rz__free_check(&zone, req); /* reports; never changes the outcome of the free */
         checked = 1;
     }
     rzcu_result r;

@@ -168,8 +168,8 @@ static int lock_registry(void) {
 static void end(void) {
     t_busy = 0;
     rz__dev_release_retired(); /* after the registry lock: see device.c */
-    if (RZ_UNLIKELY(rz__dev_check_wanted()))
-        rz__dev_check_load(); /* check kernel modules, never loaded under the registry lock */
+    if (RZ_UNLIKELY(rz__check_kernel_wanted()))
+        rz__check_kernel_load(); /* check kernel modules, never loaded under the registry lock */
 }
 
 /*
@@ -330,7 +330,7 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
         g_io[i].value = g_nodes[i]->expected;
         g_nodes[i]->flags &= (uint8_t)~RZ_ZONE_VIOLATED;
     }
-    if (rz__dev_check(g_io, n, g_suspect) == RZ_OK) {
+    if (rz__check_kernel_run(g_io, n, g_suspect) == RZ_OK) {
         size_t m = 0;
         for (size_t i = 0; i < n; i++) {
             if (!g_suspect[i])

@@ -28,7 +28,7 @@ RZ_EXPORT rz_launches_t __redzone_launches = {
 #define L __redzone_launches
 static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static inline __attribute__((always_inline)) const char *kernel_name(rzcu_function f) {
+static inline __attribute__((always_inline)) const char *driver_kernel_name(rzcu_function f) {
     const char *name = NULL;
     /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
      * cuFuncGetName is not documented: cuKernelGetName names those. */
@@ -41,7 +41,7 @@ static inline __attribute__((always_inline)) const char *kernel_name(rzcu_functi
     return name;
 }
 
-const char *rz__launch_kernel_name(rzcu_function f) { return kernel_name(f); }
+const char *rz__launch_kernel_name(rzcu_function f) { return driver_kernel_name(f); }
 
 static inline __attribute__((always_inline)) uint64_t record_name(const char *name) {
     uint64_t next = atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed);
@@ -57,12 +57,12 @@ static inline __attribute__((always_inline)) uint64_t record_name(const char *na
 
 uint64_t rz__launch_record_name(const char *name) { return record_name(name); }
 
-void rz__launch_record(rzcu_function f) { record_name(kernel_name(f)); }
+void rz__launch_record(rzcu_function f) { record_name(driver_kernel_name(f)); }
 
 /* Under the registry lock, at the start of a scan. A sync scan that leaves out a context with work still
  * running (syncscan.c) keeps the mark: that context's zones were not seen clean now. */
 void rz__launch_scan_begin(int whole) {
-    rz__judge_deferred_locked(); /* stream-ordered checks queued while the lock was busy (free_check.c) */
+    rz__free_checks_deferred_locked(); /* stream-ordered checks queued while the lock was busy (free_check.c) */
     rz__launch_checks_locked(); /* launch checks too, and the bands they reported written back */
     pthread_mutex_lock(&g_ring_lock);
     L.report_since = L.scan_start;

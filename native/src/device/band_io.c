@@ -116,7 +116,7 @@ void rz__dev_reset(void) {
     g_pinned = NULL;
     g_pinned_state = 0;
     g_npinned_free = 0;
-    rz__dev_check_reset();
+    rz__check_kernel_reset();
     rz__fills_reset();
     rz__graph_slots_reset();
 }

@@ -56,18 +56,18 @@ static uint32_t *g_pos;     /* descriptor -> position in the caller's io */
 static size_t g_pos_cap;
 static uint32_t g_result[1 + RZ_CHECK_CAP];
 
-int rz__dev_check_built(void) { return rz_check_image[0] != 0; }
+int rz__check_kernel_built(void) { return rz_check_image[0] != 0; }
 
-const unsigned char *rz__dev_check_image(size_t *size) {
+const unsigned char *rz__check_kernel_image(size_t *size) {
     *size = sizeof rz_check_image;
     return rz_check_image;
 }
 
-void rz__dev_set_check_kernel(int on) { g_off = !on; }
+void rz__check_kernel_enable(int on) { g_off = !on; }
 
-void rz__dev_check_reset(void) { g_nkctx = 0; }
+void rz__check_kernel_reset(void) { g_nkctx = 0; }
 
-void rz__dev_check_forget(void *ctx) {
+void rz__check_kernel_forget(void *ctx) {
     for (int i = 0; i < g_nkctx; i++) {
         if (g_kctx[i].ctx != ctx)
             continue;
@@ -85,9 +85,9 @@ void rz__dev_check_forget(void *ctx) {
 static pthread_mutex_t g_load_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic int g_wanted;
 
-int rz__dev_check_wanted(void) { return atomic_load_explicit(&g_wanted, memory_order_relaxed); }
+int rz__check_kernel_wanted(void) { return atomic_load_explicit(&g_wanted, memory_order_relaxed); }
 
-void rz__dev_check_load(void) {
+void rz__check_kernel_load(void) {
     pthread_mutex_lock(&g_load_lock); /* one loader at a time; scans may run meanwhile */
     atomic_store_explicit(&g_wanted, 0, memory_order_relaxed);
     rz__registry_lock();
@@ -101,7 +101,7 @@ void rz__dev_check_load(void) {
         rzcu_module mod = NULL;
         rzcu_function fn = NULL;
         int ok = 0, pushed;
-        if (rz__dev_check_built() && rz__drv.cuModuleLoadData && rz__drv.cuModuleGetFunction &&
+        if (rz__check_kernel_built() && rz__drv.cuModuleLoadData && rz__drv.cuModuleGetFunction &&
             rz__drv.cuLaunchKernel && rz__drv.cuModuleUnload && rz__dev_enter(want[i], &pushed) == RZCUDA_SUCCESS) {
             if (rz__drv.cuModuleLoadData(&mod, rz_check_image) == RZCUDA_SUCCESS) {
                 ok = rz__drv.cuModuleGetFunction(&fn, mod, "rz_check_bands") == RZCUDA_SUCCESS;
@@ -135,7 +135,7 @@ static struct kernel_ctx *kernel_for(void *ctx) {
         *k = (struct kernel_ctx){.ctx = ctx};
     }
     if (k->state == 0) {
-        k->state = 2; /* loaded after the registry lock (rz__dev_check_load): this scan uses copies */
+        k->state = 2; /* loaded after the registry lock (rz__check_kernel_load): this scan uses copies */
         atomic_store_explicit(&g_wanted, 1, memory_order_relaxed);
     }
     return k->state == 1 ? k : NULL;
@@ -208,8 +208,8 @@ out:
     return rc;
 }
 
-int rz__dev_check(const rz_band_io_t *io, size_t n, uint8_t *suspect) {
-    if (g_off || !rz__options()->check_kernel || !rz__dev_check_built() || n == 0 || n > UINT32_MAX)
+int rz__check_kernel_run(const rz_band_io_t *io, size_t n, uint8_t *suspect) {
+    if (g_off || !rz__options()->check_kernel || !rz__check_kernel_built() || n == 0 || n > UINT32_MAX)
         return RZ_EDRIVER;
     if (grow((void **)&g_pos, &g_pos_cap, n, sizeof *g_pos) != RZ_OK ||
         grow((void **)&g_upload, &g_upload_size, HEAD_BYTES + n * sizeof(rz_check_desc_t), 1) != RZ_OK)

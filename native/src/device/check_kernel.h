@@ -22,26 +22,26 @@ typedef struct rz_check_desc {
  * suspect[i] to 1 exactly for the bands that differ. RZ_OK, or RZ_EDRIVER when a context has no check
  * kernel (no PTX built in, or the driver cannot load it: the emulated driver), more than RZ_CHECK_CAP
  * bands differ, or a driver call failed: the caller then reads every band. Registry lock held. */
-int rz__dev_check(const rz_band_io_t *io, size_t n, uint8_t *suspect);
+int rz__check_kernel_run(const rz_band_io_t *io, size_t n, uint8_t *suspect);
 
 /* 1 when the library was built with the check kernel's image (nvcc was found). */
-int rz__dev_check_built(void);
+int rz__check_kernel_built(void);
 
 /* That image (a fatbin) and its size. */
-const unsigned char *rz__dev_check_image(size_t *size);
+const unsigned char *rz__check_kernel_image(size_t *size);
 
 /* 0 keeps scans off the check kernel (benchmarks and tests compare methods); 1 (default) uses it. */
-void rz__dev_set_check_kernel(int on);
+void rz__check_kernel_enable(int on);
 
 /* Forget the per-context kernel state (fork child). */
-void rz__dev_check_reset(void);
+void rz__check_kernel_reset(void);
 
 /* Whether a scan found a context whose module is still to be loaded; load those (call without the registry
  * lock: loading may JIT-compile). */
-int rz__dev_check_wanted(void);
+int rz__check_kernel_wanted(void);
 
-void rz__dev_check_load(void);
+void rz__check_kernel_load(void);
 
-void rz__dev_check_forget(void *ctx);
+void rz__check_kernel_forget(void *ctx);
 
 #endif /* REDZONE_CHECK_KERNEL_H */

@@ -90,7 +90,7 @@ void rz__dev_forget_ctx(void *ctx) {
         break;
     }
     pthread_mutex_unlock(&g_stream_lock);
-    rz__dev_check_forget(ctx);
+    rz__check_kernel_forget(ctx);
     rz__fill_forget_ctx(ctx);
 }
 

@@ -393,7 +393,7 @@ RZCU_DEVICE_WRITERS(RZ_WRITER_WRAPPER)
 static rzcu_result after_sync(rzcu_result r, const rz_sync_t *what, uint64_t ticket) {
     rz__sticky_note(r); /* a kernel fault reported to the program ends the library's device work too */
     if (r == RZCUDA_SUCCESS && !t_in_hook) {
-        rz__judge_deferred(); /* stream-ordered checks that completed while the registry was busy */
+        rz__free_checks_deferred(); /* stream-ordered checks that completed while the registry was busy */
         rz__fills_settle();   /* band fills done by now lose their mark (one load when none is waiting) */
     }
     if (r == RZCUDA_SUCCESS && !t_in_hook && (rz__options()->scan & RZ_SCAN_SYNC)) {

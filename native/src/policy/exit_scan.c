@@ -56,7 +56,7 @@ static void write_summary(const rz_options_t *o, const rz_stats_t *s) {
 static void exit_scan(void) {
     if (getpid() != g_exit_pid)
         return; /* a forked child: the zones and the driver state are its parent's */
-    rz__judge_deferred();
+    rz__free_checks_deferred();
     const rz_options_t *o = rz__options();
     rz_stats_t s;
     rzcu_context current = NULL;

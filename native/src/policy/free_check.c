@@ -74,7 +74,7 @@ void rz__free_check_annotate(void) {
 }
 
 /* Registry lock held: judge the queued checks, oldest first. */
-void rz__judge_deferred_locked(void) {
+void rz__free_checks_deferred_locked(void) {
     if (RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
         return;
     pthread_mutex_lock(&g_deferred_lock);
@@ -91,12 +91,12 @@ void rz__judge_deferred_locked(void) {
     }
 }
 
-void rz__judge_deferred(void) {
+void rz__free_checks_deferred(void) {
     rz__launch_checks(); /* launch checks that completed while the registry was busy */
     if (RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
         return;
     rz__registry_lock();
-    rz__judge_deferred_locked();
+    rz__free_checks_deferred_locked();
     rz__registry_unlock();
 }
 
@@ -113,7 +113,7 @@ static void judge_freed(const struct async_check *c) {
     if (!freed_band_violated(c) && RZ_LIKELY(!atomic_load_explicit(&g_have_deferred, memory_order_acquire)))
         return;
     rz__registry_lock();
-    rz__judge_deferred_locked();
+    rz__free_checks_deferred_locked();
     judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
     rz__registry_unlock();
 }
@@ -136,7 +136,7 @@ static void async_check_cb(void *arg) {
         return;
     }
     if (rz__registry_lock_timed(0) == RZ_OK) {
-        rz__judge_deferred_locked();
+        rz__free_checks_deferred_locked();
         judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
         rz__registry_unlock();
         check_free(c);
@@ -156,7 +156,7 @@ static void async_check_cb(void *arg) {
 static void graph_check_cb(void *arg) {
     const struct async_check *c = arg;
     if (rz__registry_lock_timed(0) == RZ_OK) {
-        rz__judge_deferred_locked();
+        rz__free_checks_deferred_locked();
         judge_freed_locked(&c->zone, c->band, c->frames, c->nframes);
         rz__registry_unlock();
         return;
@@ -196,7 +196,7 @@ static void capture_graph_check(const struct async_check *c, rzcu_stream s) {
                  (unsigned long long)zone->index, rz__cu_name(r));
 }
 
-void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req) {
+void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     if (rz__sticky_say(1))
         return; /* no band can be read any more (sticky.c); the zone is out of the registry meanwhile */
     rz_devptr_t band = zone->ptr + zone->user_bytes, front = zone->ptr - rz__zone_front(zone);

@@ -14,13 +14,13 @@
 struct sigaction;
 
 /* Check one zone's band just before it is freed (stream-ordered for an async free). */
-void rz__scan_before_free(const rz_zone_node_t *zone, const rz_free_req_t *req);
+void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req);
 
 /* Judge the stream-ordered checks queued while the registry was busy (policy.c); takes the lock. */
-void rz__judge_deferred(void);
+void rz__free_checks_deferred(void);
 
 /* Registry lock held: judge the stream-ordered checks queued while the registry was busy (a scan begins). */
-void rz__judge_deferred_locked(void);
+void rz__free_checks_deferred_locked(void);
 /* helgrind: the deferred-checks flag is read without a lock (at start-up). */
 void rz__free_check_annotate(void);
 

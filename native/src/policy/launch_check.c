@@ -389,7 +389,7 @@ void rz__launch_names_forget(void) {
 }
 
 /* The kernel's name into out (RZ_KERNEL_NAME bytes). */
-static void kernel_name(rzcu_function f, char *out) {
+static void launch_kernel_name(rzcu_function f, char *out) {
     size_t slot = (size_t)(((uintptr_t)f >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> 56) % NAME_SLOTS;
     pthread_mutex_lock(&g_name_lock);
     if (g_names[slot].f == f && g_names[slot].gen == g_name_gen) {
@@ -694,7 +694,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
             rz__launch_record_name(rz__launch_kernel_name(call->f));
             return;
         }
-        kernel_name(call->f, name);
+        launch_kernel_name(call->f, name);
     }
     uint64_t launch = rz__launch_record_name(name);
     if (c == NULL)
