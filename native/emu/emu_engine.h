@@ -121,12 +121,40 @@ struct thread_state {
     size_t pt_n, pt_cap;
 };
 
-/* ---- tables and threads (emu.c), the stream engine (emu_stream.c) ---- */
-struct thread_state *emu_thread_state(void);
+/* ---- reservations for the context and stream tables (emu_table.c) ---- */
+/* A reservation of bytes (not dumped to core files, a LeakSanitizer root); NULL when it cannot be made. */
+void *emu_table_reserve(size_t bytes);
+/* The part of a reservation in use, [table, table + used_bytes), is dumped to core files (*mark: how much is). */
 void emu_make_dumpable(void *table, size_t *mark, size_t used_bytes);
+
+/* ---- the context table and the calling thread's context stack (emu_context.c) ---- */
+bool emu_contexts_init(void);
+struct thread_state *emu_thread_state(void); /* NULL only when out of memory */
 bool emu_valid_device(rzcu_device dev);
 rzcu_result emu_current_ctx(struct CUctx_st **out);
+/* A context handle: a slot of the context table (whatever its state), or NULL. */
+struct CUctx_st *emu_ctx_from_handle(rzcu_context h);
+/* A new slot (NULL when the table is full), the most recently destroyed created context's slot (NULL: none),
+ * and the recycling of a destroyed created context's slot. */
+struct CUctx_st *emu_ctx_new(int device, bool is_primary);
+struct CUctx_st *emu_ctx_reused(int device);
+void emu_ctx_recycle(struct CUctx_st *c);
+/* The calling thread's context stack: its top (NULL when empty), push and replace-top (false: out of
+ * memory), pop (NULL when empty). */
+struct CUctx_st *emu_ctx_stack_top(void);
+bool emu_ctx_stack_push(struct CUctx_st *c);
+bool emu_ctx_stack_set_top(struct CUctx_st *c);
+struct CUctx_st *emu_ctx_stack_pop(void);
+
+/* ---- the stream table (emu_stream_table.c) ---- */
+bool emu_streams_init(void);
 struct CUstream_st *emu_stream_new(struct CUctx_st *ctx, unsigned flags, enum stream_kind kind);
+/* A user stream handle: a live slot of the stream table whose context is alive, or NULL. */
+struct CUstream_st *emu_stream_from_handle(rzcu_stream h);
+/* Resolves a stream argument; NULL is the legacy stream, or the per-thread stream for _ptsz/_ptds calls. */
+rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out);
+
+/* ---- the stream engine (emu_stream.c) ---- */
 uint64_t emu_completed(struct CUstream_st *s);
 uint64_t emu_hold_now(void);
 void emu_wait_seq(struct CUstream_st *s, uint64_t seq);
@@ -139,7 +167,6 @@ rzcu_result emu_submit(struct CUstream_st *s, struct op *op, bool wait);
 void emu_stream_sync(struct CUstream_st *s);
 void emu_ctx_sync(struct CUctx_st *ctx);
 void emu_sync_all_contexts(void);
-rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out);
 /* The current context and the stream of a batched copy (cuMemcpyBatchAsync, cuMemcpy3DBatchAsync): the legacy
  * stream is refused; *fail_idx (when given) is SIZE_MAX until a copy is found bad. */
 rzcu_result emu_batch_stream(rzcu_stream h, bool per_thread, size_t *fail_idx, struct CUctx_st **ctx,
@@ -149,7 +176,6 @@ extern atomic_size_t emu_nctx;
 extern struct CUstream_st *emu_stream_pool;
 extern atomic_size_t emu_nstreams_total;
 extern atomic_ullong emu_pending_ops;
-extern size_t emu_stream_dump_mark;
 
 /* CUDA_SUCCESS, or the process's sticky error (a kernel fault, in any context): what a call that waited for
  * ctx's work returns afterwards (the error is the process's, not the context's: cuda.h). */

@@ -22,53 +22,6 @@
 #define MAX_FUNCTIONS ((size_t)1 << 20)
 #define MAX_PARAMS 4096 /* a parameter table without its 0 within this many entries is malformed */
 
-extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
-
-bool emu_table_init(struct emu_table *t)
-{
-    if (t->base)
-        return true;
-    void *p = mmap(NULL, t->max * t->elem, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED) {
-        fprintf(stderr, "cuda-emu: warning: cannot reserve the %s table\n", t->what);
-        return false;
-    }
-    madvise(p, t->max * t->elem, MADV_DONTDUMP);
-    if (__lsan_register_root_region)
-        __lsan_register_root_region(p, t->max * t->elem);
-    t->base = p;
-    return true;
-}
-
-void *emu_table_new(struct emu_table *t)
-{
-    size_t idx = atomic_fetch_add(&t->n, 1);
-    if (!t->base || idx >= t->max)
-        return NULL;
-    const size_t step = (size_t)64 << 10;
-    size_t used = (idx + 1) * t->elem;
-    pthread_mutex_lock(&t->dump_mu);
-    if (used > t->dump_mark) {
-        size_t next = (used + step - 1) / step * step;
-        madvise(t->base + t->dump_mark, next - t->dump_mark, MADV_DODUMP);
-        t->dump_mark = next;
-    }
-    pthread_mutex_unlock(&t->dump_mu);
-    return t->base + idx * t->elem;
-}
-
-void *emu_table_slot(struct emu_table *t, const void *h)
-{
-    uintptr_t p = (uintptr_t)h, base = (uintptr_t)t->base;
-    size_t n = atomic_load(&t->n);
-    if (n > t->max)
-        n = t->max;
-    if (!t->base || p < base || p >= base + n * t->elem || (p - base) % t->elem)
-        return NULL;
-    return (void *)h;
-}
-
 struct CUmod_st {
     _Atomic uint32_t magic; /* MODULE_MAGIC while loaded */
     struct CUctx_st *ctx;

@@ -17,39 +17,8 @@
 #include "emu_engine.h"
 #include "rz_annotate.h"
 
-/* ------------------------------------------------------------------------------------------------------ */
-/* streams */
 
-struct CUstream_st *emu_stream_new(struct CUctx_st *ctx, unsigned flags, enum stream_kind kind)
-{
-    size_t idx = atomic_fetch_add(&emu_nstreams_total, 1);
-    if (idx >= MAX_STREAMS)
-        return NULL;
-    emu_make_dumpable(emu_stream_pool, &emu_stream_dump_mark, (idx + 1) * sizeof *emu_stream_pool);
-    struct CUstream_st *s = &emu_stream_pool[idx];
-    s->ctx = ctx;
-    s->flags = flags;
-    s->kind = kind;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cond, NULL);
-    pthread_mutex_lock(&ctx->mu);
-    if (ctx->nstreams == ctx->cap) {
-        size_t cap = ctx->cap ? ctx->cap * 2 : 8;
-        struct CUstream_st **v = realloc(ctx->streams, cap * sizeof *v);
-        if (!v) {
-            pthread_mutex_unlock(&ctx->mu);
-            atomic_store(&s->destroyed, true);
-            return NULL;
-        }
-        ctx->streams = v;
-        ctx->cap = cap;
-    }
-    ctx->streams[ctx->nstreams++] = s;
-    pthread_mutex_unlock(&ctx->mu);
-    if (kind == STREAM_USER)
-        atomic_store(&s->magic, STREAM_MAGIC);
-    return s;
-}
+atomic_ullong emu_pending_ops; /* submitted, not yet emu_completed (queued or running inline) */
 
 uint64_t emu_completed(struct CUstream_st *s)
 {
