@@ -154,12 +154,15 @@ struct CUstream_st *emu_stream_from_handle(rzcu_stream h);
 /* Resolves a stream argument; NULL is the legacy stream, or the per-thread stream for _ptsz/_ptds calls. */
 rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out);
 
+/* ---- operations (emu_op.c) ---- */
+/* A zeroed operation with room for a dependency on every stream of ctx (NULL when out of memory). */
+struct op *emu_op_new(struct CUctx_st *ctx, enum op_kind kind);
+void emu_free_op(struct op *op);
+
 /* ---- the stream engine (emu_stream.c) ---- */
 uint64_t emu_completed(struct CUstream_st *s);
 uint64_t emu_hold_now(void);
 void emu_wait_seq(struct CUstream_st *s, uint64_t seq);
-void emu_free_op(struct op *op);
-struct op *emu_op_new(struct CUctx_st *ctx, enum op_kind kind);
 rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out, bool inline_only,
                                  struct op **retry);
 rzcu_result emu_submit_seq(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out);
@@ -185,8 +188,10 @@ static inline rzcu_result emu_ctx_error(struct CUctx_st *ctx)
     return emu_sticky_error();
 }
 
-/* ---- stream capture and graphs (emu_graph.c) ---- */
+/* ---- graph executables (emu_graph.c) ---- */
 bool emu_graphs_init(void);
+
+/* ---- stream capture (emu_capture.c) ---- */
 /* op was submitted to s while it is being captured: record it (taking it) or refuse it (freeing it). */
 rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait);
 /* A synchronisation of s (or of its whole context) while it is captured: illegal; invalidates the capture. */

@@ -205,7 +205,7 @@ bool emu_libraries_init(void);
 /* A live kernel handle: its kernel, with ctx NULL. CUDA_ERROR_INVALID_HANDLE otherwise. */
 rzcu_result emu_library_kernel_resolve(rzcu_kernel k, struct emu_kernel *out);
 
-/* ---- capture modes (emu_graph.c) ---- */
+/* ---- capture modes (emu_capture.c) ---- */
 /* At the entry of a potentially unsafe call (the allocation family cuThreadExchangeStreamCaptureMode's
  * documentation names; the queries and synchronisations of events, streams and contexts; the pointer
  * attribute queries): CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the captures concerned, when the

@@ -73,15 +73,6 @@ void emu_wait_seq(struct CUstream_st *s, uint64_t seq)
     pthread_mutex_unlock(&s->mu);
 }
 
-void emu_free_op(struct op *op)
-{
-    for (size_t i = 0; op->items && i < op->nitems; i++)
-        free(op->items[i].snapshot);
-    free(op->items);
-    free(op->kparams);
-    free(op);
-}
-
 /*
  * The emulated copy engine. On a GPU, operations on different streams that touch the same device bytes at
  * once are the program's affair (the bytes end up as either wrote them; redzone's own stress test does this
@@ -317,20 +308,6 @@ static void *worker_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     run_queue(arg, true);
     return NULL;
-}
-
-struct op *emu_op_new(struct CUctx_st *ctx, enum op_kind kind)
-{
-    /* room for a dependency on every stream of the context; sized again under ctx->mu in emu_submit */
-    pthread_mutex_lock(&ctx->mu);
-    size_t n = ctx->nstreams + 1;
-    pthread_mutex_unlock(&ctx->mu);
-    struct op *op = calloc(1, sizeof *op + n * sizeof(struct dep));
-    if (op) {
-        op->kind = kind;
-        op->ndeps = n; /* capacity until emu_submit */
-    }
-    return op;
 }
 
 /* Keeps the context's stream list to live streams and destroyed ones with pending work. */
