@@ -62,7 +62,12 @@ void emu_trace_configure(const char *path);
 /* A device allocation was made / freed (or its stream-ordered free called) by the current entry point. */
 void emu_trace_alloc(rzcu_deviceptr base, size_t size);
 void emu_trace_free(rzcu_deviceptr base);
-/* The current entry point writes [dst, dst + n) of device memory (copies, memsets, batch items). */
+/* The serial number of the allocation last made at base (false: none known); a `dev` line for what the
+ * current entry point did (what: "alloc a3 size=1064", ...). */
+bool emu_trace_serial_of(rzcu_deviceptr base, unsigned long long *serial);
+void emu_trace_emit(const char *what);
+/* The current entry point writes [dst, dst + n) of device memory (copies, memsets, batch items):
+ * emu_trace_writes.c. */
 void emu_trace_write(rzcu_deviceptr dst, size_t n);
 bool emu_initialized(void);
 void emu_set_initialized(void);

@@ -47,7 +47,7 @@ struct run {
     size_t start, len; /* in chunks */
 };
 
-/* The arena and its chunk table (emu_mem.c); every field under emu_mem_mem_mu. */
+/* The arena and its chunk table (emu_arena.c); every field under emu_mem_mem_mu. */
 extern pthread_mutex_t emu_mem_mem_mu;
 extern uintptr_t emu_mem_arena;
 extern size_t emu_mem_arena_chunks;
@@ -59,6 +59,8 @@ extern size_t emu_mem_used[CUDA_EMU_MAX_DEVICES];
 uintptr_t emu_mem_chunk_addr(size_t idx);
 size_t emu_mem_chunks_get(size_t n);
 void emu_mem_chunks_put(size_t start, size_t n);
+/* Pages made read-write and dumpable (false: mprotect failed); made inaccessible and released again. */
+bool emu_mem_commit(uintptr_t addr, size_t len);
 void emu_mem_decommit(uintptr_t addr, size_t len);
 bool emu_mem_runs_reserve(size_t n);
 
