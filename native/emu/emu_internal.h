@@ -195,9 +195,9 @@ struct emu_kernel {
     size_t nparams;
     struct CUctx_st *ctx;
 };
-/* CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or unloaded functions. A CUkernel passed as a
- * CUfunction (as cudart 12 launches library kernels) resolves with ctx NULL: it runs in any context. */
-rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
+/* A function handle of a loaded module: CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or
+ * unloaded functions. */
+rzcu_result emu_module_function_resolve(rzcu_function f, struct emu_kernel *out);
 /* Internal halves of cuModuleLoadData, cuModuleUnload, cuModuleGetFunction (no call counting, no checks of
  * the current context), and the lookup of a kernel's host function and parameter sizes by name. */
 rzcu_result emu_module_new(struct CUctx_st *c, rzcu_module *pmod);
@@ -209,6 +209,10 @@ rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn, const s
 bool emu_libraries_init(void);
 /* A live kernel handle: its kernel, with ctx NULL. CUDA_ERROR_INVALID_HANDLE otherwise. */
 rzcu_result emu_library_kernel_resolve(rzcu_kernel k, struct emu_kernel *out);
+/* What a launch runs (emu_library.c): CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or
+ * unloaded functions. A CUkernel passed as a CUfunction (as cudart 12 launches library kernels) resolves
+ * with ctx NULL: it runs in any context. */
+rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
 
 /* ---- capture modes (emu_capture.c) ---- */
 /* At the entry of a potentially unsafe call (the allocation family cuThreadExchangeStreamCaptureMode's

@@ -198,3 +198,11 @@ EMU_API rzcu_result cuKernelGetName(const char **name, rzcu_kernel hfunc)
     *name = k->name;
     return RZCUDA_SUCCESS;
 }
+
+/* A function handle, or a CUkernel cast to CUfunction (as cudart 12 launches library kernels). */
+rzcu_result emu_function_resolve(rzcu_function h, struct emu_kernel *out)
+{
+    if (emu_module_function_resolve(h, out) == RZCUDA_SUCCESS)
+        return RZCUDA_SUCCESS;
+    return emu_library_kernel_resolve((rzcu_kernel)(void *)h, out);
+}

@@ -1,7 +1,8 @@
 /*
  * Emulated modules and kernels (see cuda_emu.h): a module is a handle in a context; a function is the host
  * implementation `cuda_emu_kernel_<name>` found with dlsym(RTLD_DEFAULT), with its parameter size table
- * `cuda_emu_kernel_<name>_params`. Also the reserved handle tables used for modules, functions and events.
+ * `cuda_emu_kernel_<name>_params`. A launch resolves its function (or a library's kernel) with
+ * emu_function_resolve, in emu_library.c.
  *
  * Handle errors follow each entry point's documented result codes: cuModuleUnload, cuModuleGetFunction and
  * cuFuncGetName list CUDA_ERROR_INVALID_VALUE (not INVALID_HANDLE) for a bad argument, launches list
@@ -62,11 +63,11 @@ static struct CUfunc_st *function_from_handle(rzcu_function h)
     return f;
 }
 
-rzcu_result emu_function_resolve(rzcu_function h, struct emu_kernel *out)
+rzcu_result emu_module_function_resolve(rzcu_function h, struct emu_kernel *out)
 {
     struct CUfunc_st *f = function_from_handle(h);
     if (!f)
-        return emu_library_kernel_resolve((rzcu_kernel)(void *)h, out); /* a CUkernel cast to CUfunction? */
+        return RZCUDA_ERROR_INVALID_HANDLE;
     *out = (struct emu_kernel){f->fn, f->sizes, f->nparams, f->mod->ctx};
     return RZCUDA_SUCCESS;
 }
