@@ -199,7 +199,7 @@ EMU_API rzcu_result cuDeviceGetDefaultMemPool(rzcu_mem_pool *pool, rzcu_device d
  * The memory is allocated at the call, from the pool's device (the stream's device for cuMemAllocAsync), and
  * owned by the stream's context; nothing is queued. It is valid earlier than the driver promises (work
  * ordered after the allocation), which no correct program can tell apart. On a captured stream: an allocation
- * node (emu_graph.c).
+ * node (emu_capture.c).
  */
 static rzcu_result do_alloc_async(rzcu_deviceptr *dptr, size_t bytesize, bool from_pool, rzcu_mem_pool hpool,
                                   rzcu_stream hstream, bool per_thread)

@@ -1,7 +1,8 @@
 /*
- * The emulated driver's execution engine, shared by the files of its entry points: contexts, streams and
- * their operation queues (emu_stream.c), the context and thread tables (emu.c), and what the memory
- * (emu_copy.c) and launch (emu_launch.c) entry points submit to them. Internal to the emulator.
+ * The emulated driver's execution engine, shared by the files of its entry points: the context table and
+ * thread state (emu_context.c), the stream table (emu_stream_table.c), operations (emu_op.c), stream capture
+ * (emu_capture.c) and the stream engine that queues and runs operations (emu_stream.c). Internal to the
+ * emulator.
  */
 #ifndef REDZONE_EMU_ENGINE_H
 #define REDZONE_EMU_ENGINE_H
@@ -31,7 +32,7 @@ struct CUctx_st {
 
 enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
 
-/* OP_GALLOC, OP_GFREE: a graph's memory allocation and free nodes (emu_graph.c), recorded during capture and
+/* OP_GALLOC, OP_GFREE: a graph's memory allocation and free nodes (emu_graph_nodes.c), recorded during capture and
  * applied when the graph is launched; never queued. */
 enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL, OP_GALLOC, OP_GFREE, OP_COPY3D };
 
@@ -99,7 +100,7 @@ struct CUstream_st {
     struct op *head, *tail;
     bool worker_running;
     atomic_bool destroyed;
-    _Atomic int capture;      /* stream capture: 0 none, 1 active, 2 invalidated (emu_graph.c) */
+    _Atomic int capture;      /* stream capture: 0 none, 1 active, 2 invalidated (emu_capture.c) */
     struct emu_graph *graph;  /* the work captured so far, under mu */
     struct CUgraph_st *graph_handle; /* the graph being captured into (cuStreamGetCaptureInfo), under mu */
     uint64_t capture_id;      /* the capture sequence's id, unique in the process, under mu */
@@ -207,7 +208,7 @@ uint64_t emu_capture_id_of(struct CUstream_st *s);
 rzcu_result emu_capture_alloc(struct CUstream_st *s, int device, size_t bytesize, rzcu_deviceptr *dptr);
 rzcu_result emu_capture_free(struct CUstream_st *s, rzcu_deviceptr dptr);
 
-/* ---- events (emu_launch.c) ---- */
+/* ---- events (emu_events.c) ---- */
 bool emu_events_init(void);
 
 #endif /* REDZONE_EMU_ENGINE_H */

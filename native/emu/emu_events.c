@@ -107,7 +107,7 @@ EMU_API rzcu_result cuEventRecord_ptsz(rzcu_event e, rzcu_stream s)
 }
 
 /* The stream and position of the event's last record (s NULL: never recorded); 0 for a handle that is no
- * event. A query or wait of it may also be refused for capture (see emu_graph.c): CUDA_SUCCESS when not,
+ * event. A query or wait of it may also be refused for capture (see emu_capture.c): CUDA_SUCCESS when not,
  * else the refusal in *refused. */
 static int last_record(rzcu_event hevent, struct CUstream_st **s, uint64_t *seq, rzcu_result *refused)
 {

@@ -29,7 +29,7 @@ enum emu_ep {
 extern const char *const emu_ep_names[EP_COUNT];
 int emu_ep_by_name(const char *name); /* -1 when unknown */
 
-/* ---- configuration, counting, fault injection (emu_core.c) ---- */
+/* ---- configuration, counting, fault injection (emu_entry.c) ---- */
 struct emu_config {
     int ndevices;
     size_t mem_bytes;
@@ -43,7 +43,7 @@ extern struct emu_config emu_cfg;
  * none; CUDA_ERROR_DEINITIALIZED for every call once the driver has shut down). */
 rzcu_result emu_enter(enum emu_ep ep, void *caller);
 /*
- * The process's sticky error (emu_core.c): after a kernel fault (CUDA_EMU_STICKY_FAULTS) or an injected error
+ * The process's sticky error (emu_entry.c): after a kernel fault (CUDA_EMU_STICKY_FAULTS) or an injected error
  * that cuda.h documents as leaving "the process in an inconsistent state" (emu_error_is_sticky), every later
  * call of every entry point, in every context and thread, returns it (emu_enter), except the few that do no
  * CUDA work (docs/emulated-driver.md); nothing clears it. The first error stays.
@@ -80,7 +80,7 @@ bool emu_error_by_name(const char *name, rzcu_result *out);
  * will return the same error" (ILLEGAL_ADDRESS, LAUNCH_FAILED, ...). */
 bool emu_error_is_sticky(rzcu_result r);
 
-/* ---- cuGetProcAddress (emu_proc.c) ---- */
+/* ---- cuGetProcAddress (emu_proc_address.c) ---- */
 rzcu_result emu_get_proc_address(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,
                                  rzcu_proc_query_result *status);
 
@@ -114,7 +114,7 @@ void emu_mem_graph_set_live(rzcu_deviceptr p, uint64_t id, bool live);
 void emu_mem_graph_release(rzcu_deviceptr p, uint64_t id);
 /* p is the base of a live allocation: its serial number (unique in the process, never reused). */
 bool emu_mem_base_serial(rzcu_deviceptr p, uint64_t *serial);
-/* p is the base of a live allocation from the stream-ordered allocator (emu_copy.c). */
+/* p is the base of a live allocation from the stream-ordered allocator (emu_alloc.c). */
 bool emu_mem_is_pool(rzcu_deviceptr p);
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
 /* Index of the first of count ranges (device ones only; sizes[i] == 0 is skipped) that is not inside one
@@ -158,7 +158,7 @@ rzcu_result emu_vmm_unmap(rzcu_deviceptr p, size_t size);
 rzcu_result emu_vmm_set_access(rzcu_deviceptr p, size_t size, const rzcu_mem_access_desc *desc, size_t count);
 void emu_vmm_usage(cuda_emu_vmm_usage_t *usage);
 
-/* ---- contexts (emu.c) ---- */
+/* ---- contexts (emu_context.c; emu_sync_outstanding: emu_stream.c) ---- */
 int emu_context_device(struct CUctx_st *ctx);
 unsigned emu_context_gen(struct CUctx_st *ctx);
 /* ctx is alive in activation gen (a primary context released and retained again is a new activation). */
@@ -169,7 +169,7 @@ rzcu_result emu_current_ctx(struct CUctx_st **out);
  * leaves use: queued copies and kernels never touch memory unmapped or made inaccessible after them). */
 void emu_sync_outstanding(void);
 
-/* ---- handle tables (emu_module.c) ---- */
+/* ---- handle tables (emu_table.c) ---- */
 /* A reserved table of fixed-size slots, never reused: a handle is validated by range and alignment without
  * touching foreign memory; only the used part is dumped to core files. */
 struct emu_table {
@@ -184,9 +184,9 @@ struct emu_table {
 bool emu_table_init(struct emu_table *t);
 void *emu_table_new(struct emu_table *t);            /* a zeroed slot, NULL when full */
 void *emu_table_slot(struct emu_table *t, const void *h); /* h when it is a handed-out slot, else NULL */
-bool emu_modules_init(void);
 
 /* ---- modules and functions (emu_module.c) ---- */
+bool emu_modules_init(void);
 struct CUfunc_st;
 /* A function handle whose module is loaded in a live context: its kernel, parameter sizes and context. */
 struct emu_kernel {

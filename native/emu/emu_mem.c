@@ -279,7 +279,7 @@ void emu_mem_free_pending(rzcu_deviceptr p)
 }
 
 /*
- * Graph memory (emu_graph.c): the allocation behind a graph's allocation node. Its address is fixed for the
+ * Graph memory (emu_graph_nodes.c): the allocation behind a graph's allocation node. Its address is fixed for the
  * graph's lifetime; it is allocated (live: usable by copies, memsets, lookups and frees) from the node's
  * capture to its free node's, and from each launch of the graph until a free node, cuMemFreeAsync or
  * cuMemFree, which give it back to the graph (not live) instead of releasing it.

@@ -1,8 +1,8 @@
 /*
- * Emulated device memory's internals, shared by its two halves: allocations (emu_mem.c: the arena of 2 MiB
- * chunks, slabs, large allocations, lookups) and virtual memory management (emu_mem_vmm.c: reservations,
- * physical handles, mappings, access). Private to those two files; the rest of the emulator uses
- * emu_internal.h.
+ * Emulated device memory's internals, shared by the arena of 2 MiB chunks (emu_arena.c) and its two users:
+ * allocations (emu_mem.c: slabs, large allocations, lookups) and virtual memory management (emu_mem_vmm.c:
+ * reservations, physical handles, mappings, access). Private to those three files; the rest of the emulator
+ * uses emu_internal.h.
  */
 #ifndef REDZONE_EMU_MEM_INTERNAL_H
 #define REDZONE_EMU_MEM_INTERNAL_H
@@ -18,7 +18,7 @@ struct blk {
     int device;           /* whose memory it is */
     bool free_pending;    /* cuMemFreeAsync called, the stream has not reached the free yet; or graph
                            * memory not allocated now */
-    uint64_t graph;       /* graph memory: its id (emu_graph.c); 0 for other allocations */
+    uint64_t graph;       /* graph memory: its id (emu_graph_nodes.c); 0 for other allocations */
     uint64_t serial;      /* which allocation this is (never reused: an IPC handle names it) */
 };
 

@@ -1,8 +1,26 @@
 /*
- * The emulated driver's stream engine: each stream's FIFO of operations, its worker thread, inline execution
- * on idle streams, the legacy default stream's ordering, dependencies (cuStreamWaitEvent), synchronisation,
- * and CUDA_EMU_KERNEL_HOLD (emu.c's opening comment describes the rules). Stream handles and entry points:
- * emu_stream_api.c.
+ * The emulated driver's stream engine: each stream's FIFO of operations (the op queue), its worker thread,
+ * inline execution on idle streams, the legacy default stream's ordering, dependencies (cuStreamWaitEvent),
+ * synchronisation, and CUDA_EMU_KERNEL_HOLD. Operations are made by the entry points (emu_op.c), recorded
+ * instead when their stream is captured (emu_capture.c); stream handles are the stream table's
+ * (emu_stream_table.c). How the engine works:
+ *
+ * Contexts and streams are slots of reserved tables (never reused), so a handle is validated by range and
+ * magic without touching foreign memory. Each stream owns a FIFO of operations run by a worker thread
+ * created on demand (it exits after a short idle time). Ordering between streams follows the legacy default
+ * stream rules: an operation on the legacy stream waits for all work previously submitted to the blocking
+ * streams of its context (including per-thread default streams), and an operation on a blocking stream
+ * waits for all work previously submitted to the legacy stream. Submissions to one context are serialised
+ * so these dependencies are consistent.
+ *
+ * Inline execution: an operation submitted to an idle stream (nothing queued or running on it) whose
+ * dependencies are complete runs in the calling thread, before the call returns, when it is synchronous
+ * (indistinguishable from running it on the worker and waiting) or when it is work a GPU's copy engines do
+ * without any host thread: copies, memsets, batched copies and event records (see runs_without_host). So a
+ * thread that is the only one running (a debugger resuming one thread with scheduler-locking) can still copy
+ * on its own idle stream and synchronise; that path takes only short-held locks and never waits for another
+ * thread. Kernels and host functions always go through the worker, so a program that forgets to synchronise
+ * after them still sees the work pending. Workers are named "cuda-emu-s<N>" (N: the stream's table index).
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,7 +1,7 @@
 /*
- * The emulated driver's stream handles and stream entry points: cuStreamCreate/Destroy, cuStreamSynchronize,
- * cuLaunchHostFunc, and the resolution of a stream argument (the legacy stream, a thread's per-thread stream,
- * a user handle). The work itself runs in the stream engine (emu_stream.c).
+ * The emulated driver's stream entry points: cuStreamCreate/Destroy, cuStreamSynchronize, cuStreamQuery,
+ * cuLaunchHostFunc (and the _ptsz forms). Stream handles and the resolution of a stream argument are the
+ * stream table's (emu_stream_table.c); the work itself runs in the stream engine (emu_stream.c).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
