@@ -87,9 +87,7 @@ static rzcu_result plain_alloc(struct CUctx_st *c, int device, size_t size, rzcu
 
 EMU_API rzcu_result cuMemAlloc_v2(rzcu_deviceptr *dptr, size_t bytesize)
 {
-    ENTER(cuMemAlloc_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemAlloc_v2, c);
     CHECK(emu_capture_unsafe_call());
     if (!dptr || bytesize == 0)
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -103,9 +101,7 @@ EMU_API rzcu_result cuMemAlloc_v2(rzcu_deviceptr *dptr, size_t bytesize)
 EMU_API rzcu_result cuMemAllocPitch_v2(rzcu_deviceptr *dptr, size_t *pitch, size_t width_bytes, size_t height,
                                        unsigned int element_bytes)
 {
-    ENTER(cuMemAllocPitch_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemAllocPitch_v2, c);
     CHECK(emu_capture_unsafe_call());
     if (!dptr || !pitch || width_bytes == 0 || height == 0 || width_bytes > 2147483647u)
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -122,9 +118,7 @@ EMU_API rzcu_result cuMemAllocPitch_v2(rzcu_deviceptr *dptr, size_t *pitch, size
 /* Managed memory behaves as device memory here (the host may also dereference it, as on a real system). */
 EMU_API rzcu_result cuMemAllocManaged(rzcu_deviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-    ENTER(cuMemAllocManaged);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemAllocManaged, c);
     CHECK(emu_capture_unsafe_call());
     if (!dptr || bytesize == 0 || (flags != RZCU_MEM_ATTACH_GLOBAL && flags != RZCU_MEM_ATTACH_HOST))
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -141,9 +135,7 @@ EMU_API rzcu_result cuMemAllocManaged(rzcu_deviceptr *dptr, size_t bytesize, uns
  */
 EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
 {
-    ENTER(cuMemFree_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemFree_v2, c);
     CHECK(emu_capture_unsafe_call());
     if (!dptr)
         return RZCUDA_SUCCESS;
@@ -157,9 +149,7 @@ EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
 
 EMU_API rzcu_result cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 {
-    ENTER(cuMemGetInfo_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemGetInfo_v2, c);
     if (!free_bytes || !total_bytes)
         return RZCUDA_ERROR_INVALID_VALUE;
     emu_mem_info(c->device, free_bytes, total_bytes);

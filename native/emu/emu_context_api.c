@@ -258,9 +258,7 @@ static rzcu_result ctx_or_current(rzcu_context ctx, struct CUctx_st **out)
 
 EMU_API rzcu_result cuCtxGetDevice(rzcu_device *dev)
 {
-    ENTER(cuCtxGetDevice);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuCtxGetDevice, c);
     if (!dev)
         return RZCUDA_ERROR_INVALID_VALUE;
     *dev = c->device;
@@ -280,9 +278,7 @@ EMU_API rzcu_result cuCtxGetDevice_v2(rzcu_device *dev, rzcu_context ctx)
 
 EMU_API rzcu_result cuCtxSynchronize(void)
 {
-    ENTER(cuCtxSynchronize);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuCtxSynchronize, c);
     CHECK(emu_capture_refuse_sync(c, NULL));
     CHECK(emu_capture_unsafe_call());
     emu_ctx_sync(c);

@@ -132,7 +132,6 @@ void emu_make_dumpable(void *table, size_t *mark, size_t used_bytes);
 bool emu_contexts_init(void);
 struct thread_state *emu_thread_state(void); /* NULL only when out of memory */
 bool emu_valid_device(rzcu_device dev);
-rzcu_result emu_current_ctx(struct CUctx_st **out);
 /* A context handle: a slot of the context table (whatever its state), or NULL. */
 struct CUctx_st *emu_ctx_from_handle(rzcu_context h);
 /* A new slot (NULL when the table is full), the most recently destroyed created context's slot (NULL: none),

@@ -48,9 +48,7 @@ static struct CUevent_st *event_from_handle(rzcu_event h)
 /* Flags: CU_EVENT_BLOCKING_SYNC, DISABLE_TIMING, INTERPROCESS (only with DISABLE_TIMING); others invalid. */
 EMU_API rzcu_result cuEventCreate(rzcu_event *pe, unsigned int flags)
 {
-    ENTER(cuEventCreate);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuEventCreate, c);
     if (!pe || (flags & ~EVENT_FLAGS) || ((flags & 0x4u) && !(flags & 0x2u)))
         return RZCUDA_ERROR_INVALID_VALUE;
     struct CUevent_st *e = emu_table_new(&events);

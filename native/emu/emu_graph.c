@@ -112,9 +112,7 @@ static struct CUgraphExec_st *exec_from_handle(const void *h)
 EMU_API rzcu_result cuGraphInstantiateWithFlags(struct CUgraphExec_st **pexec, struct CUgraph_st *hgraph,
                                                 unsigned long long flags)
 {
-    ENTER(cuGraphInstantiateWithFlags);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuGraphInstantiateWithFlags, c);
     struct CUgraph_st *graph = emu_graph_from_handle(hgraph);
     if (!pexec || !graph || (flags & ~INSTANTIATE_FLAGS))
         return RZCUDA_ERROR_INVALID_VALUE;

@@ -10,48 +10,7 @@
 
 #include "cu.h"
 
-/* Every exported symbol of the library: the declarations in cuda_emu.h get default visibility. */
-#pragma GCC visibility push(default)
-#include "cuda_emu.h"
-#pragma GCC visibility pop
-
-/* ---- entry point ids ---- */
-enum emu_ep {
-#define EMU_EP_ID(name, ret, params) EP_##name,
-#define EMU_EP_VARIANT_ID(variant, base) EP_##variant,
-    RZCU_ENTRY_POINTS(EMU_EP_ID) RZCU_PER_THREAD_VARIANTS(EMU_EP_VARIANT_ID)
-        CUDA_EMU_EXTRA_ENTRY_POINTS(EMU_EP_ID)
-#undef EMU_EP_ID
-#undef EMU_EP_VARIANT_ID
-            EP_COUNT
-};
-
-extern const char *const emu_ep_names[EP_COUNT];
-int emu_ep_by_name(const char *name); /* -1 when unknown */
-
-/* ---- configuration, counting, fault injection (emu_entry.c) ---- */
-struct emu_config {
-    int ndevices;
-    size_t mem_bytes;
-    bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
-    bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is the sticky ILLEGAL_ADDRESS, not a signal */
-};
-extern struct emu_config emu_cfg;
-
-/* Called first by every exported entry point with its return address: reads the configuration once, counts
- * the call, raises an injected signal, and returns the injected error for this call (CUDA_SUCCESS when
- * none; CUDA_ERROR_DEINITIALIZED for every call once the driver has shut down). */
-rzcu_result emu_enter(enum emu_ep ep, void *caller);
-/*
- * The process's sticky error (emu_entry.c): after a kernel fault (CUDA_EMU_STICKY_FAULTS) or an injected error
- * that cuda.h documents as leaving "the process in an inconsistent state" (emu_error_is_sticky), every later
- * call of every entry point, in every context and thread, returns it (emu_enter), except the few that do no
- * CUDA work (docs/emulated-driver.md); nothing clears it. The first error stays.
- */
-rzcu_result emu_sticky_error(void); /* CUDA_SUCCESS until then */
-void emu_set_sticky_error(rzcu_result r);
-/* cuInit succeeded: with CUDA_EMU_SHUTDOWN_AT_EXIT=1, register the shutdown at exit (once). */
-void emu_note_init(void);
+#include "emu_entry.h"
 
 /* ---- device trace (emu_devtrace.c): CUDA_EMU_TRACE `dev` lines ---- */
 /* The entry point being run on this thread and its caller (set by emu_enter). */
@@ -69,8 +28,6 @@ void emu_trace_emit(const char *what);
 /* The current entry point writes [dst, dst + n) of device memory (copies, memsets, batch items):
  * emu_trace_writes.c. */
 void emu_trace_write(rzcu_deviceptr dst, size_t n);
-bool emu_initialized(void);
-void emu_set_initialized(void);
 
 /* ---- error codes (emu_errors.c) ---- */
 const char *emu_error_name(rzcu_result r);   /* NULL when unknown */
@@ -163,8 +120,6 @@ int emu_context_device(struct CUctx_st *ctx);
 unsigned emu_context_gen(struct CUctx_st *ctx);
 /* ctx is alive in activation gen (a primary context released and retained again is a new activation). */
 bool emu_context_live(struct CUctx_st *ctx, unsigned gen);
-/* The current context: CUDA_ERROR_INVALID_CONTEXT without one, CONTEXT_IS_DESTROYED when it was destroyed. */
-rzcu_result emu_current_ctx(struct CUctx_st **out);
 /* Completes all outstanding work of every context (the driver's implicit synchronisation before memory
  * leaves use: queued copies and kernels never touch memory unmapped or made inaccessible after them). */
 void emu_sync_outstanding(void);
@@ -220,29 +175,5 @@ rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
  * attribute queries): CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the captures concerned, when the
  * calling thread's mode and the captures in progress prohibit it; CUDA_SUCCESS otherwise. */
 rzcu_result emu_capture_unsafe_call(void);
-
-/* ---- prologues of the exported entry points ---- */
-#define ENTER_NOINIT(name)                                                                                   \
-    do {                                                                                                     \
-        rzcu_result enter_r_ = emu_enter(EP_##name, __builtin_return_address(0));                            \
-        if (enter_r_ != RZCUDA_SUCCESS)                                                                      \
-            return enter_r_;                                                                                 \
-    } while (0)
-
-#define ENTER(name)                                                                                          \
-    do {                                                                                                     \
-        ENTER_NOINIT(name);                                                                                  \
-        if (!emu_initialized())                                                                              \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
-    } while (0)
-
-#define CHECK(expr)                                                                                          \
-    do {                                                                                                     \
-        rzcu_result check_r_ = (expr);                                                                       \
-        if (check_r_ != RZCUDA_SUCCESS)                                                                      \
-            return check_r_;                                                                                 \
-    } while (0)
-
-#define EMU_API __attribute__((visibility("default")))
 
 #endif /* REDZONE_EMU_INTERNAL_H */

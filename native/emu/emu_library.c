@@ -152,9 +152,7 @@ EMU_API rzcu_result cuLibraryGetKernel(rzcu_kernel *pkernel, rzcu_library librar
 /* The kernel as a function of the current context: its library gets one module per context activation. */
 EMU_API rzcu_result cuKernelGetFunction(rzcu_function *pfunc, rzcu_kernel kernel)
 {
-    ENTER(cuKernelGetFunction);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuKernelGetFunction, c);
     if (!pfunc)
         return RZCUDA_ERROR_INVALID_VALUE;
     struct CUkern_st *k = kernel_from_handle(kernel);

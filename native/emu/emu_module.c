@@ -132,9 +132,7 @@ rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn_out, con
 /* The image is not interpreted: any non-NULL pointer loads (an empty module whose kernels are the program's). */
 EMU_API rzcu_result cuModuleLoadData(rzcu_module *pmod, const void *image)
 {
-    ENTER(cuModuleLoadData);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuModuleLoadData, c);
     if (!pmod || !image)
         return RZCUDA_ERROR_INVALID_VALUE;
     return emu_module_new(c, pmod);
@@ -143,17 +141,13 @@ EMU_API rzcu_result cuModuleLoadData(rzcu_module *pmod, const void *image)
 /* Its functions become invalid handles. Kernels already queued still run (their code is the program's). */
 EMU_API rzcu_result cuModuleUnload(rzcu_module hmod)
 {
-    ENTER(cuModuleUnload);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuModuleUnload, c);
     return emu_module_unload(hmod);
 }
 
 EMU_API rzcu_result cuModuleGetFunction(rzcu_function *pf, rzcu_module hmod, const char *name)
 {
-    ENTER(cuModuleGetFunction);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuModuleGetFunction, c);
     if (!pf || !name)
         return RZCUDA_ERROR_INVALID_VALUE;
     return emu_module_get_function(pf, hmod, name);

@@ -13,9 +13,7 @@
 
 EMU_API rzcu_result cuStreamCreate(rzcu_stream *ps, unsigned int flags)
 {
-    ENTER(cuStreamCreate);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuStreamCreate, c);
     if (!ps || (flags != RZCU_STREAM_DEFAULT && flags != RZCU_STREAM_NON_BLOCKING))
         return RZCUDA_ERROR_INVALID_VALUE;
     struct CUstream_st *s = emu_stream_new(c, flags, STREAM_USER);
