@@ -18,7 +18,7 @@
 
 #include "emu_engine.h"
 
-#define MAX_PITCH 2147483647u /* CU_DEVICE_ATTRIBUTE_MAX_PITCH (emu.c's attribute table) */
+#define MAX_PITCH 2147483647u /* CU_DEVICE_ATTRIBUTE_MAX_PITCH (emu_device.c's attribute table) */
 
 /* One side of a copy, from either descriptor. */
 struct side {

@@ -14,7 +14,8 @@
  *   dev free a3 via=cuMemFree_v2 by=libredzone.so:?
  *
  * Writes are logged when the driver accepts them (copies to device memory, memsets, each item of a batched
- * copy), not when they execute; kernels' writes are the program's own code and are not seen.
+ * copy), not when they execute; kernels' writes are the program's own code and are not seen. The write
+ * lines, which name the allocation containing an address, are emu_trace_writes.c.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -158,38 +159,12 @@ void emu_trace_free(rzcu_deviceptr base)
     emit(what);
 }
 
-void emu_trace_write(rzcu_deviceptr dst, size_t n)
+bool emu_trace_serial_of(rzcu_deviceptr base, unsigned long long *serial)
 {
-    if (trace_fd < 0 || n == 0)
-        return;
-    rzcu_deviceptr base;
-    unsigned long long k = 0;
-    bool known = emu_mem_lookup(dst, &base, NULL);
-    if (known) {
-        pthread_mutex_lock(&mu);
-        known = serial_of(base, &k);
-        pthread_mutex_unlock(&mu);
-    }
-    char what[128];
-    if (known)
-        snprintf(what, sizeof what, "write a%llu+%llu n=%zu", k, (unsigned long long)(dst - base), n);
-    else
-        snprintf(what, sizeof what, "write 0x%llx n=%zu", (unsigned long long)dst, n);
-    emit(what);
+    pthread_mutex_lock(&mu);
+    bool known = serial_of(base, serial);
+    pthread_mutex_unlock(&mu);
+    return known;
 }
 
-int cuEmuTraceSerial(rzcu_deviceptr p, unsigned long long *serial, unsigned long long *offset)
-{
-    rzcu_deviceptr base;
-    unsigned long long k = 0;
-    if (trace_fd < 0 || !serial || !offset || !emu_mem_lookup(p, &base, NULL))
-        return -1;
-    pthread_mutex_lock(&mu);
-    bool known = serial_of(base, &k);
-    pthread_mutex_unlock(&mu);
-    if (!known)
-        return -1;
-    *serial = k;
-    *offset = p - base;
-    return 0;
-}
+void emu_trace_emit(const char *what) { emit(what); }

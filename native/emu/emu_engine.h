@@ -1,7 +1,8 @@
 /*
- * The emulated driver's execution engine, shared by the files of its entry points: contexts, streams and
- * their operation queues (emu_stream.c), the context and thread tables (emu.c), and what the memory
- * (emu_copy.c) and launch (emu_launch.c) entry points submit to them. Internal to the emulator.
+ * The emulated driver's execution engine, shared by the files of its entry points: the context table and
+ * thread state (emu_context.c), the stream table (emu_stream_table.c), operations (emu_op.c), stream capture
+ * (emu_capture.c) and the stream engine that queues and runs operations (emu_stream.c). Internal to the
+ * emulator.
  */
 #ifndef REDZONE_EMU_ENGINE_H
 #define REDZONE_EMU_ENGINE_H
@@ -31,7 +32,7 @@ struct CUctx_st {
 
 enum stream_kind { STREAM_USER, STREAM_LEGACY, STREAM_PER_THREAD };
 
-/* OP_GALLOC, OP_GFREE: a graph's memory allocation and free nodes (emu_graph.c), recorded during capture and
+/* OP_GALLOC, OP_GFREE: a graph's memory allocation and free nodes (emu_graph_nodes.c), recorded during capture and
  * applied when the graph is launched; never queued. */
 enum op_kind { OP_NOP, OP_COPY, OP_SET, OP_HOST, OP_BATCH, OP_FREE, OP_KERNEL, OP_GALLOC, OP_GFREE, OP_COPY3D };
 
@@ -99,7 +100,7 @@ struct CUstream_st {
     struct op *head, *tail;
     bool worker_running;
     atomic_bool destroyed;
-    _Atomic int capture;      /* stream capture: 0 none, 1 active, 2 invalidated (emu_graph.c) */
+    _Atomic int capture;      /* stream capture: 0 none, 1 active, 2 invalidated (emu_capture.c) */
     struct emu_graph *graph;  /* the work captured so far, under mu */
     struct CUgraph_st *graph_handle; /* the graph being captured into (cuStreamGetCaptureInfo), under mu */
     uint64_t capture_id;      /* the capture sequence's id, unique in the process, under mu */
@@ -121,17 +122,47 @@ struct thread_state {
     size_t pt_n, pt_cap;
 };
 
-/* ---- tables and threads (emu.c), the stream engine (emu_stream.c) ---- */
-struct thread_state *emu_thread_state(void);
+/* ---- reservations for the context and stream tables (emu_table.c) ---- */
+/* A reservation of bytes (not dumped to core files, a LeakSanitizer root); NULL when it cannot be made. */
+void *emu_table_reserve(size_t bytes);
+/* The part of a reservation in use, [table, table + used_bytes), is dumped to core files (*mark: how much is). */
 void emu_make_dumpable(void *table, size_t *mark, size_t used_bytes);
+
+/* ---- the context table and the calling thread's context stack (emu_context.c) ---- */
+bool emu_contexts_init(void);
+struct thread_state *emu_thread_state(void); /* NULL only when out of memory */
 bool emu_valid_device(rzcu_device dev);
-rzcu_result emu_current_ctx(struct CUctx_st **out);
+/* A context handle: a slot of the context table (whatever its state), or NULL. */
+struct CUctx_st *emu_ctx_from_handle(rzcu_context h);
+/* A new slot (NULL when the table is full), the most recently destroyed created context's slot (NULL: none),
+ * and the recycling of a destroyed created context's slot. */
+struct CUctx_st *emu_ctx_new(int device, bool is_primary);
+struct CUctx_st *emu_ctx_reused(int device);
+void emu_ctx_recycle(struct CUctx_st *c);
+/* The calling thread's context stack: its top (NULL when empty), push and replace-top (false: out of
+ * memory), pop (NULL when empty). */
+struct CUctx_st *emu_ctx_stack_top(void);
+bool emu_ctx_stack_push(struct CUctx_st *c);
+bool emu_ctx_stack_set_top(struct CUctx_st *c);
+struct CUctx_st *emu_ctx_stack_pop(void);
+
+/* ---- the stream table (emu_stream_table.c) ---- */
+bool emu_streams_init(void);
 struct CUstream_st *emu_stream_new(struct CUctx_st *ctx, unsigned flags, enum stream_kind kind);
+/* A user stream handle: a live slot of the stream table whose context is alive, or NULL. */
+struct CUstream_st *emu_stream_from_handle(rzcu_stream h);
+/* Resolves a stream argument; NULL is the legacy stream, or the per-thread stream for _ptsz/_ptds calls. */
+rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out);
+
+/* ---- operations (emu_op.c) ---- */
+/* A zeroed operation with room for a dependency on every stream of ctx (NULL when out of memory). */
+struct op *emu_op_new(struct CUctx_st *ctx, enum op_kind kind);
+void emu_free_op(struct op *op);
+
+/* ---- the stream engine (emu_stream.c) ---- */
 uint64_t emu_completed(struct CUstream_st *s);
 uint64_t emu_hold_now(void);
 void emu_wait_seq(struct CUstream_st *s, uint64_t seq);
-void emu_free_op(struct op *op);
-struct op *emu_op_new(struct CUctx_st *ctx, enum op_kind kind);
 rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out, bool inline_only,
                                  struct op **retry);
 rzcu_result emu_submit_seq(struct CUstream_st *s, struct op *op, bool wait, uint64_t *seq_out);
@@ -139,7 +170,6 @@ rzcu_result emu_submit(struct CUstream_st *s, struct op *op, bool wait);
 void emu_stream_sync(struct CUstream_st *s);
 void emu_ctx_sync(struct CUctx_st *ctx);
 void emu_sync_all_contexts(void);
-rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out);
 /* The current context and the stream of a batched copy (cuMemcpyBatchAsync, cuMemcpy3DBatchAsync): the legacy
  * stream is refused; *fail_idx (when given) is SIZE_MAX until a copy is found bad. */
 rzcu_result emu_batch_stream(rzcu_stream h, bool per_thread, size_t *fail_idx, struct CUctx_st **ctx,
@@ -149,7 +179,6 @@ extern atomic_size_t emu_nctx;
 extern struct CUstream_st *emu_stream_pool;
 extern atomic_size_t emu_nstreams_total;
 extern atomic_ullong emu_pending_ops;
-extern size_t emu_stream_dump_mark;
 
 /* CUDA_SUCCESS, or the process's sticky error (a kernel fault, in any context): what a call that waited for
  * ctx's work returns afterwards (the error is the process's, not the context's: cuda.h). */
@@ -159,8 +188,10 @@ static inline rzcu_result emu_ctx_error(struct CUctx_st *ctx)
     return emu_sticky_error();
 }
 
-/* ---- stream capture and graphs (emu_graph.c) ---- */
+/* ---- graph executables (emu_graph.c) ---- */
 bool emu_graphs_init(void);
+
+/* ---- stream capture (emu_capture.c) ---- */
 /* op was submitted to s while it is being captured: record it (taking it) or refuse it (freeing it). */
 rzcu_result emu_capture_record(struct CUstream_st *s, struct op *op, bool wait);
 /* A synchronisation of s (or of its whole context) while it is captured: illegal; invalidates the capture. */
@@ -176,7 +207,7 @@ uint64_t emu_capture_id_of(struct CUstream_st *s);
 rzcu_result emu_capture_alloc(struct CUstream_st *s, int device, size_t bytesize, rzcu_deviceptr *dptr);
 rzcu_result emu_capture_free(struct CUstream_st *s, rzcu_deviceptr dptr);
 
-/* ---- events (emu_launch.c) ---- */
+/* ---- events (emu_events.c) ---- */
 bool emu_events_init(void);
 
 #endif /* REDZONE_EMU_ENGINE_H */

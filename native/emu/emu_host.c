@@ -159,9 +159,7 @@ bool emu_host_is_pinned(const void *p, size_t n)
 
 EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-    ENTER(cuMemAllocHost_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemAllocHost_v2, c);
     CHECK(emu_capture_unsafe_call());
     if (!pp)
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -172,9 +170,7 @@ EMU_API rzcu_result cuMemAllocHost_v2(void **pp, size_t bytesize)
  * here but what cuMemHostGetDevicePointer answers); other bits are CUDA_ERROR_INVALID_VALUE. */
 EMU_API rzcu_result cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags)
 {
-    ENTER(cuMemHostAlloc);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemHostAlloc, c);
     CHECK(emu_capture_unsafe_call());
     if (!pp || (flags & ~HOSTALLOC_FLAGS))
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -189,9 +185,7 @@ EMU_API rzcu_result cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flag
  */
 EMU_API rzcu_result cuMemHostGetDevicePointer_v2(rzcu_deviceptr *pdptr, void *p, unsigned int flags)
 {
-    ENTER(cuMemHostGetDevicePointer_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemHostGetDevicePointer_v2, c);
     if (!pdptr || !p || flags != 0)
         return RZCUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&host_mu);
@@ -206,9 +200,7 @@ EMU_API rzcu_result cuMemHostGetDevicePointer_v2(rzcu_deviceptr *pdptr, void *p,
 /* Page-locking existing host memory: any of the documented flags; a current context is required. */
 EMU_API rzcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags)
 {
-    ENTER(cuMemHostRegister_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemHostRegister_v2, c);
     CHECK(emu_capture_unsafe_call());
     if (flags & ~HOSTREGISTER_FLAGS)
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -217,9 +209,7 @@ EMU_API rzcu_result cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int 
 
 EMU_API rzcu_result cuMemHostUnregister(void *p)
 {
-    ENTER(cuMemHostUnregister);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemHostUnregister, c);
     CHECK(emu_capture_unsafe_call());
     if (!p)
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -231,9 +221,7 @@ EMU_API rzcu_result cuMemHostUnregister(void *p)
  * cuMemAllocHost or cuMemHostAlloc block is CUDA_ERROR_INVALID_VALUE. */
 EMU_API rzcu_result cuMemFreeHost(void *p)
 {
-    ENTER(cuMemFreeHost);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemFreeHost, c);
     CHECK(emu_capture_unsafe_call());
     if (!p)
         return RZCUDA_SUCCESS;

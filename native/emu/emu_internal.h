@@ -10,48 +10,7 @@
 
 #include "cu.h"
 
-/* Every exported symbol of the library: the declarations in cuda_emu.h get default visibility. */
-#pragma GCC visibility push(default)
-#include "cuda_emu.h"
-#pragma GCC visibility pop
-
-/* ---- entry point ids ---- */
-enum emu_ep {
-#define EMU_EP_ID(name, ret, params) EP_##name,
-#define EMU_EP_VARIANT_ID(variant, base) EP_##variant,
-    RZCU_ENTRY_POINTS(EMU_EP_ID) RZCU_PER_THREAD_VARIANTS(EMU_EP_VARIANT_ID)
-        CUDA_EMU_EXTRA_ENTRY_POINTS(EMU_EP_ID)
-#undef EMU_EP_ID
-#undef EMU_EP_VARIANT_ID
-            EP_COUNT
-};
-
-extern const char *const emu_ep_names[EP_COUNT];
-int emu_ep_by_name(const char *name); /* -1 when unknown */
-
-/* ---- configuration, counting, fault injection (emu_core.c) ---- */
-struct emu_config {
-    int ndevices;
-    size_t mem_bytes;
-    bool kernel_hold; /* CUDA_EMU_KERNEL_HOLD=1: kernels start only when a thread waits for device work */
-    bool sticky_faults; /* CUDA_EMU_STICKY_FAULTS=1: a kernel fault is the sticky ILLEGAL_ADDRESS, not a signal */
-};
-extern struct emu_config emu_cfg;
-
-/* Called first by every exported entry point with its return address: reads the configuration once, counts
- * the call, raises an injected signal, and returns the injected error for this call (CUDA_SUCCESS when
- * none; CUDA_ERROR_DEINITIALIZED for every call once the driver has shut down). */
-rzcu_result emu_enter(enum emu_ep ep, void *caller);
-/*
- * The process's sticky error (emu_core.c): after a kernel fault (CUDA_EMU_STICKY_FAULTS) or an injected error
- * that cuda.h documents as leaving "the process in an inconsistent state" (emu_error_is_sticky), every later
- * call of every entry point, in every context and thread, returns it (emu_enter), except the few that do no
- * CUDA work (docs/emulated-driver.md); nothing clears it. The first error stays.
- */
-rzcu_result emu_sticky_error(void); /* CUDA_SUCCESS until then */
-void emu_set_sticky_error(rzcu_result r);
-/* cuInit succeeded: with CUDA_EMU_SHUTDOWN_AT_EXIT=1, register the shutdown at exit (once). */
-void emu_note_init(void);
+#include "emu_entry.h"
 
 /* ---- device trace (emu_devtrace.c): CUDA_EMU_TRACE `dev` lines ---- */
 /* The entry point being run on this thread and its caller (set by emu_enter). */
@@ -62,10 +21,13 @@ void emu_trace_configure(const char *path);
 /* A device allocation was made / freed (or its stream-ordered free called) by the current entry point. */
 void emu_trace_alloc(rzcu_deviceptr base, size_t size);
 void emu_trace_free(rzcu_deviceptr base);
-/* The current entry point writes [dst, dst + n) of device memory (copies, memsets, batch items). */
+/* The serial number of the allocation last made at base (false: none known); a `dev` line for what the
+ * current entry point did (what: "alloc a3 size=1064", ...). */
+bool emu_trace_serial_of(rzcu_deviceptr base, unsigned long long *serial);
+void emu_trace_emit(const char *what);
+/* The current entry point writes [dst, dst + n) of device memory (copies, memsets, batch items):
+ * emu_trace_writes.c. */
 void emu_trace_write(rzcu_deviceptr dst, size_t n);
-bool emu_initialized(void);
-void emu_set_initialized(void);
 
 /* ---- error codes (emu_errors.c) ---- */
 const char *emu_error_name(rzcu_result r);   /* NULL when unknown */
@@ -75,7 +37,7 @@ bool emu_error_by_name(const char *name, rzcu_result *out);
  * will return the same error" (ILLEGAL_ADDRESS, LAUNCH_FAILED, ...). */
 bool emu_error_is_sticky(rzcu_result r);
 
-/* ---- cuGetProcAddress (emu_proc.c) ---- */
+/* ---- cuGetProcAddress (emu_proc_address.c) ---- */
 rzcu_result emu_get_proc_address(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,
                                  rzcu_proc_query_result *status);
 
@@ -109,7 +71,7 @@ void emu_mem_graph_set_live(rzcu_deviceptr p, uint64_t id, bool live);
 void emu_mem_graph_release(rzcu_deviceptr p, uint64_t id);
 /* p is the base of a live allocation: its serial number (unique in the process, never reused). */
 bool emu_mem_base_serial(rzcu_deviceptr p, uint64_t *serial);
-/* p is the base of a live allocation from the stream-ordered allocator (emu_copy.c). */
+/* p is the base of a live allocation from the stream-ordered allocator (emu_alloc.c). */
 bool emu_mem_is_pool(rzcu_deviceptr p);
 bool emu_mem_lookup(rzcu_deviceptr p, rzcu_deviceptr *base, size_t *size);
 /* Index of the first of count ranges (device ones only; sizes[i] == 0 is skipped) that is not inside one
@@ -153,18 +115,16 @@ rzcu_result emu_vmm_unmap(rzcu_deviceptr p, size_t size);
 rzcu_result emu_vmm_set_access(rzcu_deviceptr p, size_t size, const rzcu_mem_access_desc *desc, size_t count);
 void emu_vmm_usage(cuda_emu_vmm_usage_t *usage);
 
-/* ---- contexts (emu.c) ---- */
+/* ---- contexts (emu_context.c; emu_sync_outstanding: emu_stream.c) ---- */
 int emu_context_device(struct CUctx_st *ctx);
 unsigned emu_context_gen(struct CUctx_st *ctx);
 /* ctx is alive in activation gen (a primary context released and retained again is a new activation). */
 bool emu_context_live(struct CUctx_st *ctx, unsigned gen);
-/* The current context: CUDA_ERROR_INVALID_CONTEXT without one, CONTEXT_IS_DESTROYED when it was destroyed. */
-rzcu_result emu_current_ctx(struct CUctx_st **out);
 /* Completes all outstanding work of every context (the driver's implicit synchronisation before memory
  * leaves use: queued copies and kernels never touch memory unmapped or made inaccessible after them). */
 void emu_sync_outstanding(void);
 
-/* ---- handle tables (emu_module.c) ---- */
+/* ---- handle tables (emu_table.c) ---- */
 /* A reserved table of fixed-size slots, never reused: a handle is validated by range and alignment without
  * touching foreign memory; only the used part is dumped to core files. */
 struct emu_table {
@@ -179,9 +139,9 @@ struct emu_table {
 bool emu_table_init(struct emu_table *t);
 void *emu_table_new(struct emu_table *t);            /* a zeroed slot, NULL when full */
 void *emu_table_slot(struct emu_table *t, const void *h); /* h when it is a handed-out slot, else NULL */
-bool emu_modules_init(void);
 
 /* ---- modules and functions (emu_module.c) ---- */
+bool emu_modules_init(void);
 struct CUfunc_st;
 /* A function handle whose module is loaded in a live context: its kernel, parameter sizes and context. */
 struct emu_kernel {
@@ -190,9 +150,9 @@ struct emu_kernel {
     size_t nparams;
     struct CUctx_st *ctx;
 };
-/* CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or unloaded functions. A CUkernel passed as a
- * CUfunction (as cudart 12 launches library kernels) resolves with ctx NULL: it runs in any context. */
-rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
+/* A function handle of a loaded module: CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or
+ * unloaded functions. */
+rzcu_result emu_module_function_resolve(rzcu_function f, struct emu_kernel *out);
 /* Internal halves of cuModuleLoadData, cuModuleUnload, cuModuleGetFunction (no call counting, no checks of
  * the current context), and the lookup of a kernel's host function and parameter sizes by name. */
 rzcu_result emu_module_new(struct CUctx_st *c, rzcu_module *pmod);
@@ -204,36 +164,16 @@ rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn, const s
 bool emu_libraries_init(void);
 /* A live kernel handle: its kernel, with ctx NULL. CUDA_ERROR_INVALID_HANDLE otherwise. */
 rzcu_result emu_library_kernel_resolve(rzcu_kernel k, struct emu_kernel *out);
+/* What a launch runs (emu_library.c): CUDA_SUCCESS, or CUDA_ERROR_INVALID_HANDLE for NULL, unknown or
+ * unloaded functions. A CUkernel passed as a CUfunction (as cudart 12 launches library kernels) resolves
+ * with ctx NULL: it runs in any context. */
+rzcu_result emu_function_resolve(rzcu_function f, struct emu_kernel *out);
 
-/* ---- capture modes (emu_graph.c) ---- */
+/* ---- capture modes (emu_capture.c) ---- */
 /* At the entry of a potentially unsafe call (the allocation family cuThreadExchangeStreamCaptureMode's
  * documentation names; the queries and synchronisations of events, streams and contexts; the pointer
  * attribute queries): CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the captures concerned, when the
  * calling thread's mode and the captures in progress prohibit it; CUDA_SUCCESS otherwise. */
 rzcu_result emu_capture_unsafe_call(void);
-
-/* ---- prologues of the exported entry points ---- */
-#define ENTER_NOINIT(name)                                                                                   \
-    do {                                                                                                     \
-        rzcu_result enter_r_ = emu_enter(EP_##name, __builtin_return_address(0));                            \
-        if (enter_r_ != RZCUDA_SUCCESS)                                                                      \
-            return enter_r_;                                                                                 \
-    } while (0)
-
-#define ENTER(name)                                                                                          \
-    do {                                                                                                     \
-        ENTER_NOINIT(name);                                                                                  \
-        if (!emu_initialized())                                                                              \
-            return RZCUDA_ERROR_NOT_INITIALIZED;                                                             \
-    } while (0)
-
-#define CHECK(expr)                                                                                          \
-    do {                                                                                                     \
-        rzcu_result check_r_ = (expr);                                                                       \
-        if (check_r_ != RZCUDA_SUCCESS)                                                                      \
-            return check_r_;                                                                                 \
-    } while (0)
-
-#define EMU_API __attribute__((visibility("default")))
 
 #endif /* REDZONE_EMU_INTERNAL_H */

@@ -44,9 +44,7 @@ static struct opened *opens;
  * memory cuMemExportToShareableHandle: both are CUDA_ERROR_INVALID_VALUE, as are inner pointers. */
 EMU_API rzcu_result cuIpcGetMemHandle(cuda_emu_ipc_mem_handle_t *handle, rzcu_deviceptr dptr)
 {
-    ENTER(cuIpcGetMemHandle);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuIpcGetMemHandle, c);
     uint64_t serial;
     rzcu_deviceptr base;
     size_t size;
@@ -117,9 +115,7 @@ EMU_API rzcu_result cuIpcOpenMemHandle_v2(rzcu_deviceptr *pdptr, cuda_emu_ipc_me
 /* One open of dptr in the current context less; a pointer not opened there is CUDA_ERROR_INVALID_VALUE. */
 EMU_API rzcu_result cuIpcCloseMemHandle(rzcu_deviceptr dptr)
 {
-    ENTER(cuIpcCloseMemHandle);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuIpcCloseMemHandle, c);
     pthread_mutex_lock(&ipc_mu);
     struct opened **link = &opens, *o;
     while ((o = *link) && !(o->ctx == c && o->base == dptr))

@@ -152,9 +152,7 @@ EMU_API rzcu_result cuLibraryGetKernel(rzcu_kernel *pkernel, rzcu_library librar
 /* The kernel as a function of the current context: its library gets one module per context activation. */
 EMU_API rzcu_result cuKernelGetFunction(rzcu_function *pfunc, rzcu_kernel kernel)
 {
-    ENTER(cuKernelGetFunction);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuKernelGetFunction, c);
     if (!pfunc)
         return RZCUDA_ERROR_INVALID_VALUE;
     struct CUkern_st *k = kernel_from_handle(kernel);
@@ -197,4 +195,12 @@ EMU_API rzcu_result cuKernelGetName(const char **name, rzcu_kernel hfunc)
         return RZCUDA_ERROR_INVALID_VALUE;
     *name = k->name;
     return RZCUDA_SUCCESS;
+}
+
+/* A function handle, or a CUkernel cast to CUfunction (as cudart 12 launches library kernels). */
+rzcu_result emu_function_resolve(rzcu_function h, struct emu_kernel *out)
+{
+    if (emu_module_function_resolve(h, out) == RZCUDA_SUCCESS)
+        return RZCUDA_SUCCESS;
+    return emu_library_kernel_resolve((rzcu_kernel)(void *)h, out);
 }

@@ -1,8 +1,8 @@
 /*
- * Emulated device memory's internals, shared by its two halves: allocations (emu_mem.c: the arena of 2 MiB
- * chunks, slabs, large allocations, lookups) and virtual memory management (emu_mem_vmm.c: reservations,
- * physical handles, mappings, access). Private to those two files; the rest of the emulator uses
- * emu_internal.h.
+ * Emulated device memory's internals, shared by the arena of 2 MiB chunks (emu_arena.c) and its two users:
+ * allocations (emu_mem.c: slabs, large allocations, lookups) and virtual memory management (emu_mem_vmm.c:
+ * reservations, physical handles, mappings, access). Private to those three files; the rest of the emulator
+ * uses emu_internal.h.
  */
 #ifndef REDZONE_EMU_MEM_INTERNAL_H
 #define REDZONE_EMU_MEM_INTERNAL_H
@@ -18,7 +18,7 @@ struct blk {
     int device;           /* whose memory it is */
     bool free_pending;    /* cuMemFreeAsync called, the stream has not reached the free yet; or graph
                            * memory not allocated now */
-    uint64_t graph;       /* graph memory: its id (emu_graph.c); 0 for other allocations */
+    uint64_t graph;       /* graph memory: its id (emu_graph_nodes.c); 0 for other allocations */
     uint64_t serial;      /* which allocation this is (never reused: an IPC handle names it) */
 };
 
@@ -47,7 +47,7 @@ struct run {
     size_t start, len; /* in chunks */
 };
 
-/* The arena and its chunk table (emu_mem.c); every field under emu_mem_mem_mu. */
+/* The arena and its chunk table (emu_arena.c); every field under emu_mem_mem_mu. */
 extern pthread_mutex_t emu_mem_mem_mu;
 extern uintptr_t emu_mem_arena;
 extern size_t emu_mem_arena_chunks;
@@ -59,6 +59,8 @@ extern size_t emu_mem_used[CUDA_EMU_MAX_DEVICES];
 uintptr_t emu_mem_chunk_addr(size_t idx);
 size_t emu_mem_chunks_get(size_t n);
 void emu_mem_chunks_put(size_t start, size_t n);
+/* Pages made read-write and dumpable (false: mprotect failed); made inaccessible and released again. */
+bool emu_mem_commit(uintptr_t addr, size_t len);
 void emu_mem_decommit(uintptr_t addr, size_t len);
 bool emu_mem_runs_reserve(size_t n);
 

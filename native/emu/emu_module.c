@@ -1,7 +1,8 @@
 /*
  * Emulated modules and kernels (see cuda_emu.h): a module is a handle in a context; a function is the host
  * implementation `cuda_emu_kernel_<name>` found with dlsym(RTLD_DEFAULT), with its parameter size table
- * `cuda_emu_kernel_<name>_params`. Also the reserved handle tables used for modules, functions and events.
+ * `cuda_emu_kernel_<name>_params`. A launch resolves its function (or a library's kernel) with
+ * emu_function_resolve, in emu_library.c.
  *
  * Handle errors follow each entry point's documented result codes: cuModuleUnload, cuModuleGetFunction and
  * cuFuncGetName list CUDA_ERROR_INVALID_VALUE (not INVALID_HANDLE) for a bad argument, launches list
@@ -21,53 +22,6 @@
 #define MAX_MODULES ((size_t)1 << 16)
 #define MAX_FUNCTIONS ((size_t)1 << 20)
 #define MAX_PARAMS 4096 /* a parameter table without its 0 within this many entries is malformed */
-
-extern void __lsan_register_root_region(const void *p, size_t size) __attribute__((weak));
-
-bool emu_table_init(struct emu_table *t)
-{
-    if (t->base)
-        return true;
-    void *p = mmap(NULL, t->max * t->elem, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    if (p == MAP_FAILED) {
-        fprintf(stderr, "cuda-emu: warning: cannot reserve the %s table\n", t->what);
-        return false;
-    }
-    madvise(p, t->max * t->elem, MADV_DONTDUMP);
-    if (__lsan_register_root_region)
-        __lsan_register_root_region(p, t->max * t->elem);
-    t->base = p;
-    return true;
-}
-
-void *emu_table_new(struct emu_table *t)
-{
-    size_t idx = atomic_fetch_add(&t->n, 1);
-    if (!t->base || idx >= t->max)
-        return NULL;
-    const size_t step = (size_t)64 << 10;
-    size_t used = (idx + 1) * t->elem;
-    pthread_mutex_lock(&t->dump_mu);
-    if (used > t->dump_mark) {
-        size_t next = (used + step - 1) / step * step;
-        madvise(t->base + t->dump_mark, next - t->dump_mark, MADV_DODUMP);
-        t->dump_mark = next;
-    }
-    pthread_mutex_unlock(&t->dump_mu);
-    return t->base + idx * t->elem;
-}
-
-void *emu_table_slot(struct emu_table *t, const void *h)
-{
-    uintptr_t p = (uintptr_t)h, base = (uintptr_t)t->base;
-    size_t n = atomic_load(&t->n);
-    if (n > t->max)
-        n = t->max;
-    if (!t->base || p < base || p >= base + n * t->elem || (p - base) % t->elem)
-        return NULL;
-    return (void *)h;
-}
 
 struct CUmod_st {
     _Atomic uint32_t magic; /* MODULE_MAGIC while loaded */
@@ -109,11 +63,11 @@ static struct CUfunc_st *function_from_handle(rzcu_function h)
     return f;
 }
 
-rzcu_result emu_function_resolve(rzcu_function h, struct emu_kernel *out)
+rzcu_result emu_module_function_resolve(rzcu_function h, struct emu_kernel *out)
 {
     struct CUfunc_st *f = function_from_handle(h);
     if (!f)
-        return emu_library_kernel_resolve((rzcu_kernel)(void *)h, out); /* a CUkernel cast to CUfunction? */
+        return RZCUDA_ERROR_INVALID_HANDLE;
     *out = (struct emu_kernel){f->fn, f->sizes, f->nparams, f->mod->ctx};
     return RZCUDA_SUCCESS;
 }
@@ -178,9 +132,7 @@ rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn_out, con
 /* The image is not interpreted: any non-NULL pointer loads (an empty module whose kernels are the program's). */
 EMU_API rzcu_result cuModuleLoadData(rzcu_module *pmod, const void *image)
 {
-    ENTER(cuModuleLoadData);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuModuleLoadData, c);
     if (!pmod || !image)
         return RZCUDA_ERROR_INVALID_VALUE;
     return emu_module_new(c, pmod);
@@ -189,17 +141,13 @@ EMU_API rzcu_result cuModuleLoadData(rzcu_module *pmod, const void *image)
 /* Its functions become invalid handles. Kernels already queued still run (their code is the program's). */
 EMU_API rzcu_result cuModuleUnload(rzcu_module hmod)
 {
-    ENTER(cuModuleUnload);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuModuleUnload, c);
     return emu_module_unload(hmod);
 }
 
 EMU_API rzcu_result cuModuleGetFunction(rzcu_function *pf, rzcu_module hmod, const char *name)
 {
-    ENTER(cuModuleGetFunction);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuModuleGetFunction, c);
     if (!pf || !name)
         return RZCUDA_ERROR_INVALID_VALUE;
     return emu_module_get_function(pf, hmod, name);

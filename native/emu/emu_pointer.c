@@ -10,9 +10,7 @@
 
 EMU_API rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_deviceptr dptr)
 {
-    ENTER(cuMemGetAddressRange_v2);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuMemGetAddressRange_v2, c);
     rzcu_deviceptr base;
     size_t size;
     if (!emu_mem_lookup(dptr, &base, &size))

@@ -1,8 +1,26 @@
 /*
- * The emulated driver's stream engine: each stream's FIFO of operations, its worker thread, inline execution
- * on idle streams, the legacy default stream's ordering, dependencies (cuStreamWaitEvent), synchronisation,
- * and CUDA_EMU_KERNEL_HOLD (emu.c's opening comment describes the rules). Stream handles and entry points:
- * emu_stream_api.c.
+ * The emulated driver's stream engine: each stream's FIFO of operations (the op queue), its worker thread,
+ * inline execution on idle streams, the legacy default stream's ordering, dependencies (cuStreamWaitEvent),
+ * synchronisation, and CUDA_EMU_KERNEL_HOLD. Operations are made by the entry points (emu_op.c), recorded
+ * instead when their stream is captured (emu_capture.c); stream handles are the stream table's
+ * (emu_stream_table.c). How the engine works:
+ *
+ * Contexts and streams are slots of reserved tables (never reused), so a handle is validated by range and
+ * magic without touching foreign memory. Each stream owns a FIFO of operations run by a worker thread
+ * created on demand (it exits after a short idle time). Ordering between streams follows the legacy default
+ * stream rules: an operation on the legacy stream waits for all work previously submitted to the blocking
+ * streams of its context (including per-thread default streams), and an operation on a blocking stream
+ * waits for all work previously submitted to the legacy stream. Submissions to one context are serialised
+ * so these dependencies are consistent.
+ *
+ * Inline execution: an operation submitted to an idle stream (nothing queued or running on it) whose
+ * dependencies are complete runs in the calling thread, before the call returns, when it is synchronous
+ * (indistinguishable from running it on the worker and waiting) or when it is work a GPU's copy engines do
+ * without any host thread: copies, memsets, batched copies and event records (see runs_without_host). So a
+ * thread that is the only one running (a debugger resuming one thread with scheduler-locking) can still copy
+ * on its own idle stream and synchronise; that path takes only short-held locks and never waits for another
+ * thread. Kernels and host functions always go through the worker, so a program that forgets to synchronise
+ * after them still sees the work pending. Workers are named "cuda-emu-s<N>" (N: the stream's table index).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -17,39 +35,8 @@
 #include "emu_engine.h"
 #include "rz_annotate.h"
 
-/* ------------------------------------------------------------------------------------------------------ */
-/* streams */
 
-struct CUstream_st *emu_stream_new(struct CUctx_st *ctx, unsigned flags, enum stream_kind kind)
-{
-    size_t idx = atomic_fetch_add(&emu_nstreams_total, 1);
-    if (idx >= MAX_STREAMS)
-        return NULL;
-    emu_make_dumpable(emu_stream_pool, &emu_stream_dump_mark, (idx + 1) * sizeof *emu_stream_pool);
-    struct CUstream_st *s = &emu_stream_pool[idx];
-    s->ctx = ctx;
-    s->flags = flags;
-    s->kind = kind;
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cond, NULL);
-    pthread_mutex_lock(&ctx->mu);
-    if (ctx->nstreams == ctx->cap) {
-        size_t cap = ctx->cap ? ctx->cap * 2 : 8;
-        struct CUstream_st **v = realloc(ctx->streams, cap * sizeof *v);
-        if (!v) {
-            pthread_mutex_unlock(&ctx->mu);
-            atomic_store(&s->destroyed, true);
-            return NULL;
-        }
-        ctx->streams = v;
-        ctx->cap = cap;
-    }
-    ctx->streams[ctx->nstreams++] = s;
-    pthread_mutex_unlock(&ctx->mu);
-    if (kind == STREAM_USER)
-        atomic_store(&s->magic, STREAM_MAGIC);
-    return s;
-}
+atomic_ullong emu_pending_ops; /* submitted, not yet emu_completed (queued or running inline) */
 
 uint64_t emu_completed(struct CUstream_st *s)
 {
@@ -102,15 +89,6 @@ void emu_wait_seq(struct CUstream_st *s, uint64_t seq)
     while (emu_completed(s) < seq)
         pthread_cond_wait(&s->cond, &s->mu);
     pthread_mutex_unlock(&s->mu);
-}
-
-void emu_free_op(struct op *op)
-{
-    for (size_t i = 0; op->items && i < op->nitems; i++)
-        free(op->items[i].snapshot);
-    free(op->items);
-    free(op->kparams);
-    free(op);
 }
 
 /*
@@ -348,20 +326,6 @@ static void *worker_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     run_queue(arg, true);
     return NULL;
-}
-
-struct op *emu_op_new(struct CUctx_st *ctx, enum op_kind kind)
-{
-    /* room for a dependency on every stream of the context; sized again under ctx->mu in emu_submit */
-    pthread_mutex_lock(&ctx->mu);
-    size_t n = ctx->nstreams + 1;
-    pthread_mutex_unlock(&ctx->mu);
-    struct op *op = calloc(1, sizeof *op + n * sizeof(struct dep));
-    if (op) {
-        op->kind = kind;
-        op->ndeps = n; /* capacity until emu_submit */
-    }
-    return op;
 }
 
 /* Keeps the context's stream list to live streams and destroyed ones with pending work. */

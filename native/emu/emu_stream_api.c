@@ -1,84 +1,19 @@
 /*
- * The emulated driver's stream handles and stream entry points: cuStreamCreate/Destroy, cuStreamSynchronize,
- * cuLaunchHostFunc, and the resolution of a stream argument (the legacy stream, a thread's per-thread stream,
- * a user handle). The work itself runs in the stream engine (emu_stream.c).
+ * The emulated driver's stream entry points: cuStreamCreate/Destroy, cuStreamSynchronize, cuStreamQuery,
+ * cuLaunchHostFunc (and the _ptsz forms). Stream handles and the resolution of a stream argument are the
+ * stream table's (emu_stream_table.c); the work itself runs in the stream engine (emu_stream.c).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 
 #include "emu_engine.h"
 
-static struct CUstream_st *per_thread_stream(struct CUctx_st *ctx)
-{
-    struct thread_state *t = emu_thread_state();
-    if (!t)
-        return NULL;
-    unsigned gen = atomic_load(&ctx->gen);
-    for (size_t i = 0; i < t->pt_n; i++)
-        if (t->pt[i].ctx == ctx) {
-            if (t->pt[i].gen == gen && !atomic_load(&t->pt[i].s->destroyed))
-                return t->pt[i].s;
-            struct CUstream_st *s = emu_stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
-            if (s)
-                t->pt[i] = (struct per_thread_entry){ctx, gen, s};
-            return s;
-        }
-    if (t->pt_n == t->pt_cap) {
-        size_t cap = t->pt_cap ? t->pt_cap * 2 : 4;
-        struct per_thread_entry *m = realloc(t->pt, cap * sizeof *m);
-        if (!m)
-            return NULL;
-        t->pt = m;
-        t->pt_cap = cap;
-    }
-    struct CUstream_st *s = emu_stream_new(ctx, RZCU_STREAM_DEFAULT, STREAM_PER_THREAD);
-    if (s)
-        t->pt[t->pt_n++] = (struct per_thread_entry){ctx, gen, s};
-    return s;
-}
-
-/* A user stream handle: a live slot of the stream table. */
-static struct CUstream_st *stream_from_handle(rzcu_stream h)
-{
-    uintptr_t p = (uintptr_t)h, base = (uintptr_t)emu_stream_pool;
-    if (!emu_stream_pool || p < base || p >= base + atomic_load(&emu_nstreams_total) * sizeof *emu_stream_pool ||
-        (p - base) % sizeof *emu_stream_pool)
-        return NULL;
-    struct CUstream_st *s = (struct CUstream_st *)h;
-    if (atomic_load(&s->magic) != STREAM_MAGIC || atomic_load(&s->destroyed) || !atomic_load(&s->ctx->alive))
-        return NULL;
-    return s;
-}
-
-/* Resolves a stream argument; NULL is the legacy stream, or the per-thread stream for _ptsz/_ptds calls. */
-rzcu_result emu_resolve_stream(rzcu_stream h, bool per_thread, struct CUctx_st *ctx, struct CUstream_st **out)
-{
-    if (!h)
-        h = per_thread ? RZCU_STREAM_PER_THREAD : RZCU_STREAM_LEGACY;
-    if (h == RZCU_STREAM_LEGACY || h == RZCU_STREAM_PER_THREAD) {
-        if (!ctx)
-            CHECK(emu_current_ctx(&ctx));
-        struct CUstream_st *s = h == RZCU_STREAM_LEGACY ? ctx->legacy : per_thread_stream(ctx);
-        if (!s)
-            return RZCUDA_ERROR_OUT_OF_MEMORY;
-        *out = s;
-        return RZCUDA_SUCCESS;
-    }
-    struct CUstream_st *s = stream_from_handle(h);
-    if (!s)
-        return RZCUDA_ERROR_INVALID_HANDLE;
-    *out = s;
-    return RZCUDA_SUCCESS;
-}
-
 /* ------------------------------------------------------------------------------------------------------ */
 /* streams */
 
 EMU_API rzcu_result cuStreamCreate(rzcu_stream *ps, unsigned int flags)
 {
-    ENTER(cuStreamCreate);
-    struct CUctx_st *c;
-    CHECK(emu_current_ctx(&c));
+    ENTER_CTX(cuStreamCreate, c);
     if (!ps || (flags != RZCU_STREAM_DEFAULT && flags != RZCU_STREAM_NON_BLOCKING))
         return RZCUDA_ERROR_INVALID_VALUE;
     struct CUstream_st *s = emu_stream_new(c, flags, STREAM_USER);
@@ -92,7 +27,7 @@ EMU_API rzcu_result cuStreamCreate(rzcu_stream *ps, unsigned int flags)
 EMU_API rzcu_result cuStreamDestroy_v2(rzcu_stream hstream)
 {
     ENTER(cuStreamDestroy_v2);
-    struct CUstream_st *s = stream_from_handle(hstream);
+    struct CUstream_st *s = emu_stream_from_handle(hstream);
     if (!s)
         return RZCUDA_ERROR_INVALID_HANDLE;
     uint32_t expected = STREAM_MAGIC;

@@ -2,7 +2,7 @@
  * The virtual memory management entry points of the emulated driver (cuMemGetAllocationGranularity,
  * cuMemAddressReserve/Free, cuMemCreate/Release, cuMemMap/Unmap, cuMemSetAccess) and cuEmuVmmUsage. They
  * check what needs no state (pointers, flags, granularity multiples, allocation properties, access
- * descriptors) and leave reservations, handles and mappings to emu_mem.c, which keeps them under the memory
+ * descriptors) and leave reservations, handles and mappings to emu_mem_vmm.c, which keeps them under the memory
  * lock that copies and memsets check their ranges under. None needs a current context: VMM memory belongs
  * to a device, and outlives the contexts (as with the driver, whose documented results for these calls
  * name no context error).

@@ -178,3 +178,17 @@ rzcu_result emu_get_proc_address(const char *symbol, void **pfn, int cuda_versio
         *status = RZCU_GET_PROC_ADDRESS_SUCCESS;
     return RZCUDA_SUCCESS;
 }
+
+EMU_API rzcu_result cuGetProcAddress_v2(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags,
+                                        rzcu_proc_query_result *status)
+{
+    ENTER_NOINIT(cuGetProcAddress_v2);
+    return emu_get_proc_address(symbol, pfn, cuda_version, flags, status);
+}
+
+EMU_API rzcu_result cuGetProcAddress(const char *symbol, void **pfn, int cuda_version, rzcu_uint64 flags)
+{
+    ENTER_NOINIT(cuGetProcAddress);
+    return emu_get_proc_address(symbol, pfn, cuda_version, flags, NULL);
+}
+

@@ -1,6 +1,8 @@
 /*
- * Emulator core: lazy configuration from the environment, per entry point call counts, fault injection
- * (errors and signals), the driver's shutdown at exit, the exit statistics and the cuEmu* extension API.
+ * What every entry point goes through first (emu_enter, called by the ENTER prologue of emu_internal.h):
+ * lazy configuration from the environment, per entry point call counts, fault injection (errors and
+ * signals), the sticky error, the driver's shutdown at exit; and the exit statistics and the cuEmu*
+ * extension API over them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
