@@ -7,8 +7,7 @@ from harness import *
 # hooks are restored exactly and never run for the agent's stops, and user breakpoints on the agent's path
 # are stepped over. cuda-gdb has no agent method (it cannot resume one thread alone): there the same
 # situations go through the memory method, which resumes nothing.
-src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "emu", "emu_mem.c")
-line = next(i for i, l in enumerate(open(src), 1) if "*free_bytes = emu_cfg.mem_bytes - used[device];" in l)
+src_file, line = source_line("*free_bytes = emu_cfg.mem_bytes - used[device];")
 ex("set pagination off")
 ex("set confirm off")
 ex(f"source {PLUGIN}")
@@ -56,7 +55,7 @@ for handling in ("stop print pass", "nostop noprint nopass"):
     ex(f"handle SIGINT {handling}")
     before = ex("info signals SIGINT")
     ex("break stop_here")
-    ex(f"break emu_mem.c:{line}")
+    ex(f"break {src_file}:{line}")
     go("run meminfo")
     ex("set redzone timeout 1")
     if METHOD == "agent":
