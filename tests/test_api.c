@@ -38,6 +38,41 @@ Test(api, creation_index_counts_failed_calls_and_nothing_registers_on_failure) {
     cr_assert_eq(s.live_zones, 2);
 }
 
+/* The same through the interposed entry (rz__alloc_interposed, what the cuMemAlloc_v2 hook calls) on its fast
+ * path (no stacks, no front band, no guard pages, lazy install: the defaults). Documented (docs/options.md,
+ * METRALE_REDZONE_SUMMARY: "next_index counts every allocation call, failed ones too"): a call the driver
+ * refuses, with a code that is not out of memory and with out of memory where there is no band to drop,
+ * uses up its creation index and registers nothing; the next successful call gets the index after it. */
+Test(api, interposed_fast_path_failed_calls_use_up_their_index) {
+    setenv("METRALE_REDZONE", "64", 1);
+    setenv("METRALE_REDZONE_MIN_IDX", "3", 1); /* indices 0-2 unpadded: out of memory comes back as it is */
+    setenv("CUDA_EMU_MEM", "1048576", 1);
+    rzt_context(0);
+    rz_devptr_t a = 0, b = 0, c = 0, d = 0, e = 0;
+    cr_assert_eq(rz__alloc_interposed(&a, 100), RZCUDA_SUCCESS);                       /* index 0 */
+    cr_assert_eq(cuEmuInjectFailure("cuMemAlloc_v2", 1, RZCUDA_ERROR_INVALID_VALUE), 0);
+    cr_assert_eq(rz__alloc_interposed(&b, 100), RZCUDA_ERROR_INVALID_VALUE);           /* index 1, refused */
+    cr_assert_eq(b, 0);
+    cr_assert_eq(rz__alloc_interposed(&c, 2 << 20), RZCUDA_ERROR_OUT_OF_MEMORY);       /* index 2, too big */
+    cr_assert_eq(c, 0);
+    cr_assert_eq(rz_next_index(), 3, "both refused calls took an index");
+    cr_assert_eq(rz__alloc_interposed(&d, 100), RZCUDA_SUCCESS);                       /* index 3, padded */
+    cr_assert_eq(rz__alloc_interposed(&e, 100), RZCUDA_SUCCESS);                       /* index 4 */
+    cr_assert_eq(rz_next_index(), 5);
+    rz_zone_info_t zones[64] = {0};
+    cr_assert_eq(rz_zone_foreach(collect, zones), 0);
+    cr_assert_eq(zones[0].index, 0);
+    cr_assert_eq(zones[0].ptr, a);
+    cr_assert_eq(zones[1].index, 3, "indices 1 and 2 were used up by the refused calls");
+    cr_assert_eq(zones[1].ptr, d);
+    cr_assert_eq(zones[2].index, 4);
+    cr_assert_eq(zones[2].ptr, e);
+    cr_assert_eq(zones[3].ptr, 0, "nothing registered for a refused call");
+    rz_stats_t s;
+    rz_stats_get(&s);
+    cr_assert_eq(s.map_calls, 3);
+}
+
 Test(api, min_idx_pads_only_later_allocations) {
     setenv("METRALE_REDZONE", "20", 1); /* rounds up to 32 */
     setenv("METRALE_REDZONE_MIN_IDX", "2", 1);

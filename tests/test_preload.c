@@ -219,6 +219,17 @@ Test(redzone_run, error_exitcode_only_when_violations_were_found) {
     cr_assert_eq(R.status, 3, "%s", R.out);
 }
 
+/* docs/running.md, "Exit status and signals": N "when --error-exitcode N was given and a violation was found",
+ * the program's own status otherwise. So a violation (a kernel's store past the end) wins over the program's
+ * own non-zero exit code: 42, not 3. (The library has no exit-code option of its own: options.inc only
+ * writes the summary line the launcher reads.) */
+Test(redzone_run, error_exitcode_wins_over_the_programs_own_nonzero_code) {
+    const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--error-exitcode", "42", "--", RZPROG, "exit", "3", "1", NULL};
+    run(&R, NULL, argv);
+    cr_assert(strstr(R.out, "REDZONE VIOLATION alloc#0 user_bytes=32"), "the violation was reported: %s", R.out);
+    cr_assert_eq(R.status, 42, "the violation's code, not the program's 3: %s", R.out);
+}
+
 /* As in `redzone bisect` (docs/running.md): the command line wins over the environment. */
 Test(redzone_run, options_map_to_variables_and_an_option_wins_over_the_variable) {
     const char *argv[] = {REDZONE_CLI, "run", "--emulated-device", "--bytes", "16", "--fill", "7", "--scan", "exit",

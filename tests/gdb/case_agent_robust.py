@@ -7,8 +7,7 @@ from harness import *
 # hooks are restored exactly and never run for the agent's stops, and user breakpoints on the agent's path
 # are stepped over. cuda-gdb has no agent method (it cannot resume one thread alone): there the same
 # situations go through the memory method, which resumes nothing.
-src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "emu", "emu_mem.c")
-line = next(i for i, l in enumerate(open(src), 1) if "*free_bytes = emu_cfg.mem_bytes - used[device];" in l)
+src_file, line = source_line("*free_bytes = emu_cfg.mem_bytes - used[device];")
 ex("set pagination off")
 ex("set confirm off")
 ex(f"source {PLUGIN}")
@@ -56,7 +55,7 @@ for handling in ("stop print pass", "nostop noprint nopass"):
     ex(f"handle SIGINT {handling}")
     before = ex("info signals SIGINT")
     ex("break stop_here")
-    ex(f"break emu_mem.c:{line}")
+    ex(f"break {src_file}:{line}")
     go("run meminfo")
     ex("set redzone timeout 1")
     if METHOD == "agent":
@@ -69,9 +68,20 @@ for handling in ("stop print pass", "nostop noprint nopass"):
     ex("delete 2")
     go("continue")  # stop_here(5): the abandoned scan has completed by now, or completes first below
     check(gdb.selected_frame().name() == "stop_here", "the program went on, not killed by the SIGINT")
+    if METHOD == "agent":
+        # Which of the two happened is read, recorded and then required: finished (answered caught up with
+        # the abandoned request) or still pending, to be served before the poison below.
+        agent = gdb.parse_and_eval("__redzone_agent")
+        abandoned, answered = int(agent["abandoned"]), int(agent["answered"])
+        check(abandoned != 0, "the timed-out scan was marked abandoned")
+        branch = "finished before this stop" if answered == abandoned else "still pending at this stop"
+        print(f"case_agent_robust: SIGINT {handling}: the abandoned scan {branch}")
     ex("set redzone timeout 5")
     out = ex("redzone poison 0 3")
     check("redzone poison [0, 3): 1 zone(s) now hold 0xEE" in out, out)
+    if METHOD == "agent":
+        agent = gdb.parse_and_eval("__redzone_agent")
+        check(int(agent["answered"]) > abandoned, f"the poison was served after the abandoned scan ({branch})")
     check("poison window: [0, 3)" in ex("redzone status"), "the window is set")
     check("violations: 1\n" in ex("redzone stats"), "the overrun found once")
     go("continue")
@@ -85,15 +95,24 @@ ex("catch fork")
 ex("break stop_here")
 go("run fork")
 ex("set redzone timeout 1")
+#    Which answer is decided, not raced: the agent method refuses any stop inside fork (the plugin sees the
+#    fork frame); the memory method reads the registry and must report unless its lock is held, which is
+#    read here first, independently.
 for m in (["agent", "memory"] if METHOD == "agent" else ["memory"]):
     ex(f"set redzone method {m}")
+    held = int(gdb.parse_and_eval("__redzone_state.lock")) != 0
+    want = "refusal (inside fork)" if m == "agent" else ("refusal (registry held)" if held else "report")
     try:
         out = ex("redzone scan")
+        got = "report"
         check("REDZONE VIOLATION alloc#0 user_bytes=100" in out, out)
     except gdb.error as e:
-        check(("fork" in str(e) and m == "agent") or "RZ_EBUSY: a thread is in the middle" in str(e),
+        got = "refusal (inside fork)" if m == "agent" else "refusal (registry held)"
+        check(("fork" in str(e) and m == "agent") or (m == "memory" and "RZ_EBUSY: a thread is in the middle" in str(e)),
               f"{m}: the message names the cause: {e}")
         check("Cannot access memory" not in str(e).split("(")[0], f"{m}: a sentence first: {e}")
+    print(f"case_agent_robust: catch fork, {m} method: {got}")
+    check(got == want, f"{m} at a catch fork stop: wanted {want}, got {got}")
 ex("kill")
 ex("delete")
 ex("set redzone timeout 2")

@@ -1,12 +1,11 @@
-import os, sys, time
+import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
 
 # The program stopped while its thread holds the registry lock: the scan answers with a clear error within
 # the timeout, the user's selection is restored, and the program still completes.
-src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "src", "core", "registry.c")
-line = next(i for i, l in enumerate(open(src), 1) if "rz-test: registry locked" in l)
+src_file, line = source_line("rz-test: registry locked")
 ex("set pagination off")
 ex(f"source {PLUGIN}")
 METHOD = use_agent()  # the agent method where the debugger can serve it
@@ -15,20 +14,20 @@ ex("set redzone timeout 10")  # the agent's own 1.5 s lock timeout must answer f
 ex(f"file {PROG}")
 ex("set breakpoint pending on")
 ex("break stop_here")
-ex(f"break registry.c:{line}")
+ex(f"break {src_file}:{line}")
 ex("ignore 2 1")  # the second allocation: the agent is running by then
 go("run overrun")
 check(gdb.selected_frame().name() in ("rz__registry_add", "take_node"), gdb.selected_frame().name())
 before = selected()
-t0 = time.time()
 if METHOD == "memory":  # refused at once, nothing written (the registry could be torn)
     text = expect_error("redzone scan", "RZ_EBUSY", "in the middle of changing the zone registry")
     expect_error("redzone poison 0 1", "RZ_EBUSY")
     check("poison window" not in ex("redzone status"), "nothing written: " + ex("redzone status"))
 else:
     text = expect_error("redzone scan", "RZ_EBUSY")
-took = time.time() - t0
-check(took < 4.0, f"answered within the timeout ({took:.2f} s)")
+# Which timeout answered is in the words, not in the wall time: the agent's own lock timeout says RZ_EBUSY
+# (above); gdb's `set redzone timeout 10` would have said "did not answer within 10 s" instead.
+check("did not answer within" not in text, f"the agent answered, not gdb's timeout: {text}")
 check(selected() == before, f"selection restored: {before} -> {selected()}")
 ex("delete 2")
 go("continue")

