@@ -25,6 +25,7 @@
 #include "format.h"
 #include "free_check.h"
 #include "guard_pages.h"
+#include "memory.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
@@ -32,6 +33,7 @@
 #include "stats.h"
 #include "sticky.h"
 #include "stream_fills.h"
+#include "stream_ops.h"
 #include "symbolize.h"
 #include "sync_scan.h"
 
@@ -56,17 +58,15 @@ static int is_async(const rz_alloc_req_t *req) { return req->kind == RZ_ALLOC_AS
 static rzcu_result raw_alloc(const rz_alloc_req_t *req, rz_devptr_t *p, size_t bytes, size_t extra_rows) {
     switch (req->kind) {
     case RZ_ALLOC_PLAIN:
-        return rz__drv.cuMemAlloc_v2(p, bytes);
+        return rz__dev_mem_alloc(p, bytes);
     case RZ_ALLOC_MANAGED:
-        return rz__drv.cuMemAllocManaged(p, bytes, req->flags);
+        return rz__dev_mem_alloc_managed(p, bytes, req->flags);
     case RZ_ALLOC_PITCH:
-        return rz__drv.cuMemAllocPitch_v2(p, req->pitch, req->width, req->height + extra_rows, req->element_bytes);
+        return rz__dev_mem_alloc_pitch(p, req->pitch, req->width, req->height + extra_rows, req->element_bytes);
     case RZ_ALLOC_ASYNC:
-        return req->per_thread ? rz__drv.cuMemAllocAsync_ptsz(p, bytes, req->stream)
-                               : rz__drv.cuMemAllocAsync(p, bytes, req->stream);
+        return rz__dev_mem_alloc_async(p, bytes, req->stream, req->per_thread);
     case RZ_ALLOC_POOL:
-        return req->per_thread ? rz__drv.cuMemAllocFromPoolAsync_ptsz(p, bytes, req->pool, req->stream)
-                               : rz__drv.cuMemAllocFromPoolAsync(p, bytes, req->pool, req->stream);
+        return rz__dev_mem_alloc_from_pool(p, bytes, req->pool, req->stream, req->per_thread);
     }
     return RZCUDA_ERROR_INVALID_VALUE;
 }
@@ -74,16 +74,15 @@ static rzcu_result raw_alloc(const rz_alloc_req_t *req, rz_devptr_t *p, size_t b
 static int raw_available(const rz_alloc_req_t *req) {
     switch (req->kind) {
     case RZ_ALLOC_PLAIN:
-        return rz__drv.cuMemAlloc_v2 != NULL;
+        return rz__dev_has_mem_alloc();
     case RZ_ALLOC_MANAGED:
-        return rz__drv.cuMemAllocManaged != NULL;
+        return rz__dev_has_mem_alloc_managed();
     case RZ_ALLOC_PITCH:
-        return rz__drv.cuMemAllocPitch_v2 != NULL;
+        return rz__dev_has_mem_alloc_pitch();
     case RZ_ALLOC_ASYNC:
-        return (req->per_thread ? (void *)rz__drv.cuMemAllocAsync_ptsz : (void *)rz__drv.cuMemAllocAsync) != NULL;
+        return rz__dev_has_mem_alloc_async(req->per_thread);
     case RZ_ALLOC_POOL:
-        return (req->per_thread ? (void *)rz__drv.cuMemAllocFromPoolAsync_ptsz
-                                : (void *)rz__drv.cuMemAllocFromPoolAsync) != NULL;
+        return rz__dev_has_mem_alloc_from_pool(req->per_thread);
     }
     return 0;
 }
@@ -95,7 +94,7 @@ static int raw_available(const rz_alloc_req_t *req) {
 static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_t value, size_t bytes) {
     if (!is_async(req))
         return rz__dev_fill(band, value, bytes);
-    return rz__drv.cuMemsetD8Async(band, value, bytes, rz__stream_of(req->stream, req->per_thread));
+    return rz__dev_fill_async(band, value, bytes, rz__stream_of(req->stream, req->per_thread));
 }
 
 /* Once per process (again in a forked child for the agent): options, driver, exit scan, agent. The flag
@@ -135,8 +134,8 @@ static int start_locked(void) {
     rz__agent_start();
     rz__fatal_arm();
     const rz_options_t *o = rz__options();
-    int fast = rz__drv.cuMemAlloc_v2 && o->stacks == 0 && o->front_bytes == 0 && !o->guard.every && !o->guard.n &&
-               (o->pad_bytes == 0 || (!o->install_eager && rz__drv.cuPointerGetAttribute));
+    int fast = rz__dev_has_mem_alloc() && o->stacks == 0 && o->front_bytes == 0 && !o->guard.every && !o->guard.n &&
+               (o->pad_bytes == 0 || (!o->install_eager && rz__dev_has_pointer_attribute()));
     g_fast.pad = o->pad_bytes;
     g_fast.min_idx = o->min_idx;
     g_fast.trace_idx = o->trace_idx;
@@ -188,7 +187,7 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
 static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index,
                             uint64_t pad) {
     rz_devptr_t p = 0;
-    rzcu_result r = rz__drv.cuMemAlloc_v2(&p, bytes + pad);
+    rzcu_result r = rz__dev_mem_alloc(&p, bytes + pad);
     if (RZ_UNLIKELY(r != RZCUDA_SUCCESS))
         return r == RZCUDA_ERROR_OUT_OF_MEMORY && pad ? alloc_general(dptr, bytes, req, index, 1) : (int)r;
     rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
@@ -328,7 +327,7 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                            .flags = is_async(req) ? RZ_ZONE_STREAM_ORDERED : 0};
     /* A lazy zone asks the driver for its context when its band is written, so one freed before then
      * never asks at all. */
-    if (pad > 0 && (!lazy || rz__drv.cuPointerGetAttribute == NULL))
+    if (pad > 0 && (!lazy || !rz__dev_has_pointer_attribute()))
         zone.ctx = rz__dev_current_ctx(); /* an unpadded zone has no band to move */
     if (pad > 0) {
         /* Under the registry lock, which rz_poison holds while it changes the window: no data race (the
@@ -408,8 +407,7 @@ static int bad_free_in_front(rz_devptr_t dptr, const char *entry) {
     uint64_t front = rz__options()->front_bytes;
     rz_devptr_t base = 0;
     size_t size = 0;
-    if (front == 0 || rz__drv.cuMemGetAddressRange_v2 == NULL ||
-        rz__drv.cuMemGetAddressRange_v2(&base, &size, dptr) != RZCUDA_SUCCESS)
+    if (front == 0 || !rz__dev_has_address_range() || rz__dev_address_range(&base, &size, dptr) != RZCUDA_SUCCESS)
         return 0;
     rz_refusal_t r = {.addr = dptr, .result = RZCUDA_ERROR_INVALID_VALUE, .how = RZ_REFUSED_FREE};
     int bad = 0;
@@ -452,7 +450,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     const rz_options_t *o = rz__options();
     if (rz__dev_load() != RZ_OK)
         return RZCUDA_ERROR_NOT_INITIALIZED;
-    if (req->async && (req->per_thread ? rz__drv.cuMemFreeAsync_ptsz : rz__drv.cuMemFreeAsync) == NULL)
+    if (req->async && !rz__dev_has_mem_free_async(req->per_thread))
         return RZCUDA_ERROR_NOT_SUPPORTED; /* an older driver: nothing to free in stream order */
     rz_zone_node_t zone;
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
@@ -462,7 +460,7 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     rzcu_stream fill_stream;
     if (known && !req->async && (zone.flags & RZ_ZONE_FILLING) && !rz__zone_filled(&zone) &&
         rz__zone_fill_stream(&zone, &fill_stream) && fill_stream != RZCU_STREAM_PER_THREAD &&
-        rz__drv.cuMemFreeAsync) {
+        rz__dev_has_mem_free_async(0)) {
         /* A plain free of stream-ordered memory whose band memset is still queued in the allocating stream
          * (which has not reached the allocation yet): freed now, the memory could go to another allocation
          * before the memset writes into it. Freed in that stream's order instead, after the memset, and
@@ -485,9 +483,9 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     if (RZ_UNLIKELY(known && (zone.flags & RZ_ZONE_GUARD)))
         return free_guarded(&zone);
     if (req->async)
-        r = req->per_thread ? rz__drv.cuMemFreeAsync_ptsz(raw, req->stream) : rz__drv.cuMemFreeAsync(raw, req->stream);
+        r = rz__dev_mem_free_async(raw, req->stream, req->per_thread);
     else
-        r = rz__drv.cuMemFree_v2(raw);
+        r = rz__dev_mem_free(raw);
     if (!known)
         return (int)r;
     if (r != RZCUDA_SUCCESS) {

@@ -24,6 +24,7 @@
 #include "format.h"
 #include "judge.h"
 #include "launch_ring.h"
+#include "memory.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
@@ -127,7 +128,7 @@ static int other_block_at(const rz_zone_node_t *z) {
 static int zone_state(const rz_zone_node_t *z) {
     if (z->flags & RZ_ZONE_GUARD)
         return ZONE_ALIVE; /* virtual memory redzone maps itself: freed only by redzone */
-    if (rz__drv.cuPointerGetAttribute == NULL)
+    if (!rz__dev_has_pointer_attribute())
         return ZONE_UNKNOWN;
     rzcu_context owner = NULL;
     rzcu_result r = rz__dev_pointer_attribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr - rz__zone_front(z));

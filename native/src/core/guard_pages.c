@@ -9,12 +9,12 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "driver.h"
 #include "guard_pages.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
 #include "state.h"
+#include "vmm.h"
 
 int rz__guard_selected(const rz_options_t *o, uint64_t index) {
     if (o->guard.every)
@@ -26,9 +26,7 @@ int rz__guard_selected(const rz_options_t *o, uint64_t index) {
 }
 
 int rz__guard_available(void) {
-    return rz__drv.cuCtxGetDevice && rz__drv.cuMemGetAllocationGranularity && rz__drv.cuMemAddressReserve &&
-           rz__drv.cuMemAddressFree && rz__drv.cuMemCreate && rz__drv.cuMemRelease && rz__drv.cuMemMap &&
-           rz__drv.cuMemUnmap && rz__drv.cuMemSetAccess;
+    return rz__dev_has_vmm();
 }
 
 /* Where a guard zone's mapping starts, how long it is, and its reservation (mapping + one guard granule). */
@@ -58,13 +56,13 @@ rzcu_result rz__guard_alloc(size_t bytes, rz_zone_node_t *z) {
     if (bytes > RZ_GUARD_CAP - __atomic_load_n(&RZ_STATE.guard_bytes, __ATOMIC_RELAXED))
         return guard_over_cap(); /* cannot fit, whatever the granularity: no driver call */
     rzcu_device dev;
-    rzcu_result r = rz__drv.cuCtxGetDevice(&dev);
+    rzcu_result r = rz__dev_ctx_device(&dev);
     if (r != RZCUDA_SUCCESS)
         return r;
     rzcu_mem_allocation_prop prop = {.type = RZCU_MEM_ALLOCATION_TYPE_PINNED,
                                      .location = {.type = RZCU_MEM_LOCATION_TYPE_DEVICE, .id = dev}};
     size_t gran = 0;
-    r = rz__drv.cuMemGetAllocationGranularity(&gran, &prop, RZCU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    r = rz__dev_vmm_granularity(&gran, &prop, RZCU_MEM_ALLOC_GRANULARITY_MINIMUM);
     if (r != RZCUDA_SUCCESS)
         return r;
     if (gran < 256 || (gran & (gran - 1)) || bytes > SIZE_MAX - 2 * gran)
@@ -83,22 +81,22 @@ rzcu_result rz__guard_alloc(size_t bytes, rz_zone_node_t *z) {
     rzcu_mem_generic_alloc_handle h = 0;
     rzcu_mem_access_desc access = {.location = prop.location, .flags = RZCU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     int reserved_ok = 0, mapped_ok = 0;
-    r = rz__drv.cuMemAddressReserve(&base, reserved, gran, 0, 0);
+    r = rz__dev_vmm_reserve(&base, reserved, gran, 0, 0);
     reserved_ok = r == RZCUDA_SUCCESS;
     if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuMemCreate(&h, mapped, &prop, 0);
+        r = rz__dev_vmm_create(&h, mapped, &prop, 0);
     if (r == RZCUDA_SUCCESS) {
-        r = rz__drv.cuMemMap(base, mapped, 0, h, 0);
+        r = rz__dev_vmm_map(base, mapped, 0, h, 0);
         mapped_ok = r == RZCUDA_SUCCESS;
-        rz__drv.cuMemRelease(h); /* the mapping keeps the memory; unmapping frees it */
+        rz__dev_vmm_release(h); /* the mapping keeps the memory; unmapping frees it */
     }
     if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuMemSetAccess(base, mapped, &access, 1);
+        r = rz__dev_vmm_set_access(base, mapped, &access, 1);
     if (r != RZCUDA_SUCCESS) {
         if (mapped_ok)
-            rz__drv.cuMemUnmap(base, mapped);
+            rz__dev_vmm_unmap(base, mapped);
         if (reserved_ok)
-            rz__drv.cuMemAddressFree(base, reserved);
+            rz__dev_vmm_address_free(base, reserved);
         __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
         return r;
     }
@@ -150,9 +148,9 @@ rzcu_result rz__guard_free(const rz_zone_node_t *z) {
     rz_devptr_t base;
     size_t mapped, reserved;
     rz__guard_layout(z, &base, &mapped, &reserved);
-    rzcu_result r = rz__drv.cuMemUnmap(base, mapped);
+    rzcu_result r = rz__dev_vmm_unmap(base, mapped);
     if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuMemAddressFree(base, reserved);
+        r = rz__dev_vmm_address_free(base, reserved);
     if (r == RZCUDA_SUCCESS) {
         __atomic_sub_fetch(&RZ_STATE.guard_bytes, reserved, __ATOMIC_RELAXED);
         __atomic_sub_fetch(&RZ_STATE.guard_live, 1, __ATOMIC_RELAXED);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "driver.h"
+#include "kernel_names.h"
 #include "format.h"
 #include "free_check.h"
 #include "launch_attribution.h"
@@ -29,16 +29,8 @@ RZ_EXPORT rz_launches_t __redzone_launches = {
 static pthread_mutex_t g_ring_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static inline __attribute__((always_inline)) const char *driver_kernel_name(rzcu_function f) {
-    const char *name = NULL;
-    /* cudart 12+ launches library kernels by passing their CUkernel as the CUfunction, for which
-     * cuFuncGetName is not documented: cuKernelGetName names those. */
-    if (rz__drv.cuFuncGetName == NULL || rz__drv.cuFuncGetName(&name, f) != RZCUDA_SUCCESS || name == NULL) {
-        name = NULL;
-        if (rz__drv.cuKernelGetName == NULL ||
-            rz__drv.cuKernelGetName(&name, (rzcu_kernel)(void *)f) != RZCUDA_SUCCESS || name == NULL)
-            name = "(unnamed kernel)";
-    }
-    return name;
+    const char *name = rz__dev_kernel_name(f); /* cuFuncGetName, else cuKernelGetName (kernel_names.h) */
+    return name ? name : "(unnamed kernel)";
 }
 
 const char *rz__launch_kernel_name(rzcu_function f) { return driver_kernel_name(f); }

@@ -12,6 +12,7 @@
 
 #include "common.h"
 #include "driver.h"
+#include "driver_info.h"
 #include "report.h"
 #include "state.h"
 
@@ -73,6 +74,7 @@ static void load(void) {
         return;
     }
     g_load_status = RZ_OK;
+    rz__report_error_namer(rz__dev_error_name); /* rz__cu_name asks the driver from now on */
     __atomic_store_n(&RZ_STATE.driver_loaded, 1, __ATOMIC_RELEASE);
 }
 

@@ -18,7 +18,6 @@
 
 #include "common.h"
 #include "agent.h"
-#include "driver.h"
 #include "format.h"
 #include "options.h"
 #include "report.h"
@@ -333,11 +332,16 @@ void rz__warn(const char *fmt, ...) {
     va_end(ap);
 }
 
+/* The driver's names for results, registered by the device seam when the driver is loaded (output/ is below
+ * device/: it never asks the driver itself). */
+static rz_error_namer_fn *g_error_namer;
+
+void rz__report_error_namer(rz_error_namer_fn *namer) { __atomic_store_n(&g_error_namer, namer, __ATOMIC_RELEASE); }
+
 const char *rz__cu_name(rzcu_result r) {
-    const char *name = NULL;
-    if (rz__drv.cuGetErrorName != NULL && rz__drv.cuGetErrorName(r, &name) == RZCUDA_SUCCESS && name != NULL)
-        return name;
-    return rz__cu_result_name((int)r);
+    rz_error_namer_fn *namer = __atomic_load_n(&g_error_namer, __ATOMIC_ACQUIRE);
+    const char *name = namer ? namer(r) : NULL;
+    return name ? name : rz__cu_result_name((int)r);
 }
 
 /* The traced zone's size, for the trace line (`redzone bisect` reads it there). */

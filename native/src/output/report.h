@@ -43,8 +43,14 @@ void rz__log_hold(rz_log_held_t *held);
 
 void rz__log_held_release(rz_log_held_t *held);
 
-/* Name of a driver result, from the driver when loaded, else from cu.h's table. */
+/* Name of a driver result, from the driver when loaded (its namer registered), else from cu.h's table. */
 const char *rz__cu_name(rzcu_result r);
+
+/* The driver's name for a result, NULL when it has none: registered by the device seam (driver.c) once the
+ * driver is loaded. */
+typedef const char *rz_error_namer_fn(rzcu_result r);
+
+void rz__report_error_namer(rz_error_namer_fn *namer);
 
 void rz__backtrace(uint64_t index);
 

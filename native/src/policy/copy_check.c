@@ -16,9 +16,9 @@
 
 #include "common.h"
 #include "copy_check.h"
-#include "driver.h"
 #include "format.h"
 #include "guard_pages.h"
+#include "memory.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
@@ -132,7 +132,7 @@ static void view_of(const rz_zone_node_t *z, rz_devptr_t block, size_t block_byt
 __attribute__((noinline)) static int zone_by_block(rz_devptr_t p, zone_view_t *v) {
     rz_devptr_t base = 0;
     size_t size = 0;
-    if (rz__drv.cuMemGetAddressRange_v2 == NULL || rz__drv.cuMemGetAddressRange_v2(&base, &size, p) != RZCUDA_SUCCESS)
+    if (!rz__dev_has_address_range() || rz__dev_address_range(&base, &size, p) != RZCUDA_SUCCESS)
         return 0;
     int found = 0;
     rz__registry_lock();

@@ -16,7 +16,7 @@
 #include "common.h"
 #include "band.h"
 #include "creation_index.h"
-#include "driver.h"
+#include "driver_info.h"
 #include "exit_scan.h"
 #include "free_check.h"
 #include "launch_check.h"
@@ -59,8 +59,7 @@ static void exit_scan(void) {
     rz__free_checks_deferred();
     const rz_options_t *o = rz__options();
     rz_stats_t s;
-    rzcu_context current = NULL;
-    if ((o->scan & RZ_SCAN_LAUNCH) && rz__drv.cuCtxGetCurrent(&current) != RZCUDA_ERROR_DEINITIALIZED) {
+    if ((o->scan & RZ_SCAN_LAUNCH) && !rz__dev_deinitialized()) {
         rz__bands_settle(); /* launch checks still in flight complete, and are judged */
         rz__launch_checks();
     }
@@ -75,7 +74,7 @@ static void exit_scan(void) {
     }
     /* The driver's own exit handler may have run first (it is registered when cuInit runs, which can come
      * after the first allocation call): then every band read fails, so say that instead of scanning. */
-    int gone = rz__drv.cuCtxGetCurrent(&current) == RZCUDA_ERROR_DEINITIALIZED;
+    int gone = rz__dev_deinitialized();
     if (!gone)
         rz__bands_settle(); /* kernels still queued or running at exit: the driver's teardown waits too */
     int violated = gone ? RZ_EDRIVER : rz__scan_at_exit(); /* RZ_EDRIVER at once after a sticky error */

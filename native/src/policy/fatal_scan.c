@@ -42,7 +42,7 @@
 
 #include "common.h"
 #include "agent.h"
-#include "driver.h"
+#include "driver_info.h"
 #include "fatal_scan.h"
 #include "free_check.h"
 #include "options.h"
@@ -241,10 +241,10 @@ static void on_fatal(int sig, siginfo_t *si, void *uc) {
 /* Whether handler is code of the driver's object. dladdr is not async-signal-safe: it runs when a function is
  * set as the handler, which a program may do inside a handler of its own (as it may call dlsym there). */
 static int in_driver(plain_handler *handler) {
-    if (handler == SIG_DFL || handler == SIG_IGN || rz__drv.cuMemAlloc_v2 == NULL)
+    if (handler == SIG_DFL || handler == SIG_IGN || rz__dev_driver_code() == NULL)
         return 0;
     Dl_info mine, drivers;
-    return dladdr((void *)(uintptr_t)handler, &mine) && dladdr((void *)(uintptr_t)rz__drv.cuMemAlloc_v2, &drivers) &&
+    return dladdr((void *)(uintptr_t)handler, &mine) && dladdr(rz__dev_driver_code(), &drivers) &&
            mine.dli_fbase == drivers.dli_fbase;
 }
 

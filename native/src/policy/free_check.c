@@ -17,7 +17,6 @@
 #include "capture.h"
 #include "capture_mode.h"
 #include "device_ctx.h"
-#include "driver.h"
 #include "format.h"
 #include "free_check.h"
 #include "graph_slots.h"
@@ -29,6 +28,7 @@
 #include "report.h"
 #include "state.h"
 #include "sticky.h"
+#include "stream_ops.h"
 
 struct async_check {
     struct async_check *next; /* in the deferred list */
@@ -185,12 +185,12 @@ static void capture_graph_check(const struct async_check *c, rzcu_stream s) {
         return;
     }
     memcpy(g, c, sizeof *g);
-    rzcu_result r = rz__drv.cuMemcpyDtoHAsync_v2(g->band, zone->ptr + zone->user_bytes, zone->pad_bytes, s);
+    rzcu_result r = rz__dev_copy_to_host_async(g->band, zone->ptr + zone->user_bytes, zone->pad_bytes, s);
     if (r == RZCUDA_SUCCESS && zone->front_units)
-        r = rz__drv.cuMemcpyDtoHAsync_v2(g->band + zone->pad_bytes, zone->ptr - rz__zone_front(zone),
-                                         rz__zone_front(zone), s);
+        r = rz__dev_copy_to_host_async(g->band + zone->pad_bytes, zone->ptr - rz__zone_front(zone),
+                                       rz__zone_front(zone), s);
     if (r == RZCUDA_SUCCESS)
-        r = rz__drv.cuLaunchHostFunc(s, graph_check_cb, g);
+        r = rz__dev_host_func(s, graph_check_cb, g);
     if (r != RZCUDA_SUCCESS) /* the slot stays taken: a copy captured already may write it at each launch */
         rz__warn("alloc#%llu: capturing its band check into the graph failed with %s; not checked",
                  (unsigned long long)zone->index, rz__cu_name(r));
@@ -226,11 +226,11 @@ void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req) {
             check_free(c);
             return;
         }
-        rzcu_result r = rz__drv.cuMemcpyDtoHAsync_v2(c->band, band, zone->pad_bytes, s);
+        rzcu_result r = rz__dev_copy_to_host_async(c->band, band, zone->pad_bytes, s);
         if (r == RZCUDA_SUCCESS && zone->front_units)
-            r = rz__drv.cuMemcpyDtoHAsync_v2(c->band + zone->pad_bytes, front, rz__zone_front(zone), s);
+            r = rz__dev_copy_to_host_async(c->band + zone->pad_bytes, front, rz__zone_front(zone), s);
         if (r == RZCUDA_SUCCESS)
-            r = rz__drv.cuLaunchHostFunc(s, async_check_cb, c);
+            r = rz__dev_host_func(s, async_check_cb, c);
         if (r == RZCUDA_SUCCESS)
             return; /* the callback owns c */
         if (rz__sticky_failed(r, 1)) {
@@ -239,7 +239,7 @@ void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req) {
         }
         /* Could not enqueue: wait for the stream and check now, which is still before the free runs. */
         rzcu_capture_mode saved = rz__dev_quiet_begin(); /* a stream not capturing (checked above) */
-        rzcu_result sr = rz__drv.cuStreamSynchronize(s);
+        rzcu_result sr = rz__dev_stream_sync(s);
         rz__dev_quiet_end(saved);
         if (sr != RZCUDA_SUCCESS) {
             rz__warn("alloc#%llu: cannot check its band before free (%s)", (unsigned long long)zone->index,

@@ -50,6 +50,7 @@
 #include "state.h"
 #include "sticky.h"
 #include "stream_fills.h"
+#include "stream_ops.h"
 #include "symbolize.h"
 
 /* Staging held by checks in flight, at most; past it a launch waits for its context's work. */
@@ -340,7 +341,7 @@ static rzcu_result follower(void *ctx, rzcu_stream *out) {
         }
     }
     rzcu_result r = RZCUDA_ERROR_OUT_OF_MEMORY;
-    if (g_nfollow < FOLLOW_SLOTS && (r = rz__drv.cuStreamCreate(out, 0)) == RZCUDA_SUCCESS) {
+    if (g_nfollow < FOLLOW_SLOTS && (r = rz__dev_stream_create(out, 0)) == RZCUDA_SUCCESS) {
         g_follow[g_nfollow].ctx = ctx;
         g_follow[g_nfollow++].s = *out;
     }
@@ -639,7 +640,7 @@ rz_check_t *rz__launch_pre(const rz_launch_call_t *call) {
     pthread_mutex_unlock(&g_flight_lock);
     if (c->marker) {
         atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
-        if (rz__drv.cuLaunchHostFunc == NULL || rz__drv.cuLaunchHostFunc(legacy ? NULL : s, marker_cb, c) != RZCUDA_SUCCESS) {
+        if (!rz__dev_has_host_func() || rz__dev_host_func(legacy ? NULL : s, marker_cb, c) != RZCUDA_SUCCESS) {
             rz__check_release(c);
             pthread_mutex_lock(&g_flight_lock);
             c->marker = 0; /* may have started at any time */
@@ -654,17 +655,17 @@ rz_check_t *rz__launch_pre(const rz_launch_call_t *call) {
 static rzcu_result copy_bands(rz_check_t *c, rzcu_stream s) {
     const rz_layout_t *l = c->layout;
     rz_staging_buf_t *b = c->st;
-    if (l->n == 1 || rz__drv.cuMemcpyBatchAsync_v2 == NULL)
+    if (l->n == 1 || !rz__dev_has_copy_batch())
         goto one_by_one;
     rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
     size_t attr_idx = 0;
-    rzcu_result r = rz__drv.cuMemcpyBatchAsync_v2(b->dsts, l->srcs, l->sizes, l->n, &attr, &attr_idx, 1, s);
+    rzcu_result r = rz__dev_copy_batch_async(b->dsts, l->srcs, l->sizes, l->n, &attr, &attr_idx, 1, s);
     if (r == RZCUDA_SUCCESS || rz__cu_sticky(r) || r == RZCUDA_ERROR_CONTEXT_IS_DESTROYED ||
         r == RZCUDA_ERROR_DEINITIALIZED)
         return r;
 one_by_one:
     for (size_t i = 0; i < l->n; i++) {
-        rzcu_result r1 = rz__drv.cuMemcpyDtoHAsync_v2(b->p + l->offs[i], l->srcs[i], l->sizes[i], s);
+        rzcu_result r1 = rz__dev_copy_to_host_async(b->p + l->offs[i], l->srcs[i], l->sizes[i], s);
         if (r1 != RZCUDA_SUCCESS)
             return r1;
     }
@@ -736,7 +737,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
     if (c->sync) {
         /* Under a debugger: judged here, so a violation stops this thread inside its launch call. */
         rzcu_capture_mode saved = rz__dev_quiet_begin(); /* a stream not capturing (launch checks are not captured) */
-        q = rz__drv.cuStreamSynchronize(s);
+        q = rz__dev_stream_sync(s);
         rz__dev_quiet_end(saved);
         if (q != RZCUDA_SUCCESS) {
             enqueue_failed("waiting for the band copy", q);
@@ -749,7 +750,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
         rz__registry_unlock();
         return;
     }
-    q = rz__drv.cuLaunchHostFunc(s, done_cb, c);
+    q = rz__dev_host_func(s, done_cb, c);
     if (q != RZCUDA_SUCCESS) {
         enqueue_failed("queueing the check's host function", q);
         drop(c);

@@ -30,7 +30,7 @@
 #include "band.h"
 #include "capture_mode.h"
 #include "device_ctx.h"
-#include "driver.h"
+#include "stream_ops.h"
 #include "options.h"
 #include "report.h"
 #include "sync_scan.h"
@@ -222,9 +222,9 @@ void rz__sync_stream_destroying(rzcu_stream s) {
         return;
     rzcu_capture_status capturing = 1;
     rzcu_capture_mode saved = rz__dev_quiet_begin(); /* no capture begins between the two questions */
-    int idle = !busy || (rz__drv.cuStreamQuery && rz__drv.cuStreamIsCapturing &&
-                         rz__drv.cuStreamIsCapturing(s, &capturing) == RZCUDA_SUCCESS && capturing == 0 &&
-                         rz__drv.cuStreamQuery(s) == RZCUDA_SUCCESS);
+    int idle = !busy || (rz__dev_has_stream_query() && rz__dev_has_stream_is_capturing() &&
+                         rz__dev_stream_is_capturing(s, &capturing) == RZCUDA_SUCCESS && capturing == 0 &&
+                         rz__dev_stream_query(s) == RZCUDA_SUCCESS);
     rz__dev_quiet_end(saved);
     pthread_mutex_lock(&g_lock);
     w = find_stream(ON_STREAM, s, NULL, 0);
@@ -256,7 +256,7 @@ void rz__sync_context_ended(void *ctx) {
 /* ---- synchronisations -------------------------------------------------------------------------------- */
 /* Whether stream w's work is complete, asked without waiting: 0 when it may still run or cannot be asked. */
 static int stream_idle(const struct work_stream *w) {
-    if (w->kind == ON_GONE || (w->kind == ON_PER_THREAD && w->thread != this_thread()) || !rz__drv.cuStreamQuery)
+    if (w->kind == ON_GONE || (w->kind == ON_PER_THREAD && w->thread != this_thread()) || !rz__dev_has_stream_query())
         return 0;
     rzcu_stream h = w->kind == ON_STREAM ? w->handle : w->kind == ON_LEGACY ? RZCU_STREAM_LEGACY : RZCU_STREAM_PER_THREAD;
     int pushed = 0;
@@ -266,9 +266,9 @@ static int stream_idle(const struct work_stream *w) {
      * another stream is captured) is an answer of "do not touch". */
     rzcu_capture_status capturing = 0;
     rzcu_capture_mode saved = rz__dev_quiet_begin(); /* no capture begins between the two questions */
-    int idle = (rz__drv.cuStreamIsCapturing == NULL ||
-                (rz__drv.cuStreamIsCapturing(h, &capturing) == RZCUDA_SUCCESS && capturing == 0)) &&
-               rz__drv.cuStreamQuery(h) == RZCUDA_SUCCESS;
+    int idle = (!rz__dev_has_stream_is_capturing() ||
+                (rz__dev_stream_is_capturing(h, &capturing) == RZCUDA_SUCCESS && capturing == 0)) &&
+               rz__dev_stream_query(h) == RZCUDA_SUCCESS;
     rz__dev_quiet_end(saved);
     rz__dev_leave(pushed);
     return idle;
