@@ -32,6 +32,8 @@
 #include "state.h"
 #include "stats.h"
 #include "sticky.h"
+#include "sticky_said.h"
+#include "fill_marks.h"
 #include "stream_fills.h"
 #include "stream_ops.h"
 #include "symbolize.h"

@@ -31,6 +31,7 @@
 #include "state.h"
 #include "stats.h"
 #include "sticky.h"
+#include "sticky_said.h"
 #include "stream_fills.h"
 
 /*
@@ -170,7 +171,7 @@ static void end(void) {
     t_busy = 0;
     rz__dev_release_retired(); /* after the registry lock: see device.c */
     if (RZ_UNLIKELY(rz__check_kernel_wanted()))
-        rz__check_kernel_load(); /* check kernel modules, never loaded under the registry lock */
+        rz__check_kernel_load(rz__registry_lock, rz__registry_unlock); /* check kernel modules, never loaded under the registry lock */
 }
 
 /*

@@ -25,7 +25,6 @@
 #include "device_ctx.h"
 #include "driver.h"
 #include "options.h"
-#include "registry.h"
 
 _Static_assert(sizeof(rz_check_desc_t) == 16, "rz_check_desc matches the kernel's struct");
 _Static_assert(offsetof(rz_check_desc_t, bytes) == 8 && offsetof(rz_check_desc_t, expected) == 12,
@@ -87,16 +86,16 @@ static _Atomic int g_wanted;
 
 int rz__check_kernel_wanted(void) { return atomic_load_explicit(&g_wanted, memory_order_relaxed); }
 
-void rz__check_kernel_load(void) {
+void rz__check_kernel_load(void (*lock)(void), void (*unlock)(void)) {
     pthread_mutex_lock(&g_load_lock); /* one loader at a time; scans may run meanwhile */
     atomic_store_explicit(&g_wanted, 0, memory_order_relaxed);
-    rz__registry_lock();
+    lock();
     void *want[MAX_CTX];
     int n = 0;
     for (int i = 0; i < g_nkctx; i++)
         if (g_kctx[i].state == 2)
             want[n++] = g_kctx[i].ctx;
-    rz__registry_unlock();
+    unlock();
     for (int i = 0; i < n; i++) {
         rzcu_module mod = NULL;
         rzcu_function fn = NULL;
@@ -110,7 +109,7 @@ void rz__check_kernel_load(void) {
             }
             rz__dev_leave(pushed);
         }
-        rz__registry_lock();
+        lock();
         for (int j = 0; j < g_nkctx; j++) {
             if (g_kctx[j].ctx != want[i] || g_kctx[j].state != 2)
                 continue; /* forgotten meanwhile (its context ended): the module went with it */
@@ -118,7 +117,7 @@ void rz__check_kernel_load(void) {
             g_kctx[j].mod = mod;
             g_kctx[j].fn = fn;
         }
-        rz__registry_unlock();
+        unlock();
     }
     pthread_mutex_unlock(&g_load_lock);
 }

@@ -40,7 +40,9 @@ void rz__check_kernel_reset(void);
  * lock: loading may JIT-compile). */
 int rz__check_kernel_wanted(void);
 
-void rz__check_kernel_load(void);
+/* lock/unlock: the lock the scans hold while they use the per-context kernel state (the registry's; the
+ * band engine passes it). */
+void rz__check_kernel_load(void (*lock)(void), void (*unlock)(void));
 
 void rz__check_kernel_forget(void *ctx);
 

@@ -4,16 +4,13 @@
  * error": not one context, the process, and nothing but a new process clears it. So the first such result
  * any of the library's own driver calls gets is kept here, and from then on the library does no device work
  * of its own (no band read, write, settle, check or event: each would fail, and none may wait), says once
- * what it could not check, and leaves the program's calls to the driver, whose answers reach the program
- * unchanged.
+ * what it could not check (core/sticky_said.c), and leaves the program's calls to the driver, whose answers
+ * reach the program unchanged.
  */
 #include "common.h"
-#include "registry.h"
-#include "report.h"
 #include "sticky.h"
 
 static _Atomic unsigned g_sticky; /* the first sticky result seen; 0 (CUDA_SUCCESS) until then */
-static _Atomic int g_said;        /* the line has been written (or the exit line says it) */
 
 int rz__cu_sticky(rzcu_result r) {
     switch (r) {
@@ -35,22 +32,3 @@ rzcu_result rz__sticky_note(rzcu_result r) {
 }
 
 rzcu_result rz__sticky(void) { return (rzcu_result)atomic_load_explicit(&g_sticky, memory_order_acquire); }
-
-int rz__sticky_say(uint64_t held) {
-    rzcu_result r = rz__sticky();
-    if (r == RZCUDA_SUCCESS)
-        return 0;
-    if (atomic_exchange(&g_said, 1) == 0)
-        rz__warn("%s ends all CUDA work in this process: %llu zones could not be checked", rz__cu_name(r),
-                 (unsigned long long)(rz__registry_count() + held));
-    return 1;
-}
-
-int rz__sticky_failed(rzcu_result r, uint64_t held) {
-    if (!rz__cu_sticky(rz__sticky_note(r)))
-        return 0;
-    rz__sticky_say(held);
-    return 1;
-}
-
-int rz__sticky_said(void) { return atomic_exchange(&g_said, 1); }

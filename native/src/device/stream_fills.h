@@ -19,15 +19,7 @@ int rz__zone_filled(rz_zone_node_t *z);
 /* The stream zone z's fill was queued on, while its event is not seen done: 1 and *s; else 0. */
 int rz__zone_fill_stream(const rz_zone_node_t *z, rzcu_stream *s);
 
-/* Note a zone just registered with RZ_ZONE_FILLING; rz__fills_settle (at successful synchronisations) clears
- * the marks of noted zones whose fill is done, so a debugger that cannot ask events sees them soon. Takes the
- * registry lock (one load when nothing is noted). */
-void rz__fill_note(uint64_t ptr, uint16_t fill);
 
-void rz__fills_settle(void);
-
-/* Tell helgrind which of these are atomics read without a lock (rz_annotate.h). */
-void rz__streamorder_annotate(void);
 
 /* Context ctx has ended: its events went with it. */
 void rz__fill_forget_ctx(void *ctx);

@@ -34,6 +34,7 @@
 #include "registry.h"
 #include "state.h"
 #include "sticky.h"
+#include "fill_marks.h"
 #include "stream_fills.h"
 #include "sync_scan.h"
 

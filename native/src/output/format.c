@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "common.h"
-#include "copy_check.h"
 #include "format.h"
 #include "state.h"
 

@@ -8,6 +8,8 @@
 #include "options.h"
 #include "state.h"
 
+/* A copy's source, its destination, a memset: the values rz_refusal_t.how takes (redzone.h). */
+enum { RZ_BOUNDS_READ = RZ_REFUSED_READ, RZ_BOUNDS_WRITE = RZ_REFUSED_WRITTEN, RZ_BOUNDS_SET = RZ_REFUSED_SET };
 size_t rz__format_violation(const rz_violation_t *v, char *out, size_t cap);
 
 size_t rz__format_scan_summary(uint64_t checked, uint64_t violated, char *out, size_t cap);

@@ -5,11 +5,10 @@
 #define REDZONE_COPY_CHECK_H
 
 #include "common.h"
+#include "format.h"
 #include "options.h"
 #include "state.h"
 
-/* A copy's source, its destination, a memset: the values rz_refusal_t.how takes (redzone.h). */
-enum { RZ_BOUNDS_READ = RZ_REFUSED_READ, RZ_BOUNDS_WRITE = RZ_REFUSED_WRITTEN, RZ_BOUNDS_SET = RZ_REFUSED_SET };
 
 /* Whether a copy or memset could reach a band: bands are on and some allocation is live (two loads). */
 static inline int rz__bounds_armed(void) {

@@ -26,6 +26,7 @@
 #include "safeopen.h"
 #include "state.h"
 #include "sticky.h"
+#include "sticky_said.h"
 
 static pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 static pid_t g_exit_pid;

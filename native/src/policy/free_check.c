@@ -28,6 +28,7 @@
 #include "report.h"
 #include "state.h"
 #include "sticky.h"
+#include "sticky_said.h"
 #include "stream_ops.h"
 
 struct async_check {

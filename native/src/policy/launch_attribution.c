@@ -45,6 +45,7 @@
 #include "state.h"
 #include "stats.h"
 #include "sticky.h"
+#include "sticky_said.h"
 #include "symbolize.h"
 
 #define RECORDS 64

@@ -49,6 +49,7 @@
 #include "report.h"
 #include "state.h"
 #include "sticky.h"
+#include "sticky_said.h"
 #include "stream_fills.h"
 #include "stream_ops.h"
 #include "symbolize.h"
