@@ -11,6 +11,7 @@
 #include "cuda_emu.h"
 #include "common.h"
 #include "alloc.h"
+#include "api.h"
 #include "band.h"
 #include "device_ctx.h"
 #include "driver.h"

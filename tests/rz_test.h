@@ -17,6 +17,7 @@
 #include "common.h"
 #include "agent.h"
 #include "alloc.h"
+#include "api.h"
 #include "band.h"
 #include "band_io.h"
 #include "capture.h"

@@ -2,6 +2,7 @@
  * answer): scans and poisons with their report lines captured, a registry held by another thread, naming. */
 #include <dirent.h>
 #include <pthread.h>
+#include <sys/wait.h>
 
 #include "rz_test.h"
 
@@ -117,4 +118,50 @@ Test(agent, first_allocation_starts_one_thread) {
     cr_assert_eq(task_count(), before + 1, "the agent, started at the first allocation");
     cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
     cr_assert_eq(task_count(), before + 1, "one agent, started once");
+}
+
+/* A forked child has no agent thread: its first allocation runs the start-up again (interpose/start.c), which
+ * starts one of its own, and a debugger's request to the child is served there. */
+Test(agent, a_forked_child_starts_its_own_agent_at_its_first_allocation) {
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
+    wait_alive();
+    uint64_t parent_agent = __redzone_agent.tid;
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        if (atomic_load(&__redzone_agent.alive))
+            _exit(2); /* the parent's agent thread is not in the child */
+        rz_devptr_t q;
+        if (rz_mem_alloc(&q, 100) != RZCUDA_SUCCESS)
+            _exit(3);
+        if (!atomic_load(&__redzone_agent.alive) || __redzone_agent.tid == parent_agent)
+            _exit(4); /* started (and waited for) by the child's first allocation */
+        uint8_t bad = 0x42;
+        if (cuMemcpyHtoD_v2(q + 100, &bad, 1) != RZCUDA_SUCCESS || rz__agent_request(RZ_AGENT_SCAN, 0, 0) != 1)
+            _exit(5);
+        _exit(strstr(__redzone_agent.out, "REDZONE VIOLATION alloc#1 ") == __redzone_agent.out ? 0 : 6);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's check %d failed", WEXITSTATUS(status));
+    cr_assert_eq(__redzone_agent.tid, parent_agent, "the parent keeps its agent");
+}
+
+/* With the agent off a forked child keeps its parent's start-up: no agent thread appears in it. */
+Test(agent_off, a_forked_child_starts_no_agent) {
+    setenv("METRALE_REDZONE", "32", 1);
+    setenv("METRALE_REDZONE_AGENT", "0", 1);
+    rzt_context(0);
+    rz_devptr_t p;
+    cr_assert_eq(rz_mem_alloc(&p, 64), RZCUDA_SUCCESS);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0) {
+        rz_devptr_t q;
+        _exit(rz_mem_alloc(&q, 64) == RZCUDA_SUCCESS && !atomic_load(&__redzone_agent.alive) ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }

@@ -1,8 +1,10 @@
 /* Allocation and free through the public API on the emulated driver: creation indices, MIN_IDX, padding
  * decisions, result codes passed through, counters, and the fallbacks that keep the program running. */
 #include <signal.h>
+#include <sys/wait.h>
 
 #include "rz_test.h"
+#include "fork.h"
 
 static int collect(const rz_zone_info_t *z, void *arg) {
     rz_zone_info_t *out = arg;
@@ -520,4 +522,34 @@ Test(api, a_free_takes_the_registry_lock_once) {
     rz_stats_t s;
     rz_stats_get(&s);
     cr_assert_eq(s.violations, 1);
+}
+
+/* The library's one fork owner (base/fork.c) runs the handlers modules register in pthread_atfork's order:
+ * prepare handlers in reverse registration order, parent and child handlers in registration order. */
+static char g_fork_order[16];
+static size_t g_fork_n;
+static void fork_note(char c) {
+    if (g_fork_n + 1 < sizeof g_fork_order)
+        g_fork_order[g_fork_n++] = c;
+}
+static void prepare_a(void) { fork_note('a'); }
+static void prepare_b(void) { fork_note('b'); }
+static void parent_a(void) { fork_note('A'); }
+static void parent_b(void) { fork_note('B'); }
+static void parent_c(void) { fork_note('C'); }
+static void child_a(void) { fork_note('1'); }
+static void child_c(void) { fork_note('3'); }
+
+Test(api, fork_handlers_run_in_pthread_atfork_order) {
+    rz__fork_register(prepare_a, parent_a, child_a);
+    rz__fork_register(prepare_b, parent_b, NULL);
+    rz__fork_register(NULL, parent_c, child_c);
+    pid_t child = fork();
+    cr_assert_geq(child, 0);
+    if (child == 0)
+        _exit(strcmp(g_fork_order, "ba13") == 0 ? 0 : 1);
+    int status = 0;
+    cr_assert_eq(waitpid(child, &status, 0), child);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child ran its handlers in order");
+    cr_assert_str_eq(g_fork_order, "baABC");
 }

@@ -25,10 +25,11 @@
 
 #include "common.h"
 #include "agent.h"
-#include "alloc.h"
+#include "fork.h"
 #include "options.h"
 #include "report.h"
 #include "state.h"
+#include "thread_state.h"
 
 RZ_EXPORT rz_agent_t __redzone_agent = {
     .magic = RZ_AGENT_MAGIC,
@@ -36,16 +37,13 @@ RZ_EXPORT rz_agent_t __redzone_agent = {
     .size = sizeof(rz_agent_t),
 };
 
-static RZ_TLS int t_is_agent;
-
-int rz__is_agent_thread(void) { return t_is_agent; }
-
 RZ_EXPORT RZ_NOINLINE void __redzone_agent_done(void) {
     /* A debugger stops here after each request. The asm keeps the call. */
     __asm__ volatile("" ::: "memory");
 }
 
-void rz__agent_capture(const char *line, size_t len) {
+/* This thread's log lines, collected for the debugger (the agent's log sink, report.h). */
+static void capture(const char *line, size_t len) {
     rz_agent_t *a = &__redzone_agent;
     if (a->out_len + len + 1 > sizeof a->out) {
         a->out_truncated = 1;
@@ -92,7 +90,8 @@ static void *agent_main(void *arg) {
     sigset_t interrupt;
     sigemptyset(&interrupt);
     sigaddset(&interrupt, SIGINT);
-    t_is_agent = 1;
+    rz__thread.is_agent = 1;
+    rz__log_set_thread_sink(capture);
     pthread_setname_np(pthread_self(), "redzone-agent");
     a->tid = (uint64_t)syscall(SYS_gettid);
     atomic_store(&a->alive, 1);
@@ -157,7 +156,8 @@ static void start(void) {
     }
 }
 
-static void register_fork_handler(void) { pthread_atfork(NULL, NULL, rz__agent_after_fork); }
+static void after_fork_child(void);
+static void register_fork_handler(void) { rz__fork_register(NULL, NULL, after_fork_child); }
 
 static _Atomic int g_agent_started; /* fast path past the two pthread_once calls */
 
@@ -171,11 +171,11 @@ void rz__agent_start(void) {
 
 int rz__agent_failed(void) { return atomic_load(&g_agent_failed); }
 
-/* A forked child has no agent thread: let the next allocation start one. */
-void rz__agent_after_fork(void) {
+/* A forked child has no agent thread: let the next allocation start one (the start-up runs again there,
+ * interpose/start.c). */
+static void after_fork_child(void) {
     atomic_store(&g_agent_started, 0);
     atomic_store(&g_agent_failed, 0);
-    rz__alloc_after_fork();
     g_agent_once = (pthread_once_t)PTHREAD_ONCE_INIT;
     atomic_store(&__redzone_agent.alive, 0);
     __redzone_agent.answered = 0;

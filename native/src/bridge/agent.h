@@ -12,19 +12,14 @@ extern rz_agent_t __redzone_agent;
 /* Called by the agent after each request; a debugger stops here. */
 void __redzone_agent_done(void);
 
+/* Start the agent thread (METRALE_REDZONE_AGENT), once per process: at start-up (interpose/start.c). */
 void rz__agent_start(void);
-
-void rz__agent_after_fork(void);
-
-int rz__is_agent_thread(void);
 
 /* 1 when this process's agent thread could not be started (pthread_create failed). */
 int rz__agent_failed(void);
 
 /* pthread_create for every thread redzone starts: the new thread has every asynchronous signal blocked. */
 int rz__thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
-
-void rz__agent_capture(const char *line, size_t len);
 
 int64_t rz__agent_request(uint32_t op, uint64_t arg0, uint64_t arg1);
 

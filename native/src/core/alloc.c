@@ -1,18 +1,17 @@
 /*
- * Allocation and free: taking the creation index (creation_index.h), the choice to pad, band installation and registration, and the
- * counters, for every kind of allocation the driver offers (plain, pitched, managed, stream-ordered, from a
- * pool). The public rz_mem_alloc/rz_mem_free and the interposed driver entry points (hooks.c) all come
- * through here; the driver's result codes come back untouched.
+ * Allocation and free: the choice to pad (by the creation index the entry point took, creation_index.h), band
+ * installation and registration, and the counters, for every kind of allocation the driver offers (plain, pitched, managed, stream-ordered, from a
+ * pool). The public rz_mem_alloc/rz_mem_free (interpose/api.c) and the interposed driver entry points (hooks.c)
+ * all come through here, the creation index taken and the library started (interpose/start.c) before; the
+ * driver's result codes come back untouched.
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "creation_index.h"
-#include "rz_annotate.h"
 #include "ipc_records.h"
 #include "common.h"
-#include "agent.h"
 #include "alloc.h"
 #include "band.h"
 #include "band_io.h"
@@ -20,8 +19,6 @@
 #include "creation_index.h"
 #include "device_ctx.h"
 #include "driver.h"
-#include "exit_scan.h"
-#include "fatal_scan.h"
 #include "format.h"
 #include "free_check.h"
 #include "guard_pages.h"
@@ -37,7 +34,6 @@
 #include "stream_fills.h"
 #include "stream_ops.h"
 #include "symbolize.h"
-#include "sync_scan.h"
 
 /* Pad for this allocation: 0 when bands are off, below MIN_IDX, or the size would overflow. */
 static uint64_t pad_for(const rz_options_t *o, uint64_t index, size_t bytes, int *wanted) {
@@ -99,42 +95,16 @@ static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_
     return rz__dev_fill_async(band, value, bytes, rz__stream_of(req->stream, req->per_thread));
 }
 
-/* Once per process (again in a forked child for the agent): options, driver, exit scan, agent. The flag
- * keeps the steady state to one load. */
-static _Atomic int g_started;
 /* Whether plain allocations through the hooks can take alloc_plain_fast: set at start-up. */
 static _Atomic int g_fast_ok;
-/* What the fast path needs from the options, copied once at start-up (written before g_started). */
+/* What the fast path needs from the options, copied at start-up (written before the library is started, and
+ * under the start-up lock: once, never while another thread, having seen it started, reads it). */
 static struct {
     uint64_t pad, min_idx, trace_idx;
     size_t max_bytes_1; /* largest bytes - 1 that can take the pad without overflow */
 } g_fast;
 
-/* Threads whose first allocations race all come to start(): one does the work, under this lock, so g_fast
- * is written once and never while another thread, having seen g_started, reads it. */
-static pthread_mutex_t g_start_lock = PTHREAD_MUTEX_INITIALIZER;
-static int start_locked(void);
-
-static int start(void) {
-    pthread_mutex_lock(&g_start_lock);
-    int rc = atomic_load_explicit(&g_started, memory_order_relaxed) ? RZ_OK : start_locked();
-    pthread_mutex_unlock(&g_start_lock);
-    return rc;
-}
-
-static int start_locked(void) {
-    RZ_ANNOTATE_ATOMIC(&RZ_STATE.counters, sizeof RZ_STATE.counters); /* helgrind: relaxed atomics */
-    rz__index_annotate();
-    rz__registry_annotate();
-    rz__sync_annotate();
-    rz__capture_annotate();
-    rz__streamorder_annotate();
-    rz__options();
-    if (rz__dev_load() != RZ_OK)
-        return RZ_ENODRIVER;
-    rz__exit_scan_arm();
-    rz__agent_start();
-    rz__fatal_arm();
+void rz__alloc_prepare(void) {
     const rz_options_t *o = rz__options();
     int fast = rz__dev_has_mem_alloc() && o->stacks == 0 && o->front_bytes == 0 && !o->guard.every && !o->guard.n &&
                (o->pad_bytes == 0 || (!o->install_eager && rz__dev_has_pointer_attribute()));
@@ -143,13 +113,6 @@ static int start_locked(void) {
     g_fast.trace_idx = o->trace_idx;
     g_fast.max_bytes_1 = SIZE_MAX - o->pad_bytes - 1;
     atomic_store_explicit(&g_fast_ok, fast, memory_order_relaxed);
-    atomic_store_explicit(&g_started, 1, memory_order_release);
-    return RZ_OK;
-}
-
-void rz__alloc_after_fork(void) {
-    atomic_store(&g_started, 0);
-    pthread_mutex_init(&g_start_lock, NULL); /* another thread of the parent may have held it at the fork */
 }
 
 /* A zone whose free the driver refused goes back into the registry as it was, allocation stack included (the
@@ -208,19 +171,13 @@ static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_
     return RZCUDA_SUCCESS;
 }
 
-int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req) {
-    uint64_t index = rz__index_take();
-    if (RZ_UNLIKELY(!atomic_load_explicit(&g_started, memory_order_acquire)) && start() != RZ_OK)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+int rz__alloc_indexed(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index) {
     return alloc_general(dptr, bytes, req, index, 0);
 }
 
 static const rz_alloc_req_t g_plain_interposed = {.kind = RZ_ALLOC_PLAIN, .interposed = 1};
 
-int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes) {
-    uint64_t index = rz__index_take();
-    if (RZ_UNLIKELY(!atomic_load_explicit(&g_started, memory_order_acquire)) && start() != RZ_OK)
-        return RZCUDA_ERROR_NOT_INITIALIZED;
+int rz__alloc_interposed_indexed(rz_devptr_t *dptr, size_t bytes, uint64_t index) {
     /* bytes - 1 wraps for 0, so one compare checks both 0 < bytes and bytes + pad not overflowing. */
     if (RZ_LIKELY(atomic_load_explicit(&g_fast_ok, memory_order_relaxed) && dptr && bytes - 1 <= g_fast.max_bytes_1 &&
                   index != g_fast.trace_idx))
@@ -393,11 +350,6 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
     return RZCUDA_SUCCESS;
 }
 
-RZ_EXPORT int rz_mem_alloc(rz_devptr_t *dptr, size_t bytes) {
-    rz_alloc_req_t req = {.kind = RZ_ALLOC_PLAIN};
-    return rz__alloc(dptr, bytes, &req);
-}
-
 /*
  * A free of a pointer inside a zone's front band: to the driver it is the base of the padded block, so it
  * would free the program's buffer, where without redzone the pointer is no allocation's base and the driver
@@ -504,9 +456,4 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     if (rz__zone_watched(&zone))
         rz__count(RZ_C_live_zones, -1);
     return RZCUDA_SUCCESS;
-}
-
-RZ_EXPORT int rz_mem_free(rz_devptr_t dptr) {
-    rz_free_req_t req = {.async = 0};
-    return rz__free(dptr, &req);
 }

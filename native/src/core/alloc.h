@@ -26,14 +26,17 @@ typedef struct rz_free_req {
     int per_thread;
 } rz_free_req_t;
 
-/* Allocate (taking a creation index), pad, fill, register. Returns the driver's result code. */
-int rz__alloc(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req);
+/* Allocation number `index` (its creation index, already taken): pad, fill, register. The library is started
+ * (interpose/api.h: rz__alloc takes the index, starts the library, then comes here). Returns the driver's
+ * result code. */
+int rz__alloc_indexed(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *req, uint64_t index);
 
-/* rz__alloc for a plain cuMemAlloc through the hooks. */
-int rz__alloc_interposed(rz_devptr_t *dptr, size_t bytes);
+/* rz__alloc_indexed for a plain cuMemAlloc through the hooks (the fast path). */
+int rz__alloc_interposed_indexed(rz_devptr_t *dptr, size_t bytes, uint64_t index);
 
-/* A forked child: the next allocation runs the start-up steps again (the agent thread is gone). */
-void rz__alloc_after_fork(void);
+/* The start-up step of allocation (interpose/start.c, once the driver is loaded; again in a forked child that
+ * starts again): what the fast path needs from the options and the driver table. */
+void rz__alloc_prepare(void);
 
 /* Forget, optionally check the band (METRALE_REDZONE_SCAN=free), free. Returns the driver's result code. */
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "thread_state.h"
 #include "common.h"
-#include "agent.h"
 #include "band.h"
 #include "band_io.h"
 #include "check_kernel.h"
@@ -43,7 +43,7 @@
  * for good, and the first scan spent its time faulting those pages in.) A registry larger than one batch
  * takes one more batch, 3 driver calls, per batch's worth of bands: 100k zones are still one.
  */
-static RZ_TLS int t_busy; /* a scan or poison is running on this thread (hook re-entry) */
+#define t_busy (rz__thread.busy) /* a scan or poison is running on this thread (hook re-entry; thread_state.h) */
 
 /* The last full scan's bands that could not be read (zones) and the driver's error for them. */
 static uint64_t g_last_unread;
@@ -156,7 +156,7 @@ static int begin(void) {
 }
 
 static int lock_registry(void) {
-    if (!rz__is_agent_thread()) {
+    if (!rz__thread.is_agent) {
         rz__registry_lock();
         return RZ_OK;
     }

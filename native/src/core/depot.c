@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fork.h"
 #include "common.h"
 #include "depot.h"
 #include "state.h"
@@ -102,7 +103,7 @@ static uint64_t place(uint64_t words) {
 /* A child forked while another thread held the lock: the lock is the child's own now (an entry being added
  * then is not in the table yet: at worst its words are lost). */
 static void after_fork(void) { pthread_mutex_init(&g_lock, NULL); }
-static void register_fork_handler(void) { pthread_atfork(NULL, NULL, after_fork); }
+static void register_fork_handler(void) { rz__fork_register(NULL, NULL, after_fork); }
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
 uint32_t rz__depot_put(const uint64_t *frames, uint32_t n) {

@@ -32,7 +32,7 @@ static unsigned g_nfilling;          /* under g_marks_lock */
 static _Atomic unsigned g_filling_hint; /* g_nfilling, read without the lock */
 
 /* helgrind: the hint is a C11 atomic read without the lock. */
-void rz__streamorder_annotate(void) { RZ_ANNOTATE_ATOMIC(&g_filling_hint, sizeof g_filling_hint); }
+void rz__fill_marks_annotate(void) { RZ_ANNOTATE_ATOMIC(&g_filling_hint, sizeof g_filling_hint); }
 
 void rz__fill_note(uint64_t ptr, uint16_t fill) {
     pthread_mutex_lock(&g_marks_lock);
@@ -58,11 +58,4 @@ void rz__fills_settle(void) {
     atomic_store_explicit(&g_filling_hint, kept, memory_order_relaxed);
     pthread_mutex_unlock(&g_marks_lock);
     rz__registry_unlock();
-}
-
-/* Forget the list (fork child: another thread may have held its lock). */
-void rz__fill_marks_reset(void) {
-    pthread_mutex_init(&g_marks_lock, NULL);
-    g_nfilling = 0;
-    atomic_store_explicit(&g_filling_hint, 0, memory_order_relaxed);
 }

@@ -13,8 +13,5 @@ void rz__fill_note(uint64_t ptr, uint16_t fill);
 
 void rz__fills_settle(void);
 /* Tell helgrind which of these are atomics read without a lock (rz_annotate.h). */
-void rz__streamorder_annotate(void);
-/* Forget the list (fork child). */
-void rz__fill_marks_reset(void);
-
+void rz__fill_marks_annotate(void);
 #endif /* REDZONE_FILL_MARKS_H */

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fork.h"
 #include "ipc_records.h"
 #include "common.h"
 #include "options.h"
@@ -442,7 +443,7 @@ static void at_exit(void) {
 }
 
 static void arm(void) {
-    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+    rz__fork_register(before_fork, after_fork_parent, after_fork_child);
     atexit(at_exit);
 }
 

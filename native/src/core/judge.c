@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "thread_state.h"
 #include "common.h"
 #include "depot.h"
 #include "format.h"
@@ -59,7 +60,7 @@ struct report_item {
     rz_violation_t v;
 };
 
-static RZ_TLS rz_reports_t *t_reports; /* set while this thread's scan holds the registry lock */
+#define t_reports (rz__thread.reports) /* set while this thread's scan holds the registry lock (thread_state.h) */
 
 void rz__reports_begin(rz_reports_t *r) {
     memset(r, 0, sizeof *r);

@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+#include "fork.h"
 #include "rz_annotate.h"
 #include "common.h"
 #include "capture.h"
@@ -104,7 +105,7 @@ static void after_fork_child(void) {
     atomic_store(&g_quiet, 0);
 }
 
-static void arm_fork(void) { pthread_atfork(NULL, NULL, after_fork_child); }
+static void arm_fork(void) { rz__fork_register(NULL, NULL, after_fork_child); }
 
 void rz__capture_annotate(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -29,7 +29,6 @@
 #include "common.h"
 #include "capture_mode.h"
 #include "driver.h"
-#include "registry.h"
 #include "state.h"
 #include "stream_fills.h"
 

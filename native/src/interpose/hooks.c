@@ -16,10 +16,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "thread_state.h"
 #include "copy_ranges.h"
 #include "dlsym_next.h"
 #include "hooks.h"
 #include "alloc.h"
+#include "api.h"
 #include "band.h"
 #include "capture.h"
 #include "common.h"
@@ -38,7 +40,7 @@
 #include "stream_fills.h"
 #include "sync_scan.h"
 
-static RZ_TLS int t_in_hook;
+#define t_in_hook (rz__thread.in_hook) /* in the thread-state record (thread_state.h) */
 
 #define ENTER()                                                                                              \
     int reentered_ = t_in_hook;                                                                              \

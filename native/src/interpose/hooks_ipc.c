@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "thread_state.h"
 #include "hooks.h"
 #include "ipc_records.h"
 #include "common.h"
@@ -23,7 +24,8 @@
 #include "report.h"
 #include "state.h"
 
-static RZ_TLS int t_in_ipc; /* a driver calling back into these names goes straight through */
+/* A driver calling back into these names goes straight through (in the thread-state record, thread_state.h). */
+#define t_in_ipc (rz__thread.in_ipc)
 
 static void exported(const rzcu_ipc_mem_handle *handle, rzcu_deviceptr ptr, uint64_t index, uint64_t front,
                      uint64_t user_bytes) {

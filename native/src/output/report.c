@@ -16,8 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "thread_state.h"
+#include "fork.h"
 #include "common.h"
-#include "agent.h"
 #include "format.h"
 #include "options.h"
 #include "report.h"
@@ -28,7 +29,7 @@
 #define RZ_WARNINGS_MAX 100
 
 static _Atomic unsigned g_warnings;
-static RZ_TLS int t_in_log;
+#define t_in_log (rz__thread.in_log) /* in the thread-state record (thread_state.h) */
 
 /*
  * Which process wrote a line. A log file whose name has no %p may be shared: a script runs several programs
@@ -195,7 +196,7 @@ void rz__log_open(const char *path, const char *template) {
     RZ_STATE.log_fd = fd;
     atomic_store(&g_log_checked, 1);
     if (template && strstr(template, "%p") && absolute(template, g_log_template, sizeof g_log_template)) {
-        pthread_atfork(NULL, NULL, log_after_fork);
+        rz__fork_register(NULL, NULL, log_after_fork);
     } else {
         atomic_store(&g_log_pid_prefix, 1);
     }
@@ -240,13 +241,16 @@ static RZ_TLS rz_log_held_t *t_held;
 void rz__log_raw(const char *buf, size_t n) {
     if (n == 0)
         return;
-    if (rz__is_agent_thread())
-        rz__agent_capture(buf, n); /* a debugger's request: gdb prints it, the program's log does not get it */
+    rz_log_sink_fn sink = rz__thread.log_sink;
+    if (sink)
+        sink(buf, n); /* a debugger's request: gdb prints it, the program's log does not get it */
     else
         rz__write_all(log_fd(), buf, n);
 }
 
 void rz__log_hold(rz_log_held_t *held) { t_held = held; }
+
+void rz__log_set_thread_sink(rz_log_sink_fn sink) { rz__thread.log_sink = sink; }
 
 /* Keep one line back; 0 when it must go out now (no room, or no memory for the buffer). */
 static int hold(const char *buf, size_t n) {
@@ -276,10 +280,10 @@ static void vlog(const char *prefix, const char *fmt, va_list ap) {
         return;
     t_in_log = 1;
     char buf[1024];
-    int agent = rz__is_agent_thread(); /* a debugger's request: gdb prints it, the program's log does not get it */
-    if (!agent)
+    int sunk = rz__thread.log_sink != NULL; /* a debugger's request: gdb prints it, the program's log does not get it */
+    if (!sunk)
         log_reopen();
-    size_t pid = agent ? 0 : pid_prefix(buf);
+    size_t pid = sunk ? 0 : pid_prefix(buf);
     size_t n = pid + (size_t)snprintf(buf + pid, sizeof buf - pid, "%s", prefix);
     int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
     if (m > 0)

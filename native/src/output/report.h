@@ -5,6 +5,7 @@
 #define REDZONE_REPORT_H
 
 #include "common.h"
+#include "thread_state.h"
 
 /* Every line goes through here: fixed buffer, no allocation, recursion guard. */
 /* path: METRALE_REDZONE_LOG with %p expanded; template: as given (a %p in it: one file per process, forked
@@ -40,6 +41,10 @@ typedef struct rz_log_held {
 } rz_log_held_t;
 
 void rz__log_hold(rz_log_held_t *held);
+
+/* The lines this thread writes go to `sink` instead of the log from now on (NULL: to the log again), without
+ * the pid prefix: the agent thread sets its own, whose lines a debugger prints. */
+void rz__log_set_thread_sink(rz_log_sink_fn sink);
 
 void rz__log_held_release(rz_log_held_t *held);
 

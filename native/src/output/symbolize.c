@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fork.h"
 #include "common.h"
-#include "agent.h"
 #include "elf_symbols.h"
 #include "format.h"
 #include "options.h"
@@ -252,14 +252,14 @@ static int resolve_cached(void *addr, struct addr_slot *out) {
 }
 
 /* A child forked while another thread symbolized: the lock is the child's own now. Registered at the first
- * stack captured or symbolized outside the agent (pthread_atfork may allocate: never on the fatal path, where
- * stacks shown were captured before). */
+ * stack captured or symbolized outside the agent (a registration may call pthread_atfork, which may allocate:
+ * never on the fatal path, where stacks shown were captured before). */
 static void after_fork(void) { pthread_mutex_init(&g_lock, NULL); }
-static void register_fork_handler(void) { pthread_atfork(NULL, NULL, after_fork); }
+static void register_fork_handler(void) { rz__fork_register(NULL, NULL, after_fork); }
 static pthread_once_t g_fork_once = PTHREAD_ONCE_INIT;
 
 static int lock_for_symbols(void) {
-    if (!rz__is_agent_thread()) {
+    if (!rz__thread.is_agent) {
         pthread_once(&g_fork_once, register_fork_handler);
         pthread_mutex_lock(&g_lock);
         return 1;

@@ -43,6 +43,7 @@
 #include "common.h"
 #include "agent.h"
 #include "driver_info.h"
+#include "thread_state.h"
 #include "fatal_scan.h"
 #include "free_check.h"
 #include "options.h"
@@ -179,7 +180,7 @@ static int agent_scan(void) {
 
 static void final_scan(int sig) {
     say("redzone: ", name_of(sig), ": one final scan before the process dies");
-    int r = rz__is_agent_thread() ? -2 : agent_scan();
+    int r = rz__thread.is_agent ? -2 : agent_scan();
     if (r == -1)
         say("redzone: final scan skipped: ",
             !rz__options()->agent ? "no agent thread (METRALE_REDZONE_AGENT=0)"

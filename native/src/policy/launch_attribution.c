@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "thread_state.h"
 #include "launch_check.h"
 #include "band_io.h"
 #include "common.h"
@@ -66,7 +67,7 @@ struct record {
 static struct record g_rec[RECORDS]; /* registry lock held */
 static uint64_t g_age;
 static _Atomic int g_refill_wanted;
-static RZ_TLS rz_check_t *t_judging; /* the check being judged on this thread (its report names it) */
+#define t_judging (rz__thread.judging) /* the check being judged on this thread (its report names it; thread_state.h) */
 
 int rz__attrib_refill_wanted(void) { return atomic_load_explicit(&g_refill_wanted, memory_order_relaxed); }
 

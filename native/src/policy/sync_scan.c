@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fork.h"
 #include "rz_annotate.h"
 #include "common.h"
 #include "band.h"
@@ -79,7 +80,7 @@ static void after_fork_child(void) {
     atomic_store(&g_clean, atomic_load(&g_seq)); /* the parent's streams are not the child's */
 }
 
-static void arm_fork(void) { pthread_atfork(NULL, NULL, after_fork_child); }
+static void arm_fork(void) { rz__fork_register(NULL, NULL, after_fork_child); }
 
 void rz__sync_annotate(void) {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
