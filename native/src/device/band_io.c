@@ -110,17 +110,6 @@ int rz__dev_pinned_free(void *p) {
     return mine;
 }
 
-void rz__dev_reset(void) {
-    rz__dev_streams_reset();
-    pthread_mutex_init(&g_pinned_lock, NULL); /* a fork child: the parent's registration is not its own */
-    g_pinned = NULL;
-    g_pinned_state = 0;
-    g_npinned_free = 0;
-    rz__check_kernel_reset();
-    rz__fills_reset();
-    rz__graph_slots_reset();
-}
-
 /*
  * Band transfers, batched: every band of a context in one cuMemcpyBatchAsync (reads into the caller's
  * staging; writes from a host buffer holding the band byte), then one synchronisation, so a scan or poison

@@ -75,8 +75,6 @@ void rz__dev_release_retired(void);
 /* Make st at least `bytes` long (contents not kept; the old buffer is retired). RZ_OK or RZ_ENOMEM. */
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 
-/* Forget cached streams (fork child). */
-void rz__dev_reset(void);
 
 /* A page-locked buffer of `bytes` (at most 4 KiB) for a copy queued in a program's stream, or NULL (use
  * pageable memory); give it back with rz__dev_pinned_free, which returns 0 for memory that is not one.

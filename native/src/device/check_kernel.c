@@ -64,8 +64,6 @@ const unsigned char *rz__check_kernel_image(size_t *size) {
 
 void rz__check_kernel_enable(int on) { g_off = !on; }
 
-void rz__check_kernel_reset(void) { g_nkctx = 0; }
-
 void rz__check_kernel_forget(void *ctx) {
     for (int i = 0; i < g_nkctx; i++) {
         if (g_kctx[i].ctx != ctx)

@@ -33,8 +33,6 @@ const unsigned char *rz__check_kernel_image(size_t *size);
 /* 0 keeps scans off the check kernel (benchmarks and tests compare methods); 1 (default) uses it. */
 void rz__check_kernel_enable(int on);
 
-/* Forget the per-context kernel state (fork child). */
-void rz__check_kernel_reset(void);
 
 /* Whether a scan found a context whose module is still to be loaded; load those (call without the registry
  * lock: loading may JIT-compile). */

@@ -75,12 +75,6 @@ size_t rz__dev_stream_count(void) {
     return n;
 }
 
-void rz__dev_streams_reset(void) {
-    pthread_mutex_lock(&g_stream_lock);
-    g_nstreams = 0;
-    pthread_mutex_unlock(&g_stream_lock);
-}
-
 void rz__dev_forget_ctx(void *ctx) {
     pthread_mutex_lock(&g_stream_lock);
     for (size_t i = 0; i < g_nstreams; i++) {

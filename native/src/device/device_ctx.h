@@ -32,8 +32,6 @@ rzcu_result rz__dev_enter(void *ctx, int *pushed);
 
 void rz__dev_leave(int pushed);
 
-/* The stream part of it (device_ctx.c). */
-void rz__dev_streams_reset(void);
 
 /* Context ctx has ended (destroyed, or a primary context released for the last time or reset): forget its
  * stream and check kernel state, so a context that later gets the same handle starts afresh. */

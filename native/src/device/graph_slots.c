@@ -49,9 +49,3 @@ void *rz__graph_slot_take(size_t bytes) {
     return slot;
 }
 
-void rz__graph_slots_reset(void) {
-    pthread_mutex_init(&g_graph_lock, NULL); /* a fork child: another thread may have held it */
-    g_graph = NULL; /* the parent's registration is not the child's; the pages stay mapped */
-    g_graph_state = 0;
-    g_graph_used = 0;
-}

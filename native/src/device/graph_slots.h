@@ -10,7 +10,5 @@
  * process (the graph may be launched any time); NULL when none is left or pinning is not possible. */
 void *rz__graph_slot_take(size_t bytes);
 
-/* Forget the graph check slots (fork child: the parent's registration is not the child's). */
-void rz__graph_slots_reset(void);
 
 #endif /* REDZONE_GRAPH_SLOTS_H */

@@ -184,8 +184,3 @@ unsigned rz__fill_events(void) {
     return n;
 }
 
-void rz__fills_reset(void) {
-    pthread_mutex_init(&g_fill_lock, NULL); /* a fork child: another thread may have held them */
-    memset(g_fill, 0, sizeof g_fill);
-    g_nfill_free = g_fill_used = g_fill_cursor = 0;
-}

@@ -27,7 +27,5 @@ void rz__fill_forget_ctx(void *ctx);
 /* Events the fill slots hold now (tests: bounded, released with their contexts). */
 unsigned rz__fill_events(void);
 
-/* Forget the fill slots (fork child). */
-void rz__fills_reset(void);
 
 #endif /* REDZONE_STREAM_FILLS_H */
