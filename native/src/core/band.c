@@ -19,6 +19,7 @@
 #include "band.h"
 #include "band_io.h"
 #include "check_kernel.h"
+#include "ctx_forget.h"
 #include "device_ctx.h"
 #include "driver.h"
 #include "format.h"

@@ -18,7 +18,7 @@
  * completion; failing that, the allocation shares a waiting slot of its stream (the event recorded again
  * covers both fills: the later completes after the earlier; never the per-thread stream, whose handle names
  * another stream on each thread); failing that, the zone is not watched. Nothing here waits. A context's events go with it (the
- * context-end hooks, rz__dev_forget_ctx): its slots are emptied, never destroyed by hand.
+ * context-end hooks, ctx_forget.c): its slots are emptied, never destroyed by hand.
 
  */
 #include <pthread.h>

@@ -26,6 +26,7 @@
 #include "copy_check.h"
 #include "device_ctx.h"
 #include "driver.h"
+#include "events.h"
 #include "free_check.h"
 #include "launch_check.h"
 #include "launch_ring.h"
@@ -35,6 +36,7 @@
 #include "state.h"
 #include "sticky.h"
 #include "stream_fills.h"
+#include "subscriptions.h"
 #include "sync_scan.h"
 
 static RZ_TLS int t_in_hook;
@@ -447,19 +449,22 @@ rzcu_result cuStreamDestroy_v2(rzcu_stream s) {
  * been); after, they and the library's stream and kernel state for the handle are forgotten. A primary
  * context ends on its last release (the driver says whether it is still active) or on a reset.
  */
+/* Each step, the band engine's, the sync scans' and the launch policy's, is a subscriber (subscriptions.c). */
+static void context_end(void *ctx, rz_event_t ev) {
+    rz__subscriptions_make();
+    rz__event_raise(ev, ctx);
+}
+
 static rzcu_result ctx_destroy(rzcu_fn_cuCtxDestroy_v2 *real, rzcu_context ctx) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
         return real(ctx);
     ENTER();
-    rz__bands_context_ending(ctx);
+    context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(ctx);
-    if (r == RZCUDA_SUCCESS) {
-        rz__bands_context_ended(ctx);
-        rz__sync_context_ended(ctx);
-        rz__launch_forget_ctx(ctx);
-    }
+    if (r == RZCUDA_SUCCESS)
+        context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
     return r;
 }
@@ -473,13 +478,10 @@ static rzcu_result primary_release(rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real, r
     void *ctx = rz__dev_primary_ctx(dev);
     /* Whether this release is the last one is known only after it: bands are written and checked first in
      * case it is (a release that is not costs the check, as a synchronisation with METRALE_REDZONE_SCAN=sync). */
-    rz__bands_context_ending(ctx);
+    context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0) {
-        rz__bands_context_ended(ctx);
-        rz__sync_context_ended(ctx);
-        rz__launch_forget_ctx(ctx);
-    }
+    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0)
+        context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
     return r;
 }
@@ -491,13 +493,10 @@ static rzcu_result primary_reset(rzcu_fn_cuDevicePrimaryCtxReset_v2 *real, rzcu_
         return real(dev);
     ENTER();
     void *ctx = rz__dev_primary_ctx(dev);
-    rz__bands_context_ending(ctx);
+    context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx) {
-        rz__bands_context_ended(ctx);
-        rz__sync_context_ended(ctx);
-        rz__launch_forget_ctx(ctx);
-    }
+    if (r == RZCUDA_SUCCESS && ctx)
+        context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
     return r;
 }

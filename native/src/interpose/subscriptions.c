@@ -1,0 +1,26 @@
+/*
+ * What the interposer registers with the layers below it, in one place and once (libredzone.so only).
+ *
+ * The end of a context (events.h): "ending" lets the band engine check the context's zones while their
+ * memory is still there; "ended" drops the registry's zones and the device state for the handle under the
+ * registry lock (band.c), then the sync scans' streams and contexts, then the launch policy's streams,
+ * layouts and records. The order of the subscriptions is the order of those steps.
+ */
+#include <pthread.h>
+
+#include "subscriptions.h"
+#include "band.h"
+#include "events.h"
+#include "launch_check.h"
+#include "sync_scan.h"
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void make(void) {
+    rz__event_subscribe(RZ_EVENT_CONTEXT_ENDING, rz__bands_context_ending);
+    rz__event_subscribe(RZ_EVENT_CONTEXT_ENDED, rz__bands_context_ended);
+    rz__event_subscribe(RZ_EVENT_CONTEXT_ENDED, rz__sync_context_ended);
+    rz__event_subscribe(RZ_EVENT_CONTEXT_ENDED, rz__launch_forget_ctx);
+}
+
+void rz__subscriptions_make(void) { pthread_once(&g_once, make); }
