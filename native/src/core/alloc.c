@@ -25,6 +25,7 @@
 #include "format.h"
 #include "free_check.h"
 #include "guard_pages.h"
+#include "launch_check.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
@@ -131,6 +132,8 @@ static int start_locked(void) {
     rz__options();
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;
+    rz__free_check_arm();
+    rz__launch_check_arm();
     rz__exit_scan_arm();
     rz__agent_start();
     rz__fatal_arm();
@@ -448,6 +451,10 @@ static void refused_free_rearm(const rz_zone_node_t *zone) {
                  rz__cu_name(r));
 }
 
+static _Atomic(rz_before_free_fn *) g_before_free;
+
+void rz__alloc_on_free(rz_before_free_fn *fn) { atomic_store_explicit(&g_before_free, fn, memory_order_release); }
+
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     const rz_options_t *o = rz__options();
     if (rz__dev_load() != RZ_OK)
@@ -475,9 +482,11 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     /* A zone still waiting for its band has nothing to check: no launch, copy or memset ran since. One whose
      * stream-ordered fill may not have landed is checked only in stream order (its band copy then follows the
      * memset); a plain cuMemFree of it reads the band now, so only once the fill is seen done. */
+    rz_before_free_fn *check;
     if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE) &&
-        (req->async || rz__zone_filled(&zone))) {
-        rz__free_check(&zone, req); /* reports; never changes the outcome of the free */
+        (req->async || rz__zone_filled(&zone)) &&
+        (check = atomic_load_explicit(&g_before_free, memory_order_acquire)) != NULL) {
+        check(&zone, req); /* reports; never changes the outcome of the free */
         checked = 1;
     }
     rzcu_result r;

@@ -261,6 +261,14 @@ void rz__bands_install(void) {
 
 static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out);
 
+/* The policies' scan-begin steps (band.h), set once at start-up and read at every scan. */
+static _Atomic(rz_scan_begin_fn *) g_scan_begin[RZ_SCAN_BEGIN_SLOTS];
+
+void rz__bands_on_scan_begin(rz_scan_begin_slot_t slot, rz_scan_begin_fn *fn) {
+    if ((unsigned)slot < RZ_SCAN_BEGIN_SLOTS)
+        atomic_store_explicit(&g_scan_begin[slot], fn, memory_order_release);
+}
+
 void rz__bands_context_ending(void *ctx) {
     if (ctx == NULL || begin() != RZ_OK)
         return;
@@ -532,6 +540,11 @@ static int scan_all(int how, rz_scan_some_t *some) {
     rz_reports_t reports;
     rz__reports_begin(&reports);
     install_pending_locked();
+    for (int i = 0; i < RZ_SCAN_BEGIN_SLOTS; i++) {
+        rz_scan_begin_fn *fn = atomic_load_explicit(&g_scan_begin[i], memory_order_acquire);
+        if (fn)
+            fn(); /* the policies' checks queued while the lock was busy */
+    }
     rz__launch_scan_begin(some ? some->whole : 1);
     RZ_STATE.last_violation_count = 0;
     g_last_unread = 0;

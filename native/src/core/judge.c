@@ -138,6 +138,17 @@ int rz__band_judge_freed(const rz_zone_node_t *z, const uint8_t *band, const uin
     return bad;
 }
 
+static _Atomic(rz_who_wrote_fn *) g_who_wrote;
+
+void rz__judge_on_who_wrote(rz_who_wrote_fn *fn) { atomic_store_explicit(&g_who_wrote, fn, memory_order_release); }
+
+static void who_wrote(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    rz_who_wrote_fn *fn = atomic_load_explicit(&g_who_wrote, memory_order_acquire);
+    if (fn && fn(z, band, bytes, front))
+        return; /* a launch check's report: the launch is named instead */
+    rz__launch_report(z);
+}
+
 static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
                       uint32_t ngiven) {
     rz_violation_t v;
@@ -154,7 +165,7 @@ static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         if (nframes)
             rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
         size_t stack_at = r->lines.len;
-        rz__launch_report(z, band, bytes, front);
+        who_wrote(z, band, bytes, front);
         rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
         record_violation(&v);
         r->items[r->n++] = (struct report_item){.stack_at = stack_at, .end = r->lines.len, .stack = nframes ? stack : 0,
@@ -173,7 +184,7 @@ static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
         rz__symbolize_frames(frames, (int)(nframes < RZ_STACK_MAX ? nframes : RZ_STACK_MAX));
     }
-    rz__launch_report(z, band, bytes, front);
+    who_wrote(z, band, bytes, front);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     record_violation(&v);
     __redzone_violation(&v);

@@ -13,6 +13,7 @@
 #include "rz_annotate.h"
 #include "common.h"
 #include "alloc.h"
+#include "band.h"
 #include "band_io.h"
 #include "capture.h"
 #include "capture_mode.h"
@@ -71,6 +72,11 @@ static _Atomic int g_have_deferred;
 
 void rz__free_check_annotate(void) {
     RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
+}
+
+void rz__free_check_arm(void) {
+    rz__alloc_on_free(rz__free_check);
+    rz__bands_on_scan_begin(RZ_SCAN_BEGIN_FREE_CHECKS, rz__free_checks_deferred_locked);
 }
 
 /* Registry lock held: judge the queued checks, oldest first. */

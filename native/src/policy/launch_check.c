@@ -37,12 +37,15 @@
 
 #include "rz_annotate.h"
 #include "launch_check.h"
+#include "band.h"
 #include "band_io.h"
 #include "capture.h"
 #include "capture_mode.h"
 #include "common.h"
 #include "device_ctx.h"
 #include "driver.h"
+#include "judge.h"
+#include "launch_attribution.h"
 #include "launch_ring.h"
 #include "options.h"
 #include "registry.h"
@@ -587,6 +590,11 @@ static void done_cb(void *arg) {
 }
 
 void rz__launch_judge_locked(void) { judge_done_locked(); }
+
+void rz__launch_check_arm(void) {
+    rz__bands_on_scan_begin(RZ_SCAN_BEGIN_LAUNCH_CHECKS, rz__launch_checks_locked);
+    rz__judge_on_who_wrote(rz__attrib_report);
+}
 
 void rz__launch_checks_locked(void) {
     judge_done_locked();

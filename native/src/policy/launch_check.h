@@ -32,6 +32,10 @@ struct rz_check *rz__launch_pre(const rz_launch_call_t *call);
  * launch's stream order (or, under a debugger, waited for and judged on this thread). */
 void rz__launch_post(struct rz_check *c, const rz_launch_call_t *call, rzcu_result r);
 
+/* At start-up: register the launch policy with the band engine (checks completed while the registry was busy,
+ * judged at each scan's beginning) and the judge (who wrote a reported zone: the launch a check names). */
+void rz__launch_check_arm(void);
+
 /* Judge the launch checks that completed while the registry was busy, and write back the bands they
  * reported. The _locked form with the registry lock held; the other takes it (one load when nothing waits). */
 void rz__launch_checks_locked(void);
