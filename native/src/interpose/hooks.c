@@ -47,9 +47,6 @@ static RZ_TLS int t_in_hook;
 #define LEAVE() t_in_hook = reentered_
 
 /* A program that looks up an entry point the driver lacks gets no wrapper in the first place (rz__dlsym). */
-rzcu_result rz__hook_missing(void) {
-    return rz__dev_load() == RZ_OK ? RZCUDA_ERROR_NOT_SUPPORTED : RZCUDA_ERROR_NOT_INITIALIZED;
-}
 static inline rzcu_result missing(void) { return rz__hook_missing(); }
 
 /* ---- allocation -------------------------------------------------------------------------------------- */
