@@ -591,7 +591,14 @@ static void done_cb(void *arg) {
 
 void rz__launch_judge_locked(void) { judge_done_locked(); }
 
+static const rz_launch_counts_t g_counts = {
+    .begun = rz__launch_begun,
+    .oldest_in_flight = rz__launch_oldest_in_flight,
+    .oldest_unjudged = rz__launch_oldest_unjudged,
+};
+
 void rz__launch_check_arm(void) {
+    rz__attrib_arm(&g_counts);
     rz__bands_on_scan_begin(RZ_SCAN_BEGIN_LAUNCH_CHECKS, rz__launch_checks_locked);
     rz__judge_on_who_wrote(rz__attrib_report);
 }

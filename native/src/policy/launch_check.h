@@ -149,6 +149,17 @@ uint64_t rz__launch_oldest_unjudged(void);
 /* The smallest begin counter of a launch whose check has not completed, or the next launch's. */
 uint64_t rz__launch_oldest_in_flight(void);
 
+/* What attribution.c asks launch_check.c about the launches begun and in flight, given to it at start-up
+ * (rz__launch_check_arm, before any check or report can be judged): attribution.c sits below launch_check.c
+ * and never calls it by name. */
+typedef struct rz_launch_counts {
+    uint64_t (*begun)(void);            /* rz__launch_begun */
+    uint64_t (*oldest_in_flight)(void); /* rz__launch_oldest_in_flight */
+    uint64_t (*oldest_unjudged)(void);  /* rz__launch_oldest_unjudged */
+} rz_launch_counts_t;
+
+void rz__attrib_arm(const rz_launch_counts_t *counts);
+
 /* attribution.c, registry lock held: judge one completed check (reports with its launch named). */
 void rz__attrib_judge_locked(rz_check_t *c);
 /* Write back the bands reported by launch checks (rz__dev_write). Registry lock held, on a thread that may
