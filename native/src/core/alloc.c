@@ -129,7 +129,7 @@ static int start_locked(void) {
     rz__sync_annotate();
     rz__capture_annotate();
     rz__streamorder_annotate();
-    rz__options();
+    rz__log_start(); /* the options, and the log they name with their warnings */
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;
     rz__free_check_arm();

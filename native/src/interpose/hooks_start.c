@@ -66,7 +66,7 @@ static void at_exit(void) {
 
 static void arm(void) {
     rz__subscriptions_make(); /* before the program's first call that may need them */
-    (void)rz__options(); /* the log (METRALE_REDZONE_LOG) opens now, as it does at a first allocation */
+    rz__log_start(); /* the log (METRALE_REDZONE_LOG) opens now, as it does at a first allocation */
     g_pid = getpid();
     atexit(at_exit);
 }

@@ -176,7 +176,7 @@ static void log_reopen(void) {
     }
 }
 
-void rz__log_open(const char *path, const char *template) {
+static void log_open(const char *path, const char *template) {
     if (path == NULL)
         return;
     int refused = 0;
@@ -203,16 +203,33 @@ void rz__log_open(const char *path, const char *template) {
 }
 
 
-void rz__write_all(int fd, const char *buf, size_t len) {
-    while (len > 0) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        buf += w;
-        len -= (size_t)w;
-    }
+static void log_text(const char *text, size_t len);
+
+/* The help table into the log, the pid on each line where log lines carry it. */
+static void help_line(int fd, const char *text, size_t len) {
+    (void)fd;
+    log_text(text, len);
+}
+
+/* Once, before the first line (the lines of the once itself go out through log_text, which does not wait for
+ * it): open the log the options name, then their warnings and the help. */
+static pthread_once_t g_log_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_log_started;
+
+static void log_start_once(void) {
+    const rz_options_t *o = rz__options();
+    log_open(o->log_path[0] ? o->log_path : NULL, rz__options_log_template());
+    if (o->warnings[0])
+        log_text(o->warnings, strlen(o->warnings));
+    if (o->help)
+        rz__options_help_to(help_line, 0);
+    atomic_store_explicit(&g_log_started, 1, memory_order_release);
+}
+
+void rz__log_start(void) {
+    if (RZ_LIKELY(atomic_load_explicit(&g_log_started, memory_order_acquire)))
+        return;
+    pthread_once(&g_log_once, log_start_once);
 }
 
 /* The `redzone[<pid>]: ` a line in the log gets (empty where lines carry no pid); its length. out holds 64. */
@@ -243,8 +260,10 @@ void rz__log_raw(const char *buf, size_t n) {
         return;
     if (rz__is_agent_thread())
         rz__agent_capture(buf, n); /* a debugger's request: gdb prints it, the program's log does not get it */
-    else
+    else {
+        rz__log_start();
         rz__write_all(log_fd(), buf, n);
+    }
 }
 
 void rz__log_hold(rz_log_held_t *held) { t_held = held; }
@@ -278,8 +297,10 @@ static void vlog(const char *prefix, const char *fmt, va_list ap) {
     t_in_log = 1;
     char buf[1024];
     int agent = rz__is_agent_thread(); /* a debugger's request: gdb prints it, the program's log does not get it */
-    if (!agent)
+    if (!agent) {
+        rz__log_start();
         log_reopen();
+    }
     size_t pid = agent ? 0 : pid_prefix(buf);
     size_t n = pid + (size_t)snprintf(buf + pid, sizeof buf - pid, "%s", prefix);
     int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
@@ -292,6 +313,11 @@ static void vlog(const char *prefix, const char *fmt, va_list ap) {
 }
 
 void rz__log_text(const char *text, size_t len) {
+    rz__log_start();
+    log_text(text, len);
+}
+
+static void log_text(const char *text, size_t len) {
     char pid[64];
     size_t np = rz__log_line_start(pid);
     int fd = log_fd();
