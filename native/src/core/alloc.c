@@ -14,6 +14,7 @@
 #include "common.h"
 #include "agent.h"
 #include "alloc.h"
+#include "alloc_trace.h"
 #include "band.h"
 #include "band_io.h"
 #include "capture.h"

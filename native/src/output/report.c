@@ -6,7 +6,6 @@
  * memory it maps, not the heap) while it holds the registry lock, and prints them after (band.c).
  */
 #include <errno.h>
-#include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,7 +23,6 @@
 #include "report.h"
 #include "safeopen.h"
 #include "state.h"
-#include "symbolize.h"
 
 #define RZ_WARNINGS_MAX 100
 
@@ -364,42 +362,6 @@ const char *rz__cu_name(rzcu_result r) {
     if (rz__drv.cuGetErrorName != NULL && rz__drv.cuGetErrorName(r, &name) == RZCUDA_SUCCESS && name != NULL)
         return name;
     return rz__cu_result_name((int)r);
-}
-
-/* The traced zone's size, for the trace line (`redzone bisect` reads it there). */
-struct trace_find {
-    uint64_t index;
-    rz_zone_info_t info;
-    int found;
-};
-
-static int trace_find_visit(const rz_zone_info_t *zone, void *arg) {
-    struct trace_find *f = arg;
-    if (zone->index < f->index)
-        return 0;
-    if (zone->index == f->index) {
-        f->info = *zone;
-        f->found = 1;
-    }
-    return 1; /* in index order: nothing further can match */
-}
-
-void rz__backtrace(uint64_t index) {
-    void *frames[64];
-    int n = backtrace(frames, 64);
-    /* Called right after the zone is registered, once per process: a walk in index order is cheap enough,
-     * and finds nothing only when another thread has freed the zone already. */
-    struct trace_find f = {.index = index};
-    rz_zone_foreach(trace_find_visit, &f);
-    if (f.found)
-        rz__log("redzone: METRALE_REDZONE_TRACE_IDX=%llu: allocation #%llu (user_bytes=%llu pad=%llu) made here:",
-                (unsigned long long)index, (unsigned long long)index, (unsigned long long)f.info.user_bytes,
-                (unsigned long long)f.info.pad_bytes);
-    else
-        rz__log("redzone: METRALE_REDZONE_TRACE_IDX=%llu: allocation #%llu made here:", (unsigned long long)index,
-                (unsigned long long)index);
-    /* Frame 0 is this function. */
-    rz__symbolize_frames(frames + 1, n - 1);
 }
 
 _Noreturn void rz__check_failed(const char *file, int line, const char *what) {

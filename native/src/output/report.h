@@ -48,6 +48,5 @@ void rz__log_held_release(rz_log_held_t *held);
 /* Name of a driver result, from the driver when loaded, else from cu.h's table. */
 const char *rz__cu_name(rzcu_result r);
 
-void rz__backtrace(uint64_t index);
 
 #endif /* REDZONE_REPORT_H */
