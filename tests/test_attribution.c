@@ -483,7 +483,7 @@ Test(launch_calls, a_zone_allocated_during_a_launch_call_is_checked_once_its_ban
 
 /* ---- judging: checks complete out of order across streams, and a copy may overlap the writing kernel ---- */
 /* Judge a check of launch #launch, begun at `begin`, that saw the back band of zone p as `band` (what
- * launch_check.c hands attribution.c once the check's copy completed), while launches of other streams begun
+ * launch_check.c hands launch_attribution.c once the check's copy completed), while launches of other streams begun
  * at `overlap` and later were still running (0: none). */
 static void judge_seen_beside(rz_devptr_t p, uint64_t begin, uint64_t overlap, uint64_t launch, const uint8_t *band) {
     rz__registry_lock();

@@ -1,6 +1,6 @@
 /*
  * The records that carry a zone's front band from the process exporting an IPC handle to the one opening it
- * (ipcrec.c), on the emulated driver: the file's life (written at export, gone with the free and at exit, never
+ * (ipc_records.c), on the emulated driver: the file's life (written at export, gone with the free and at exit, never
  * another process's), where it lives (a directory only this user can write), and the lookup a second process
  * makes. The emulated driver opens handles only in the process that made them, so the cross-process tests
  * here stop at the library's lookup in a forked child, which has no export of its own and must read the file:

@@ -195,7 +195,7 @@ ParameterizedTest(struct window_case *c, options, poison_window_in_state) {
         setenv("METRALE_REDZONE_POISON", c->value, 1);
     else
         unsetenv("METRALE_REDZONE_POISON");
-    rz__options();
+    rz__log_start(); /* as start-up: the options, and their warnings in the log */
     cr_assert_eq(RZ_STATE.poison_active, c->set, "METRALE_REDZONE_POISON=%s", c->value);
     if (c->set) {
         cr_assert_eq(RZ_STATE.poison_lo, c->lo);
@@ -248,15 +248,18 @@ Test(options, poison_window_fills_bands_from_the_first_allocation) {
     unlink(log);
 }
 
-/* The process path: read once, warnings go to the log once, help prints every variable. */
+/* The process path: read once, warnings go to the log once (when it opens, at start-up), help prints every
+ * variable. */
 Test(options, process_options_read_once_with_one_warning_line) {
     const char *log = rzt_log_to_file();
     setenv("METRALE_REDZONE", "abc", 1);
     setenv("METRALE_REDZONE_FILL", "300", 1);
     setenv("METRALE_REDZONE_HELP", "1", 1);
     const rz_options_t *o = rz__options();
+    rz__log_start();
     setenv("METRALE_REDZONE", "64", 1); /* too late: options are read once per process */
     cr_assert_eq(rz__options(), o);
+    rz__log_start(); /* and said once */
     cr_assert_eq(o->pad_bytes, 0);
     cr_assert_eq(o->fill, 238);
     char *text = rzt_read_log(log);

@@ -1,5 +1,5 @@
 /*
- * What the library leaves in a program's stream without waiting (streamorder.c): stream-ordered band fills
+ * What the library leaves in a program's stream without waiting (stream_fills.c): stream-ordered band fills
  * followed by events from a bounded pool, zones not judged until their fill is done, and the pool released
  * with its context. Allocations go through rz__alloc as the interposed cuMemAllocAsync does. Also the quiet
  * sections its event queries (and the library's other queries and synchronisations) run in.
@@ -167,7 +167,7 @@ Test(streamorder, event_pool_is_bounded_shared_and_released_with_its_context, .t
     cr_assert_eq(rz__fill_events(), 0, "the context's events went with it"); /* and flag, its host memory */
 }
 
-/* ---- quiet sections (device.c, capture.c): the library's own queries and synchronisations ---- */
+/* ---- quiet sections (band_io.c, capture.c): the library's own queries and synchronisations ---- */
 static unsigned long long exchanges(void) { return cuEmuCallCount("cuThreadExchangeStreamCaptureMode"); }
 
 /* Nothing exchanged while no capture is in progress; relaxed around the call (two exchanges) while one is;

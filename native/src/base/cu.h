@@ -271,7 +271,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
 
 /*
  * X(name, return type, parameter list): every driver entry point the project declares, by its exported
- * (versioned) name. The list drives the function typedefs here, the symbol table in device.c, the
+ * (versioned) name. The list drives the function typedefs here, the symbol table in band_io.c, the
  * emulator's exports, and cu_check.c.
  */
 #define RZCU_ENTRY_POINTS(X)                                                                                 \

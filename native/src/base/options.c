@@ -17,7 +17,7 @@
 #include "rz_annotate.h"
 #include "common.h"
 #include "options.h"
-#include "report.h"
+#include "write_all.h"
 #include "state.h"
 
 /* Rust's usize::from_str, which the seed uses: optional '+', then decimal digits only, no overflow. */
@@ -388,12 +388,7 @@ void rz__options_parse(rz_getenv_fn getenv_fn, rz_options_t *out) { rz__options_
 static rz_options_t g_options;
 static pthread_once_t g_options_once = PTHREAD_ONCE_INIT;
 
-static void options_help(void (*emit)(int fd, const char *text, size_t len), int fd);
-/* The help table to the log, the pid on each line where log lines carry it. */
-static void log_text_to(int fd, const char *text, size_t len) {
-    (void)fd;
-    rz__log_text(text, len);
-}
+static const char *g_log_template; /* METRALE_REDZONE_LOG as given (NULL: unset, or a secure process) */
 
 static const char *process_getenv(const char *name) { return getenv(name); }
 
@@ -402,9 +397,7 @@ _Atomic int rz__scan_launch = -1;
 static void options_load(void) {
     int secure = getauxval(AT_SECURE) != 0; /* set-uid, set-gid or file capabilities: ld.so's own test */
     rz__options_parse_env(process_getenv, secure, &g_options);
-    rz__log_open(g_options.log_path[0] ? g_options.log_path : NULL, secure ? NULL : getenv("METRALE_REDZONE_LOG"));
-    if (g_options.warnings[0])
-        rz__log_text(g_options.warnings, strlen(g_options.warnings));
+    g_log_template = secure ? NULL : getenv("METRALE_REDZONE_LOG");
     RZ_STATE.pad_bytes = g_options.pad_bytes;
     RZ_STATE.min_idx = g_options.min_idx;
     RZ_STATE.trace_idx = g_options.trace_idx;
@@ -420,8 +413,6 @@ static void options_load(void) {
     RZ_ANNOTATE_ATOMIC(&rz__scan_launch, sizeof rz__scan_launch); /* helgrind: read without a lock */
     atomic_store_explicit(&rz__scan_launch, (g_options.scan & RZ_SCAN_LAUNCH) != 0, memory_order_relaxed);
     __atomic_store_n(&RZ_STATE.options_loaded, 1, __ATOMIC_RELEASE);
-    if (g_options.help)
-        options_help(log_text_to, 0);
 }
 
 const rz_options_t *rz__options(void) {
@@ -453,7 +444,12 @@ static const char *type_name(const char *t) {
     return "0|1";
 }
 
-static void options_help(void (*emit)(int fd, const char *text, size_t len), int fd) {
+const char *rz__options_log_template(void) {
+    (void)rz__options();
+    return g_log_template;
+}
+
+void rz__options_help_to(void (*emit)(int fd, const char *text, size_t len), int fd) {
     char line[1024];
     int n = snprintf(line, sizeof line, "redzone options (environment variables):\n");
     emit(fd, line, (size_t)n);
@@ -465,7 +461,7 @@ static void options_help(void (*emit)(int fd, const char *text, size_t len), int
 #undef RZ_OPTION
 }
 
-RZ_EXPORT void rz_options_help(int fd) { options_help(rz__write_all, fd); }
+RZ_EXPORT void rz_options_help(int fd) { rz__options_help_to(rz__write_all, fd); }
 
 void rz__options_markdown(int fd) {
     char line[1024];

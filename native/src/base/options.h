@@ -81,8 +81,15 @@ extern _Atomic int rz__scan_launch;
 
 #define RZ_SCAN_LAUNCH_OFF() (atomic_load_explicit(&rz__scan_launch, memory_order_relaxed) == 0)
 
-/* The process's options, parsed once on first use (thread-safe); also opens the log. */
+/* The process's options, parsed once on first use (thread-safe). The log opens itself from them (report.c). */
 const rz_options_t *rz__options(void);
+
+/* METRALE_REDZONE_LOG as given, %p unexpanded (NULL when unset, or in a secure process, which takes no file
+ * names from the environment). Loads the options. */
+const char *rz__options_log_template(void);
+
+/* The help table (every option, its type, default and description), line by line to emit(fd, ...). */
+void rz__options_help_to(void (*emit)(int fd, const char *text, size_t len), int fd);
 
 /* Option table as a markdown table (docs/options.md body). */
 void rz__options_markdown(int fd);

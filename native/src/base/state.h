@@ -31,7 +31,7 @@ typedef struct rz_zone_node {
     uint8_t flags; /* RZ_ZONE_UNWATCHED: pad bytes were allocated but hold no known band */
     uint8_t reserved0;
     uint16_t front_units; /* front band (METRALE_REDZONE_FRONT) in units of RZ_FRONT_UNIT bytes, before ptr */
-    uint16_t fill; /* RZ_ZONE_FILLING: the event slot and generation that follow its band fill (streamorder.c) */
+    uint16_t fill; /* RZ_ZONE_FILLING: the event slot and generation that follow its band fill (stream_fills.c) */
 } rz_zone_node_t;
 
 /* The front band keeps the driver's alignment for the pointer the program gets: whole 256-byte units. */
@@ -183,7 +183,7 @@ typedef struct rz_agent {
 #define RZ_LAUNCH_RING 256
 
 /* The recent kernel launches a report names, exported (`__redzone_launches`) so a debugger that judges bands
- * itself names the same kernels. Changed under policy.c's ring lock. */
+ * itself names the same kernels. Changed under free_check.c's ring lock. */
 typedef struct rz_launches {
     uint64_t magic;        /* RZ_LAUNCHES_MAGIC */
     uint32_t version;      /* RZ_LAUNCHES_VERSION */

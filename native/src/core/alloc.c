@@ -13,6 +13,7 @@
 #include "ipc_records.h"
 #include "common.h"
 #include "alloc.h"
+#include "alloc_trace.h"
 #include "band.h"
 #include "band_io.h"
 #include "capture.h"
@@ -20,7 +21,6 @@
 #include "device_ctx.h"
 #include "driver.h"
 #include "format.h"
-#include "free_check.h"
 #include "guard_pages.h"
 #include "memory.h"
 #include "options.h"
@@ -88,7 +88,7 @@ static int raw_available(const rz_alloc_req_t *req) {
 /* Install the band: on the library's stream for ordinary memory (waiting for it); for stream-ordered
  * allocations a memset queued in the program's stream order, not waited for (the stream may be busy for long,
  * or wait for the host): the caller records an event after it, and scans leave the zone alone until the
- * event is done (streamorder.c). */
+ * event is done (stream_fills.c). */
 static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_t value, size_t bytes) {
     if (!is_async(req))
         return rz__dev_fill(band, value, bytes);
@@ -299,7 +299,7 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
             zone.flags |= RZ_ZONE_PENDING;
         } else if (captured) {
             /* The band's memset is captured after the allocation node (each launch writes it; nothing may
-             * synchronise a captured stream), and the zone is checked when it is freed (policy.c); scans leave
+             * synchronise a captured stream), and the zone is checked when it is freed (free_check.c); scans leave
              * it alone: the memory is allocated only while a launch has it. */
             if (fill_band(req, p + bytes, zone.expected, pad) == RZCUDA_SUCCESS)
                 zone.flags |= RZ_ZONE_GRAPH;
@@ -400,6 +400,10 @@ static void refused_free_rearm(const rz_zone_node_t *zone) {
                  rz__cu_name(r));
 }
 
+static _Atomic(rz_before_free_fn *) g_before_free;
+
+void rz__alloc_on_free(rz_before_free_fn *fn) { atomic_store_explicit(&g_before_free, fn, memory_order_release); }
+
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     const rz_options_t *o = rz__options();
     if (rz__dev_load() != RZ_OK)
@@ -427,9 +431,11 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     /* A zone still waiting for its band has nothing to check: no launch, copy or memset ran since. One whose
      * stream-ordered fill may not have landed is checked only in stream order (its band copy then follows the
      * memset); a plain cuMemFree of it reads the band now, so only once the fill is seen done. */
+    rz_before_free_fn *check;
     if (known && rz__zone_watched(&zone) && !(zone.flags & RZ_ZONE_PENDING) && (o->scan & RZ_SCAN_FREE) &&
-        (req->async || rz__zone_filled(&zone))) {
-        rz__free_check(&zone, req); /* reports; never changes the outcome of the free */
+        (req->async || rz__zone_filled(&zone)) &&
+        (check = atomic_load_explicit(&g_before_free, memory_order_acquire)) != NULL) {
+        check(&zone, req); /* reports; never changes the outcome of the free */
         checked = 1;
     }
     rzcu_result r;

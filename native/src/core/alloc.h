@@ -5,6 +5,7 @@
 #define REDZONE_ALLOC_H
 
 #include "common.h"
+#include "state.h"
 
 typedef enum { RZ_ALLOC_PLAIN, RZ_ALLOC_MANAGED, RZ_ALLOC_PITCH, RZ_ALLOC_ASYNC, RZ_ALLOC_POOL } rz_alloc_kind_t;
 
@@ -40,5 +41,11 @@ void rz__alloc_prepare(void);
 
 /* Forget, optionally check the band (METRALE_REDZONE_SCAN=free), free. Returns the driver's result code. */
 int rz__free(rz_devptr_t dptr, const rz_free_req_t *req);
+
+/* The check of a zone's band just before it is freed (stream-ordered for an async free): the free check's,
+ * registered at start-up (rz__free_check_arm); it reports and never changes the outcome of the free. */
+typedef void rz_before_free_fn(const rz_zone_node_t *zone, const rz_free_req_t *req);
+
+void rz__alloc_on_free(rz_before_free_fn *fn);
 
 #endif /* REDZONE_ALLOC_H */

@@ -19,6 +19,7 @@
 #include "band.h"
 #include "band_io.h"
 #include "check_kernel.h"
+#include "ctx_forget.h"
 #include "device_ctx.h"
 #include "driver.h"
 #include "format.h"
@@ -37,7 +38,7 @@
 /*
  * Bounded batches (issue 20.8). One batch (per context one batch copy, then one synchronisation) covers at most
  * RZ_BATCH_ENTRIES bands and RZ_BATCH_STAGING bytes of them; its scratch (the entries here, the copy lists in
- * device.c, the staging) is sized for what the registry needs up to that, reused by every scan, poison and
+ * band_io.c, the staging) is sized for what the registry needs up to that, reused by every scan, poison and
  * install, and never grows past it: about 16 MiB with 64-byte bands (114,688 of them a batch), however many
  * zones. (Scratch sized for the whole registry held some 150 bytes a zone after the first scan at 1M zones,
  * for good, and the first scan spent its time faulting those pages in.) A registry larger than one batch
@@ -169,7 +170,7 @@ static int lock_registry(void) {
 
 static void end(void) {
     t_busy = 0;
-    rz__dev_release_retired(); /* after the registry lock: see device.c */
+    rz__dev_release_retired(); /* after the registry lock: see band_io.c */
     if (RZ_UNLIKELY(rz__check_kernel_wanted()))
         rz__check_kernel_load(rz__registry_lock, rz__registry_unlock); /* check kernel modules, never loaded under the registry lock */
 }
@@ -261,6 +262,14 @@ void rz__bands_install(void) {
 }
 
 static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out);
+
+/* The policies' scan-begin steps (band.h), set once at start-up and read at every scan. */
+static _Atomic(rz_scan_begin_fn *) g_scan_begin[RZ_SCAN_BEGIN_SLOTS];
+
+void rz__bands_on_scan_begin(rz_scan_begin_slot_t slot, rz_scan_begin_fn *fn) {
+    if ((unsigned)slot < RZ_SCAN_BEGIN_SLOTS)
+        atomic_store_explicit(&g_scan_begin[slot], fn, memory_order_release);
+}
 
 void rz__bands_context_ending(void *ctx) {
     if (ctx == NULL || begin() != RZ_OK)
@@ -533,6 +542,11 @@ static int scan_all(int how, rz_scan_some_t *some) {
     rz_reports_t reports;
     rz__reports_begin(&reports);
     install_pending_locked();
+    for (int i = 0; i < RZ_SCAN_BEGIN_SLOTS; i++) {
+        rz_scan_begin_fn *fn = atomic_load_explicit(&g_scan_begin[i], memory_order_acquire);
+        if (fn)
+            fn(); /* the policies' checks queued while the lock was busy */
+    }
     rz__launch_scan_begin(some ? some->whole : 1);
     RZ_STATE.last_violation_count = 0;
     g_last_unread = 0;

@@ -24,7 +24,7 @@ void rz__bands_settle(void);
 /* A scan of some contexts (sync scans): ctxs[0..n) sorted by handle, or one NULL for every context. Under the
  * registry lock, before any band is read, pick(arg, ctxs, n) keeps in ctxs the contexts still to judge and
  * returns how many (0: no scan); after the scan, under the same hold, done(arg, rc). `whole`: as for
- * rz__launch_scan_begin. Returns what rz_scan() returns (0 when nothing was scanned). */
+ * rz__launch_scan_begin (launch_ring.h). Returns what rz_scan() returns (0 when nothing was scanned). */
 typedef struct rz_scan_some {
     void **ctxs;
     size_t n;
@@ -35,6 +35,16 @@ typedef struct rz_scan_some {
 } rz_scan_some_t;
 
 int rz__scan_some(rz_scan_some_t *req);
+
+/* What a policy does at the start of every scan, under the registry lock, before any band is read: judge the
+ * checks it queued while the lock was busy (free_check.c's stream-ordered checks first, then launch_check.c's
+ * launch checks, which also write back the bands they reported). Registered by the policy at start-up
+ * (rz__free_check_arm, rz__launch_check_arm); run in slot order, an empty slot skipped. */
+typedef enum { RZ_SCAN_BEGIN_FREE_CHECKS, RZ_SCAN_BEGIN_LAUNCH_CHECKS, RZ_SCAN_BEGIN_SLOTS } rz_scan_begin_slot_t;
+
+typedef void rz_scan_begin_fn(void);
+
+void rz__bands_on_scan_begin(rz_scan_begin_slot_t slot, rz_scan_begin_fn *fn);
 
 /* Host bytes of every scan's, poison's and install's scratch held now (bounded: band.c). Registry lock held. */
 uint64_t rz__band_scratch_bytes(void);

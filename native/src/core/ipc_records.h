@@ -1,6 +1,6 @@
 /*
  * IPC memory handles of zones with a front band: what the interposed entry points (hooks_ipc.c) and the records
- * that carry the band to the importing process (ipcrec.c) share, and what api.c tells them (a zone freed).
+ * that carry the band to the importing process (ipc_records.c) share, and what alloc.c tells them (a zone freed).
  */
 #ifndef REDZONE_IPC_H
 #define REDZONE_IPC_H
@@ -45,7 +45,7 @@ int rz__ipc_driver_ptr(uint64_t p, uint64_t *drv);
 void rz__ipc_closed(uint64_t p);
 /* The usual record directory (/dev/shm/redzone-ipc-<euid>, or under /tmp without /dev/shm) into out; 0 or
  * -1. Records go there when it is this user's private directory; else to a private
- * redzone-ipc-<euid>-XXXXXX that mkdtemp made beside it (ipcrec.c says why); /tmp when /dev/shm takes none. */
+ * redzone-ipc-<euid>-XXXXXX that mkdtemp made beside it (ipc_records.c says why); /tmp when /dev/shm takes none. */
 int rz__ipc_dir(char *out, size_t cap);
 /* The roots those directories are looked for in, for messages ("/dev/shm or /tmp"). */
 void rz__ipc_roots(char *out, size_t cap);

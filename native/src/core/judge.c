@@ -4,7 +4,7 @@
  * the zone's allocation stack, the kernels that may have written it, the counters, the state block's record
  * and the __redzone_violation hook a debugger breaks on. Scans hold their reports back while they hold the
  * registry lock and print them after (below); the free-time check reports at once. The hook for a copy or
- * memset refused for leaving its buffer (bounds.c), __redzone_refused, sits next to it.
+ * memset refused for leaving its buffer (copy_check.c), __redzone_refused, sits next to it.
  */
 #include <string.h>
 #include <sys/mman.h>
@@ -27,7 +27,7 @@ RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) 
 }
 
 RZ_EXPORT RZ_NOINLINE void __redzone_refused(const rz_refusal_t *refusal) {
-    /* The same for a copy or memset refused for leaving its buffer (bounds.c). */
+    /* The same for a copy or memset refused for leaving its buffer (copy_check.c). */
     __asm__ volatile("" : : "r"(refusal) : "memory");
 }
 
@@ -139,6 +139,17 @@ int rz__band_judge_freed(const rz_zone_node_t *z, const uint8_t *band, const uin
     return bad;
 }
 
+static _Atomic(rz_who_wrote_fn *) g_who_wrote;
+
+void rz__judge_on_who_wrote(rz_who_wrote_fn *fn) { atomic_store_explicit(&g_who_wrote, fn, memory_order_release); }
+
+static void who_wrote(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
+    rz_who_wrote_fn *fn = atomic_load_explicit(&g_who_wrote, memory_order_acquire);
+    if (fn && fn(z, band, bytes, front))
+        return; /* a launch check's report: the launch is named instead */
+    rz__launch_report(z);
+}
+
 static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front, const uint64_t *given,
                       uint32_t ngiven) {
     rz_violation_t v;
@@ -155,7 +166,7 @@ static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         if (nframes)
             rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
         size_t stack_at = r->lines.len;
-        rz__launch_report(z, band, bytes, front);
+        who_wrote(z, band, bytes, front);
         rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
         record_violation(&v);
         r->items[r->n++] = (struct report_item){.stack_at = stack_at, .end = r->lines.len, .stack = nframes ? stack : 0,
@@ -174,7 +185,7 @@ static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
         rz__symbolize_frames(frames, (int)(nframes < RZ_STACK_MAX ? nframes : RZ_STACK_MAX));
     }
-    rz__launch_report(z, band, bytes, front);
+    who_wrote(z, band, bytes, front);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     record_violation(&v);
     __redzone_violation(&v);

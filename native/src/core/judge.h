@@ -24,6 +24,14 @@ void rz__reports_end(rz_reports_t *r);
 
 void rz__reports_spill(void);
 
+/* Who wrote a violated zone, asked after its allocation stack: the launch policy's hook (launch_attribution.c,
+ * registered at start-up by rz__launch_check_arm) answers 1 when it named the launch that wrote it (a launch
+ * check's report); else, or with no hook, the launch ring names the kernels launched since the zone was last
+ * seen clean (rz__launch_report). */
+typedef int rz_who_wrote_fn(const rz_zone_node_t *zone, const uint8_t *band, uint64_t bytes, int front);
+
+void rz__judge_on_who_wrote(rz_who_wrote_fn *fn);
+
 /* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 

@@ -10,9 +10,6 @@
 #include "common.h"
 #include "kernel_names.h"
 #include "format.h"
-#include "free_check.h"
-#include "launch_attribution.h"
-#include "launch_check.h"
 #include "launch_ring.h"
 #include "report.h"
 #include "state.h"
@@ -52,10 +49,8 @@ uint64_t rz__launch_record_name(const char *name) { return record_name(name); }
 void rz__launch_record(rzcu_function f) { record_name(driver_kernel_name(f)); }
 
 /* Under the registry lock, at the start of a scan. A sync scan that leaves out a context with work still
- * running (syncscan.c) keeps the mark: that context's zones were not seen clean now. */
+ * running (sync_scan.c) keeps the mark: that context's zones were not seen clean now. */
 void rz__launch_scan_begin(int whole) {
-    rz__free_checks_deferred_locked(); /* stream-ordered checks queued while the lock was busy (free_check.c) */
-    rz__launch_checks_locked(); /* launch checks too, and the bands they reported written back */
     pthread_mutex_lock(&g_ring_lock);
     L.report_since = L.scan_start;
     if (whole)
@@ -63,9 +58,7 @@ void rz__launch_scan_begin(int whole) {
     pthread_mutex_unlock(&g_ring_lock);
 }
 
-void rz__launch_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
-    if (rz__attrib_report(z, band, bytes, front))
-        return; /* a launch check's report: the launch is named instead */
+void rz__launch_report(const rz_zone_node_t *z) {
     char line[1024];
     pthread_mutex_lock(&g_ring_lock);
     size_t n = rz__format_launch_candidates(&L, L.report_since, z->index, line, sizeof line);

@@ -10,7 +10,7 @@
 extern rz_launches_t __redzone_launches;
 
 /* Kernel attribution: record a launch (returns its launch number); print the kernels that may have touched a
- * violated zone (`band`: what was read, `bytes` long; front: the zone's front band). */
+ * violated zone (the judge's answer to "who wrote it" when no launch check named the launch, judge.h). */
 void rz__launch_record(rzcu_function f);
 
 uint64_t rz__launch_record_name(const char *name);
@@ -18,9 +18,9 @@ uint64_t rz__launch_record_name(const char *name);
 /* The kernel's name as the driver gives it (its storage), "(unnamed kernel)" when it gives none. */
 const char *rz__launch_kernel_name(rzcu_function f);
 
-void rz__launch_report(const rz_zone_node_t *zone, const uint8_t *band, uint64_t bytes, int front);
+void rz__launch_report(const rz_zone_node_t *zone);
 
-/* Under the registry lock, at the start of a scan: judge queued free-time checks (and launch checks); with
+/* Under the registry lock, at the start of a scan (after the policies' scan-begin steps, band.h): with
  * `whole` (every zone that may have been touched since the last such scan is covered), move the "last seen
  * clean" mark. */
 void rz__launch_scan_begin(int whole);

@@ -11,10 +11,11 @@
  * driver is asked from then on) and after it ends; while one is in
  * progress anywhere in the process (or after more than ORIGINS at once, for ever), every question goes to
  * the driver as before. The same knowledge lets the library's own queries and synchronisations run in the
- * program's capture mode while no capture is in progress (rz__capture_quiet_enter, device.c's quiet sections)
+ * program's capture mode while no capture is in progress (rz__capture_quiet_enter, band_io.c's quiet sections)
  * and relaxed while one is. In a build without the interposed entry points (the unit tests link the library's
  * objects next to the emulated driver, and call cuStreamBeginCapture there directly) the driver is always
- * asked: rz__capture_hooks_present is then the weak answer below.
+ * asked: only hooks_capture.c, once the interposer makes its registrations (before its first capture query
+ * can come), says through rz__capture_all_reported that every begun capture is reported here.
  */
 #include <pthread.h>
 #include <sched.h>
@@ -25,7 +26,6 @@
 #include "common.h"
 #include "capture.h"
 #include "driver.h"
-#include "hooks_capture.h"
 
 #define ORIGINS 64
 
@@ -37,8 +37,10 @@ static _Atomic int g_active; /* g_norigins + g_overflow, read without the lock *
 static _Atomic int g_quiet;  /* the library's potentially unsafe calls in flight in the program's mode */
 static RZ_TLS char t_per_thread; /* the per-thread default stream's identity: one per thread */
 
-/* 1 where hooks_capture.c is linked in (libredzone.so), so every begun capture is reported. */
-__attribute__((weak)) int rz__capture_hooks_present(void) { return 0; }
+/* 1 where hooks_capture.c is linked in (libredzone.so) and said so, so every begun capture is reported. */
+static _Atomic int g_all_reported;
+
+void rz__capture_all_reported(void) { atomic_store_explicit(&g_all_reported, 1, memory_order_release); }
 
 static uintptr_t key_of(rzcu_stream s) {
     return s == RZCU_STREAM_PER_THREAD ? (uintptr_t)&t_per_thread : (uintptr_t)s;
@@ -144,7 +146,8 @@ void rz__capture_stream_gone(rzcu_stream s) {
 int rz__capture_in_progress(void) { return atomic_load_explicit(&g_active, memory_order_acquire) != 0; }
 
 int rz__stream_capturing(rzcu_stream s) {
-    if (atomic_load_explicit(&g_active, memory_order_acquire) == 0 && rz__capture_hooks_present())
+    if (atomic_load_explicit(&g_active, memory_order_acquire) == 0 &&
+        atomic_load_explicit(&g_all_reported, memory_order_relaxed))
         return 0; /* no capture in progress: no stream is capturing */
     rzcu_capture_status status = 0;
     return rz__drv.cuStreamIsCapturing && rz__drv.cuStreamIsCapturing(s, &status) == RZCUDA_SUCCESS && status != 0;

@@ -21,6 +21,11 @@ void rz__capture_stream_gone(rzcu_stream s);
 /* Whether a capture begun through the interposed entry points may be in progress (0 without them). */
 int rz__capture_in_progress(void);
 
+/* From the interposed capture entry points (hooks_capture.c): every capture begun in the process is reported
+ * through rz__capture_beginning, so while none is in progress no stream is capturing. Until then (or in a
+ * build without them) rz__stream_capturing always asks the driver. */
+void rz__capture_all_reported(void);
+
 /* A quiet section: no capture begins through the interposed entry points until rz__capture_quiet_leave
  * (always called after); 1 when none was in progress (the section may run in the program's mode), 0 when
  * one may be. */

@@ -34,7 +34,7 @@ void rz__dev_relaxed_end(rzcu_capture_mode saved) {
 }
 
 /*
- * The library's queries and synchronisations (device.c's band reads and writes on its own stream, the fill
+ * The library's queries and synchronisations (band_io.c's band reads and writes on its own stream, the fill
  * events, the sync scans' stream queries, pointer attributes) are potentially unsafe calls too: a real driver
  * refuses another thread's cuEventQuery during a global capture and invalidates it. They are frequent (a
  * scan, a launch check), so they exchange nothing while no capture is in progress: each section is counted

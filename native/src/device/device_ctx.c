@@ -1,5 +1,5 @@
 /*
- * The device seam's per-context state (device.c has the rest): the current context, the library's own stream
+ * The device seam's per-context state (band_io.c has the rest): the current context, the library's own stream
  * in each context, making a context current for a band operation and waiting for its work, the handle of a
  * device's primary context, and forgetting all of it when a context ends, so a context that later gets the
  * same handle starts afresh.
@@ -10,11 +10,9 @@
 #include "common.h"
 #include "capture.h"
 #include "capture_mode.h"
-#include "check_kernel.h"
 #include "device_ctx.h"
 #include "driver.h"
 #include "sticky.h"
-#include "stream_fills.h"
 
 void *rz__dev_current_ctx(void) {
     rzcu_context ctx = NULL;
@@ -25,7 +23,7 @@ void *rz__dev_current_ctx(void) {
 
 /* ---- library streams, one per context ---------------------------------------------------------------- */
 /* One stream per context ever used, created on first use and kept until the context ends (the driver
- * destroys a context's streams with it; rz__dev_forget_ctx drops the entry): the table grows with the
+ * destroys a context's streams with it; rz__dev_streams_forget_ctx drops the entry): the table grows with the
  * contexts alive, never evicts (an evicted context's next operation created another stream, and the old one
  * was never destroyed: with more than 64 contexts, one stream per scan leaked). */
 static pthread_mutex_t g_stream_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -75,7 +73,7 @@ size_t rz__dev_stream_count(void) {
     return n;
 }
 
-void rz__dev_forget_ctx(void *ctx) {
+void rz__dev_streams_forget_ctx(void *ctx) {
     pthread_mutex_lock(&g_stream_lock);
     for (size_t i = 0; i < g_nstreams; i++) {
         if (g_streams[i].ctx != ctx)
@@ -84,8 +82,6 @@ void rz__dev_forget_ctx(void *ctx) {
         break;
     }
     pthread_mutex_unlock(&g_stream_lock);
-    rz__check_kernel_forget(ctx);
-    rz__fill_forget_ctx(ctx);
 }
 
 int rz__dev_primary_active(int dev) {

@@ -33,9 +33,8 @@ rzcu_result rz__dev_enter(void *ctx, int *pushed);
 void rz__dev_leave(int pushed);
 
 
-/* Context ctx has ended (destroyed, or a primary context released for the last time or reset): forget its
- * stream and check kernel state, so a context that later gets the same handle starts afresh. */
-void rz__dev_forget_ctx(void *ctx);
+/* Context ctx has ended: forget its library stream (ctx_forget.c forgets the rest of its device state). */
+void rz__dev_streams_forget_ctx(void *ctx);
 
 /* The handle of device dev's primary context when it is active (learned with a retain and a release, which
  * leave its reference count as it was); NULL when inactive or unknown. */

@@ -18,7 +18,7 @@
  * completion; failing that, the allocation shares a waiting slot of its stream (the event recorded again
  * covers both fills: the later completes after the earlier; never the per-thread stream, whose handle names
  * another stream on each thread); failing that, the zone is not watched. Nothing here waits. A context's events go with it (the
- * context-end hooks, rz__dev_forget_ctx): its slots are emptied, never destroyed by hand.
+ * context-end hooks, ctx_forget.c): its slots are emptied, never destroyed by hand.
 
  */
 #include <pthread.h>
@@ -57,7 +57,7 @@ static int fill_done_locked(unsigned i) {
     if (!f->waiting)
         return 1;
     if (f->event) {
-        /* a quiet section: another thread's global capture would be lost to a plain query (device.c) */
+        /* a quiet section: another thread's global capture would be lost to a plain query (band_io.c) */
         rzcu_capture_mode saved = rz__dev_quiet_begin();
         rzcu_result r = rz__drv.cuEventQuery(f->event);
         rz__dev_quiet_end(saved);

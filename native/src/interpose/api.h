@@ -1,5 +1,5 @@
 /*
- * The allocation entry points' first steps (api.c, hooks.c): take the creation index, start the library,
+ * The allocation entry points' first steps (alloc.c, hooks.c): take the creation index, start the library,
  * allocate.
  */
 #ifndef REDZONE_API_H

@@ -28,6 +28,7 @@
 #include "copy_check.h"
 #include "device_ctx.h"
 #include "driver.h"
+#include "events.h"
 #include "free_check.h"
 #include "launch_check.h"
 #include "launch_ring.h"
@@ -38,6 +39,7 @@
 #include "sticky.h"
 #include "fill_marks.h"
 #include "stream_fills.h"
+#include "subscriptions.h"
 #include "sync_scan.h"
 
 #define t_in_hook (rz__thread.in_hook) /* in the thread-state record (thread_state.h) */
@@ -48,9 +50,6 @@
 #define LEAVE() t_in_hook = reentered_
 
 /* A program that looks up an entry point the driver lacks gets no wrapper in the first place (rz__dlsym). */
-rzcu_result rz__hook_missing(void) {
-    return rz__dev_load() == RZ_OK ? RZCUDA_ERROR_NOT_SUPPORTED : RZCUDA_ERROR_NOT_INITIALIZED;
-}
 static inline rzcu_result missing(void) { return rz__hook_missing(); }
 
 /* ---- allocation -------------------------------------------------------------------------------------- */
@@ -358,7 +357,7 @@ static rzcu_result graph_launch(int per_thread, void *ret, rzcu_wfn_cuGraphLaunc
     RZ_SA_PICK(__VA_ARGS__, RZ_SA10, RZ_SA9, RZ_SA8, RZ_SA7, RZ_SA6, RZ_SA5, RZ_SA4, RZ_SA3, RZ_SA2, RZ_SA1)(__VA_ARGS__)
 
 /* ---- copies and memsets: the driver's range check, against the program's sizes ----------------------- */
-/* BOUNDS_<base> (rz_copy_bounds.h): the ranges a call touches, each judged by bounds.c. */
+/* BOUNDS_<base> (copy_ranges.h): the ranges a call touches, each judged by copy_check.c. */
 
 #define RZ_UNPAREN(...) __VA_ARGS__
 #define RZ_CALL(f, ...) f(__VA_ARGS__)
@@ -450,19 +449,22 @@ rzcu_result cuStreamDestroy_v2(rzcu_stream s) {
  * been); after, they and the library's stream and kernel state for the handle are forgotten. A primary
  * context ends on its last release (the driver says whether it is still active) or on a reset.
  */
+/* Each step, the band engine's, the sync scans' and the launch policy's, is a subscriber (subscriptions.c). */
+static void context_end(void *ctx, rz_event_t ev) {
+    rz__subscriptions_make();
+    rz__event_raise(ev, ctx);
+}
+
 static rzcu_result ctx_destroy(rzcu_fn_cuCtxDestroy_v2 *real, rzcu_context ctx) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
         return real(ctx);
     ENTER();
-    rz__bands_context_ending(ctx);
+    context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(ctx);
-    if (r == RZCUDA_SUCCESS) {
-        rz__bands_context_ended(ctx);
-        rz__sync_context_ended(ctx);
-        rz__launch_forget_ctx(ctx);
-    }
+    if (r == RZCUDA_SUCCESS)
+        context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
     return r;
 }
@@ -476,13 +478,10 @@ static rzcu_result primary_release(rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real, r
     void *ctx = rz__dev_primary_ctx(dev);
     /* Whether this release is the last one is known only after it: bands are written and checked first in
      * case it is (a release that is not costs the check, as a synchronisation with METRALE_REDZONE_SCAN=sync). */
-    rz__bands_context_ending(ctx);
+    context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0) {
-        rz__bands_context_ended(ctx);
-        rz__sync_context_ended(ctx);
-        rz__launch_forget_ctx(ctx);
-    }
+    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0)
+        context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
     return r;
 }
@@ -494,13 +493,10 @@ static rzcu_result primary_reset(rzcu_fn_cuDevicePrimaryCtxReset_v2 *real, rzcu_
         return real(dev);
     ENTER();
     void *ctx = rz__dev_primary_ctx(dev);
-    rz__bands_context_ending(ctx);
+    context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx) {
-        rz__bands_context_ended(ctx);
-        rz__sync_context_ended(ctx);
-        rz__launch_forget_ctx(ctx);
-    }
+    if (r == RZCUDA_SUCCESS && ctx)
+        context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
     return r;
 }

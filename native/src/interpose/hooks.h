@@ -12,7 +12,9 @@
 
 /* What a wrapper answers when it has no real entry point to call: without a driver, NOT_INITIALIZED (as
  * every call would be); with a driver that lacks this entry point (an older one), NOT_SUPPORTED. */
-rzcu_result rz__hook_missing(void);
+static inline rzcu_result rz__hook_missing(void) {
+    return rz__dev_load() == RZ_OK ? RZCUDA_ERROR_NOT_SUPPORTED : RZCUDA_ERROR_NOT_INITIALIZED;
+}
 
 /* hooks_capture.c: stream capture begins and ends. */
 RZ_EXPORT rzcu_fn_cuStreamBeginCapture cuStreamBeginCapture;

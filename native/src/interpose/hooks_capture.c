@@ -8,7 +8,7 @@
 #include "device_ctx.h"
 #include "hooks_capture.h"
 
-int rz__capture_hooks_present(void) { return 1; }
+void rz__hooks_capture_arm(void) { rz__capture_all_reported(); }
 
 /* Recorded before the driver begins it, so no launch in between takes the stream for one not capturing. */
 #define BEGIN(per_thread, call)                                                                              \

@@ -6,6 +6,7 @@
 
 #include "common.h"
 
-int rz__capture_hooks_present(void);
+/* Tell capture.c that the capture entry points are interposed (subscriptions.c, before the first query). */
+void rz__hooks_capture_arm(void);
 
 #endif /* REDZONE_HOOKS_CAPTURE_H */

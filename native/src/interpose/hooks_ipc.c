@@ -1,9 +1,9 @@
 /*
- * Interposition of the IPC memory handle entry points (libredzone only; rz_hooks.h lists them for hooks.c's
+ * Interposition of the IPC memory handle entry points (libredzone only; hooks.h lists them for hooks.c's
  * lookups). With front bands (METRALE_REDZONE_FRONT) the program's pointer is the driver's allocation base
  * plus the band, and the driver makes handles of allocation bases only. The exporter's cuIpcGetMemHandle of a
  * zone's pointer asks the driver for the handle of the padded block and records the band beside it
- * (ipcrec.c); the importer's cuIpcOpenMemHandle adds the band recorded for that handle to what the driver
+ * (ipc_records.c); the importer's cuIpcOpenMemHandle adds the band recorded for that handle to what the driver
  * opened, and cuIpcCloseMemHandle gives the driver its own pointer back. Everything else (zones without a
  * front band, inner pointers, unknown pointers and handles, every error) is the driver's call with the
  * program's arguments and the driver's answer. The handle's bytes are never changed. An importer that does

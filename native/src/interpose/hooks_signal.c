@@ -1,8 +1,8 @@
 /*
  * The program's signal dispositions stay its own (libredzone.so only; the sanitizers intercept the same
  * names). From the first allocation on, redzone's fatal-signal handler is the kernel's for SIGSEGV, SIGBUS,
- * SIGILL, SIGFPE and SIGABRT (fatal.c); every way a program sets or reads a disposition is interposed here
- * so that for those five it sees and sets its own (fatal.c keeps it and calls the program's handler), and
+ * SIGILL, SIGFPE and SIGABRT (fatal_scan.c); every way a program sets or reads a disposition is interposed here
+ * so that for those five it sees and sets its own (fatal_scan.c keeps it and calls the program's handler), and
  * for every other signal the call goes to libc untouched:
  *   sigaction, __sigaction;
  *   signal, bsd_signal, ssignal (one function in glibc: BSD semantics, the signal itself blocked in its

@@ -18,6 +18,7 @@
 #include "driver.h"
 #include "options.h"
 #include "report.h"
+#include "subscriptions.h"
 
 #define NEVER_CALLED (-1)
 
@@ -64,7 +65,8 @@ static void at_exit(void) {
 }
 
 static void arm(void) {
-    (void)rz__options(); /* the log (METRALE_REDZONE_LOG) opens now, as it does at a first allocation */
+    rz__subscriptions_make(); /* before the program's first call that may need them */
+    rz__log_start(); /* the log (METRALE_REDZONE_LOG) opens now, as it does at a first allocation */
     g_pid = getpid();
     atexit(at_exit);
 }

@@ -14,8 +14,11 @@
 #include "exit_scan.h"
 #include "fatal_scan.h"
 #include "fork.h"
+#include "free_check.h"
+#include "launch_check.h"
 #include "options.h"
 #include "registry.h"
+#include "report.h"
 #include "rz_annotate.h"
 #include "state.h"
 #include "fill_marks.h"
@@ -42,9 +45,11 @@ static int start_locked(void) {
     rz__sync_annotate();
     rz__capture_annotate();
     rz__fill_marks_annotate();
-    rz__options();
+    rz__log_start(); /* the options, and the log they name with their warnings */
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;
+    rz__free_check_arm();
+    rz__launch_check_arm();
     rz__exit_scan_arm();
     /* Only for the agent, whose thread a child must start again: without it a child keeps its parent's
      * start-up. */

@@ -6,7 +6,6 @@
  * memory it maps, not the heap) while it holds the registry lock, and prints them after (band.c).
  */
 #include <errno.h>
-#include <execinfo.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,7 +23,6 @@
 #include "report.h"
 #include "safeopen.h"
 #include "state.h"
-#include "symbolize.h"
 
 #define RZ_WARNINGS_MAX 100
 
@@ -176,7 +174,7 @@ static void log_reopen(void) {
     }
 }
 
-void rz__log_open(const char *path, const char *template) {
+static void log_open(const char *path, const char *template) {
     if (path == NULL)
         return;
     int refused = 0;
@@ -203,16 +201,33 @@ void rz__log_open(const char *path, const char *template) {
 }
 
 
-void rz__write_all(int fd, const char *buf, size_t len) {
-    while (len > 0) {
-        ssize_t w = write(fd, buf, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return;
-        buf += w;
-        len -= (size_t)w;
-    }
+static void log_text(const char *text, size_t len);
+
+/* The help table into the log, the pid on each line where log lines carry it. */
+static void help_line(int fd, const char *text, size_t len) {
+    (void)fd;
+    log_text(text, len);
+}
+
+/* Once, before the first line (the lines of the once itself go out through log_text, which does not wait for
+ * it): open the log the options name, then their warnings and the help. */
+static pthread_once_t g_log_once = PTHREAD_ONCE_INIT;
+static _Atomic int g_log_started;
+
+static void log_start_once(void) {
+    const rz_options_t *o = rz__options();
+    log_open(o->log_path[0] ? o->log_path : NULL, rz__options_log_template());
+    if (o->warnings[0])
+        log_text(o->warnings, strlen(o->warnings));
+    if (o->help)
+        rz__options_help_to(help_line, 0);
+    atomic_store_explicit(&g_log_started, 1, memory_order_release);
+}
+
+void rz__log_start(void) {
+    if (RZ_LIKELY(atomic_load_explicit(&g_log_started, memory_order_acquire)))
+        return;
+    pthread_once(&g_log_once, log_start_once);
 }
 
 /* The `redzone[<pid>]: ` a line in the log gets (empty where lines carry no pid); its length. out holds 64. */
@@ -244,8 +259,10 @@ void rz__log_raw(const char *buf, size_t n) {
     rz_log_sink_fn sink = rz__thread.log_sink;
     if (sink)
         sink(buf, n); /* a debugger's request: gdb prints it, the program's log does not get it */
-    else
+    else {
+        rz__log_start();
         rz__write_all(log_fd(), buf, n);
+    }
 }
 
 void rz__log_hold(rz_log_held_t *held) { t_held = held; }
@@ -281,8 +298,10 @@ static void vlog(const char *prefix, const char *fmt, va_list ap) {
     t_in_log = 1;
     char buf[1024];
     int sunk = rz__thread.log_sink != NULL; /* a debugger's request: gdb prints it, the program's log does not get it */
-    if (!sunk)
+    if (!sunk) {
+        rz__log_start();
         log_reopen();
+    }
     size_t pid = sunk ? 0 : pid_prefix(buf);
     size_t n = pid + (size_t)snprintf(buf + pid, sizeof buf - pid, "%s", prefix);
     int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
@@ -295,6 +314,11 @@ static void vlog(const char *prefix, const char *fmt, va_list ap) {
 }
 
 void rz__log_text(const char *text, size_t len) {
+    rz__log_start();
+    log_text(text, len);
+}
+
+static void log_text(const char *text, size_t len) {
     char pid[64];
     size_t np = rz__log_line_start(pid);
     int fd = log_fd();
@@ -346,42 +370,6 @@ const char *rz__cu_name(rzcu_result r) {
     rz_error_namer_fn *namer = __atomic_load_n(&g_error_namer, __ATOMIC_ACQUIRE);
     const char *name = namer ? namer(r) : NULL;
     return name ? name : rz__cu_result_name((int)r);
-}
-
-/* The traced zone's size, for the trace line (`redzone bisect` reads it there). */
-struct trace_find {
-    uint64_t index;
-    rz_zone_info_t info;
-    int found;
-};
-
-static int trace_find_visit(const rz_zone_info_t *zone, void *arg) {
-    struct trace_find *f = arg;
-    if (zone->index < f->index)
-        return 0;
-    if (zone->index == f->index) {
-        f->info = *zone;
-        f->found = 1;
-    }
-    return 1; /* in index order: nothing further can match */
-}
-
-void rz__backtrace(uint64_t index) {
-    void *frames[64];
-    int n = backtrace(frames, 64);
-    /* Called right after the zone is registered, once per process: a walk in index order is cheap enough,
-     * and finds nothing only when another thread has freed the zone already. */
-    struct trace_find f = {.index = index};
-    rz_zone_foreach(trace_find_visit, &f);
-    if (f.found)
-        rz__log("redzone: METRALE_REDZONE_TRACE_IDX=%llu: allocation #%llu (user_bytes=%llu pad=%llu) made here:",
-                (unsigned long long)index, (unsigned long long)index, (unsigned long long)f.info.user_bytes,
-                (unsigned long long)f.info.pad_bytes);
-    else
-        rz__log("redzone: METRALE_REDZONE_TRACE_IDX=%llu: allocation #%llu made here:", (unsigned long long)index,
-                (unsigned long long)index);
-    /* Frame 0 is this function. */
-    rz__symbolize_frames(frames + 1, n - 1);
 }
 
 _Noreturn void rz__check_failed(const char *file, int line, const char *what) {

@@ -6,11 +6,14 @@
 
 #include "common.h"
 #include "thread_state.h"
+#include "write_all.h" /* rz__write_all, for the writers that include this */
 
 /* Every line goes through here: fixed buffer, no allocation, recursion guard. */
-/* path: METRALE_REDZONE_LOG with %p expanded; template: as given (a %p in it: one file per process, forked
- * children included, lines without the pid; else every line starts with `redzone[<pid>]: `). */
-void rz__log_open(const char *path, const char *template);
+/* The log opens itself before its first line, from the options: METRALE_REDZONE_LOG (%p expanded; a %p in
+ * it: one file per process, forked children included, lines without the pid; else every line starts with
+ * `redzone[<pid>]: `), then says the options' warnings and, with METRALE_REDZONE_HELP, the help. Start-up
+ * calls rz__log_start so that this happens when the options are first needed, not at the first report. */
+void rz__log_start(void);
 
 /* Lines already formatted ('\n'-terminated) to the log, each with the pid where log lines carry it. */
 void rz__log_text(const char *text, size_t len);
@@ -24,7 +27,6 @@ void rz__log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void rz__warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-void rz__write_all(int fd, const char *buf, size_t len);
 
 /* Write lines already formatted (one or more, '\n'-terminated) where rz__log writes. */
 void rz__log_raw(const char *buf, size_t len);
@@ -57,6 +59,5 @@ typedef const char *rz_error_namer_fn(rzcu_result r);
 
 void rz__report_error_namer(rz_error_namer_fn *namer);
 
-void rz__backtrace(uint64_t index);
 
 #endif /* REDZONE_REPORT_H */

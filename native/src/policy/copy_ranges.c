@@ -2,7 +2,7 @@
  * Which device ranges each interposed copy and memset touches, from its arguments: the bytes of a 1D copy
  * or memset, the extent of each device side of a 2D/3D descriptor copy (first row to last), each copy of a
  * batch, and each pointer operand of a 3D batch (first row to the last row of its last layer). Each range
- * goes to rz__bounds_check (bounds.c), which reports one that leaves its buffer where the driver would let
+ * goes to rz__bounds_check (copy_check.c), which reports one that leaves its buffer where the driver would let
  * it; hooks.c's writer wrappers then return the driver's answer without redzone. Both sides of a copy are
  * judged, so a copy wrong at both ends is reported at both (the source first). A batch stops at its first
  * bad copy and names it in failIdx, as the driver does.

@@ -1,6 +1,6 @@
 /*
- * The device ranges each interposed copy and memset touches, for the range check before it (copy_bounds.c
- * computes them, bounds.c judges each range against the program's sizes). BOUNDS_<base>(entry, since,
+ * The device ranges each interposed copy and memset touches, for the range check before it (copy_ranges.c
+ * computes them, copy_check.c judges each range against the program's sizes). BOUNDS_<base>(entry, since,
  * arguments...) says whether a call of that entry point touches device memory outside a buffer where the
  * driver, seeing the padded block, would let it: one per base name of RZCU_DEVICE_WRITERS, `since` telling
  * the batch copies' two signatures apart. Used by hooks.c's writer wrappers only.

@@ -13,6 +13,7 @@
 #include "rz_annotate.h"
 #include "common.h"
 #include "alloc.h"
+#include "band.h"
 #include "band_io.h"
 #include "capture.h"
 #include "capture_mode.h"
@@ -72,6 +73,11 @@ static _Atomic int g_have_deferred;
 
 void rz__free_check_annotate(void) {
     RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
+}
+
+void rz__free_check_arm(void) {
+    rz__alloc_on_free(rz__free_check);
+    rz__bands_on_scan_begin(RZ_SCAN_BEGIN_FREE_CHECKS, rz__free_checks_deferred_locked);
 }
 
 /* Registry lock held: judge the queued checks, oldest first. */
@@ -149,7 +155,7 @@ static void async_check_cb(void *arg) {
 /*
  * A cuMemFreeAsync captured into a graph, of memory the graph allocates (RZ_ZONE_GRAPH): the band copy and
  * this host function are captured before the free node and run at every launch, as long as the graph lives,
- * which the library cannot see end. So their buffer is a page-locked slot held for good (streamorder.c), and
+ * which the library cannot see end. So their buffer is a page-locked slot held for good (stream_fills.c), and
  * this function only reads it: never frees it, never queues it (a copy goes to the deferred list when the
  * lock is busy). Launches of one executable run one after another, so no launch's copy overwrites the slot
  * while the previous launch's check reads it.
@@ -267,7 +273,7 @@ void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band},
                           {.ctx = zone->ctx, .dev = front, .bytes = rz__zone_front(zone), .host = c->band + zone->pad_bytes,
                            .front = 1}};
-    /* Without the registry lock: a read of one or two bands uses no scratch shared with scans (device.c),
+    /* Without the registry lock: a read of one or two bands uses no scratch shared with scans (band_io.c),
      * and on a GPU it is a device round trip that allocations and frees on other threads must not wait for. */
     rzcu_result r = rz__dev_read(io, zone->front_units ? 2 : 1);
     if (r == RZCUDA_SUCCESS)

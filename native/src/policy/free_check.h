@@ -8,15 +8,14 @@
 #include "state.h"
 #include "alloc.h"
 
-/* The program's sigaction for the signals the final scan hooks (hooks_signal.c calls it for those only): it
- * sees and sets its own dispositions; redzone's handler stays in front and calls the program's. As
- * sigaction: 0, or -1 with errno. */
-struct sigaction;
-
-/* Check one zone's band just before it is freed (stream-ordered for an async free). */
+/* Check one zone's band just before it is freed (stream-ordered for an async free): alloc.c's before-free hook. */
 void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req);
 
-/* Judge the stream-ordered checks queued while the registry was busy (policy.c); takes the lock. */
+/* At start-up: register the free check with the allocator (before each free) and the band engine (its
+ * deferred checks judged at each scan's beginning). Again in a forked child: the same registrations. */
+void rz__free_check_arm(void);
+
+/* Judge the stream-ordered checks queued while the registry was busy (free_check.c); takes the lock. */
 void rz__free_checks_deferred(void);
 
 /* Registry lock held: judge the stream-ordered checks queued while the registry was busy (a scan begins). */

@@ -64,6 +64,28 @@ struct record {
     uint64_t age;
 };
 
+/* launch_check.c's counters (rz__attrib_arm); before it, no launch was begun that attribution can know of. */
+static _Atomic(const rz_launch_counts_t *) g_counts;
+
+void rz__attrib_arm(const rz_launch_counts_t *counts) {
+    atomic_store_explicit(&g_counts, counts, memory_order_release);
+}
+
+static uint64_t launch_begun(void) {
+    const rz_launch_counts_t *c = atomic_load_explicit(&g_counts, memory_order_acquire);
+    return c ? c->begun() : 0;
+}
+
+static uint64_t launch_oldest_in_flight(void) {
+    const rz_launch_counts_t *c = atomic_load_explicit(&g_counts, memory_order_acquire);
+    return c ? c->oldest_in_flight() : 1;
+}
+
+static uint64_t launch_oldest_unjudged(void) {
+    const rz_launch_counts_t *c = atomic_load_explicit(&g_counts, memory_order_acquire);
+    return c ? c->oldest_unjudged() : 1;
+}
+
 static struct record g_rec[RECORDS]; /* registry lock held */
 static uint64_t g_age;
 static _Atomic int g_refill_wanted;
@@ -98,7 +120,7 @@ static struct record *rec_slot(uint64_t oldest) {
     return best;
 }
 
-/* Record a reported band (refilled_at: 0, or REFILLED_BY_SCAN); oldest: rz__launch_oldest_unjudged() or
+/* Record a reported band (refilled_at: 0, or REFILLED_BY_SCAN); oldest: launch_oldest_unjudged() or
  * below. */
 static void rec_add(uint64_t index, uint64_t ptr, int front, const uint8_t *band, uint64_t bytes,
                     uint64_t refilled_at, uint64_t oldest, uint64_t hold) {
@@ -227,7 +249,7 @@ void rz__attrib_judge_locked(rz_check_t *c) {
             note_more(more, band, m, by, c->overlap_last);
             continue;
         }
-        uint64_t oldest = rz__launch_oldest_unjudged();
+        uint64_t oldest = launch_oldest_unjudged();
         rec_add(m->index, m->ptr, m->front, band, m->bytes, 0, oldest < c->begin ? oldest : c->begin, c->overlap_last);
         rz_zone_node_t gone = {.ptr = m->ptr, .user_bytes = m->user_bytes, .index = m->index, .ctx = c->ctx,
                                .pad_bytes = m->pad_bytes, .expected = m->expected, .front_units = m->front_units};
@@ -274,7 +296,7 @@ int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         /* A scan or a free-time check reported it and writes it back itself: launch checks in flight whose
          * copy came before that must not report it again. */
         if (rz__options()->scan & RZ_SCAN_LAUNCH)
-            rec_add(z->index, z->ptr, front, band, bytes, REFILLED_BY_SCAN, rz__launch_oldest_unjudged(), 0);
+            rec_add(z->index, z->ptr, front, band, bytes, REFILLED_BY_SCAN, launch_oldest_unjudged(), 0);
         return 0;
     }
     const char *tail = c->nframes ? ", launched at:" : "";
@@ -314,13 +336,13 @@ int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band) {
     for (int i = 0; i < RECORDS; i++)
         if (g_rec[i].used && g_rec[i].index == z->index &&
             (g_rec[i].refilled_at == 0 || g_rec[i].refilled_at == REFILLED_BY_SCAN))
-            g_rec[i].refilled_at = rz__launch_begun() + 1;
+            g_rec[i].refilled_at = launch_begun() + 1;
     return reported && !fresh;
 }
 
 /* Whether r's band may still be being written by a launch of another stream that was in flight when a check
  * saw it changed (a copy can see part of a write): its write-back waits until every such launch's check
- * completed, that is, its kernel is done. flying: rz__launch_oldest_in_flight(). */
+ * completed, that is, its kernel is done. flying: launch_oldest_in_flight(). */
 static int band_held(const struct record *r, uint64_t flying) {
     for (int i = 0; i < RECORDS; i++) {
         const struct record *q = &g_rec[i];
@@ -367,21 +389,21 @@ void rz__attrib_refill_locked(void) {
         /* Records a scan wrote back: it is over (this thread holds the lock outside it). */
         for (int i = 0; i < RECORDS; i++)
             if (g_rec[i].used && g_rec[i].refilled_at == REFILLED_BY_SCAN)
-                g_rec[i].refilled_at = rz__launch_begun() + 1;
+                g_rec[i].refilled_at = launch_begun() + 1;
         return;
     }
     atomic_store_explicit(&g_refill_wanted, 0, memory_order_relaxed);
     rz_band_io_t io[RECORDS];
     struct record *of[RECORDS];
     size_t n = 0;
-    uint64_t flying = rz__launch_oldest_in_flight();
+    uint64_t flying = launch_oldest_in_flight();
     int held = 0;
     for (int i = 0; i < RECORDS; i++) {
         struct record *r = &g_rec[i];
         if (!r->used)
             continue;
         if (r->refilled_at == REFILLED_BY_SCAN) {
-            r->refilled_at = rz__launch_begun() + 1;
+            r->refilled_at = launch_begun() + 1;
             continue;
         }
         if (r->refilled_at != 0)
@@ -399,7 +421,7 @@ void rz__attrib_refill_locked(void) {
         if (z == NULL || z->index != r->index || !rz__zone_watched(z)) {
             /* Freed (or being freed: its free-time check, still to come, must find the record): nothing to
              * write back. */
-            r->refilled_at = rz__launch_begun() + 1;
+            r->refilled_at = launch_begun() + 1;
             continue;
         }
         uint64_t size = r->front ? rz__zone_front(z) : z->pad_bytes;
@@ -429,7 +451,7 @@ void rz__attrib_refill_locked(void) {
     if (held)
         atomic_store_explicit(&g_refill_wanted, 1, memory_order_relaxed);
     /* Launches begun from now on are copied after the write-back. */
-    uint64_t now = rz__launch_begun() + 1;
+    uint64_t now = launch_begun() + 1;
     for (int k = 0; k < RECORDS; k++) {
         struct record *r = &g_rec[k];
         if (!r->used || r->refilled_at != 0 || band_held(r, flying))

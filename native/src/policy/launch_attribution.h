@@ -7,7 +7,8 @@
 #include "common.h"
 #include "state.h"
 
-/* From rz__launch_report: 1 when the report is a launch check's, whose attribution lines it printed. */
+/* The judge's "who wrote it" hook (judge.h, registered by rz__launch_check_arm): 1 when the report is a launch
+ * check's, whose attribution lines it printed. */
 int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front);
 
 /* A free-time check read `band` (back band, then front band): 1 when a launch check reported exactly these

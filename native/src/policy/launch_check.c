@@ -2,7 +2,7 @@
  * METRALE_REDZONE_SCAN=launch: after every kernel launch (cuLaunchKernel, cuLaunchKernelEx, cooperative
  * launches, graph launches: one launch of the graph), the bands of the launch's context are copied in the
  * launch's stream order, right after the kernel and before the next work on that stream, into page-locked
- * staging, and a host function queued behind the copy hands the check to attribution.c, which reports a band
+ * staging, and a host function queued behind the copy hands the check to launch_attribution.c, which reports a band
  * changed since the previous check with this launch named. The launching thread queues the copy and the host
  * function and returns: no host wait. Under a debugger (any ptrace tracer) the launching thread waits for the
  * copy instead and judges it itself, so a violation breakpoint stops in that thread, inside the launch call.
@@ -37,12 +37,15 @@
 
 #include "rz_annotate.h"
 #include "launch_check.h"
+#include "band.h"
 #include "band_io.h"
 #include "capture.h"
 #include "capture_mode.h"
 #include "common.h"
 #include "device_ctx.h"
 #include "driver.h"
+#include "judge.h"
+#include "launch_attribution.h"
 #include "launch_ring.h"
 #include "options.h"
 #include "registry.h"
@@ -589,6 +592,18 @@ static void done_cb(void *arg) {
 }
 
 void rz__launch_judge_locked(void) { judge_done_locked(); }
+
+static const rz_launch_counts_t g_counts = {
+    .begun = rz__launch_begun,
+    .oldest_in_flight = rz__launch_oldest_in_flight,
+    .oldest_unjudged = rz__launch_oldest_unjudged,
+};
+
+void rz__launch_check_arm(void) {
+    rz__attrib_arm(&g_counts);
+    rz__bands_on_scan_begin(RZ_SCAN_BEGIN_LAUNCH_CHECKS, rz__launch_checks_locked);
+    rz__judge_on_who_wrote(rz__attrib_report);
+}
 
 void rz__launch_checks_locked(void) {
     judge_done_locked();

@@ -1,7 +1,7 @@
 /*
  * What the launch policy (METRALE_REDZONE_SCAN=launch) shares between its two files: launch_check.c queues a
  * check of the launch's context's bands after every launch, in the launch's stream order, and tracks the
- * launches in flight; attribution.c judges a completed check, names the launch in the report, and keeps the
+ * launches in flight; launch_attribution.c judges a completed check, names the launch in the report, and keeps the
  * bands it reported until they are written back. Nothing here is used outside those two files.
  */
 #ifndef REDZONE_LAUNCH_H
@@ -31,6 +31,10 @@ struct rz_check *rz__launch_pre(const rz_launch_call_t *call);
 /* After it: the launch ring (every policy, on success) and, under the launch policy, the check queued in the
  * launch's stream order (or, under a debugger, waited for and judged on this thread). */
 void rz__launch_post(struct rz_check *c, const rz_launch_call_t *call, rzcu_result r);
+
+/* At start-up: register the launch policy with the band engine (checks completed while the registry was busy,
+ * judged at each scan's beginning) and the judge (who wrote a reported zone: the launch a check names). */
+void rz__launch_check_arm(void);
 
 /* Judge the launch checks that completed while the registry was busy, and write back the bands they
  * reported. The _locked form with the registry lock held; the other takes it (one load when nothing waits). */
@@ -99,7 +103,7 @@ typedef struct rz_staging_buf {
     uint64_t dfor; /* layout id the destinations are for (0: none) */
 } rz_staging_buf_t;
 
-/* A launch on another stream that may have run while the checked one did (attribution.c names them). */
+/* A launch on another stream that may have run while the checked one did (launch_attribution.c names them). */
 typedef struct rz_overlap {
     uint64_t launch; /* its launch number, 0 while its launch call has not returned */
     rzcu_stream stream;
@@ -137,7 +141,7 @@ typedef struct rz_check {
 
 /* launch_check.c: give back what a judged check held. */
 void rz__check_release(rz_check_t *c);
-/* The launch ring's number of the begin counter's current value (attribution.c: refill bookkeeping). */
+/* The launch ring's number of the begin counter's current value (launch_attribution.c: refill bookkeeping). */
 uint64_t rz__launch_begun(void);
 /* The smallest begin counter of a launch whose check is not judged yet (in flight or completed), or the next
  * launch's: a band written back at a counter at or below it can no longer be seen unwritten by any check. */
@@ -145,7 +149,18 @@ uint64_t rz__launch_oldest_unjudged(void);
 /* The smallest begin counter of a launch whose check has not completed, or the next launch's. */
 uint64_t rz__launch_oldest_in_flight(void);
 
-/* attribution.c, registry lock held: judge one completed check (reports with its launch named). */
+/* What launch_attribution.c asks launch_check.c about the launches begun and in flight, given to it at start-up
+ * (rz__launch_check_arm, before any check or report can be judged): launch_attribution.c sits below launch_check.c
+ * and never calls it by name. */
+typedef struct rz_launch_counts {
+    uint64_t (*begun)(void);            /* rz__launch_begun */
+    uint64_t (*oldest_in_flight)(void); /* rz__launch_oldest_in_flight */
+    uint64_t (*oldest_unjudged)(void);  /* rz__launch_oldest_unjudged */
+} rz_launch_counts_t;
+
+void rz__attrib_arm(const rz_launch_counts_t *counts);
+
+/* launch_attribution.c, registry lock held: judge one completed check (reports with its launch named). */
 void rz__attrib_judge_locked(rz_check_t *c);
 /* Write back the bands reported by launch checks (rz__dev_write). Registry lock held, on a thread that may
  * call the driver. */
