@@ -120,6 +120,44 @@ Test(streamorder, free_before_the_fill_landed_reports_nothing_false, .timeout = 
     cr_assert_eq(cuMemFreeHost(flag), RZCUDA_SUCCESS);
 }
 
+/* A stream-ordered free's check whose host function finds the registry busy is queued; the next scan judges it
+ * before it reads any band (the free check's scan-begin step, registered at start-up): the overrun is reported
+ * by that scan, not left waiting for a later free or synchronisation. */
+Test(streamorder, a_check_queued_while_the_registry_was_busy_is_judged_by_the_next_scan, .timeout = 60) {
+    setenv("METRALE_REDZONE", "64", 1);
+    const char *log = rzt_log_to_file();
+    rzt_context(0);
+    rzcu_stream s;
+    cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
+    rz_devptr_t p;
+    cr_assert_eq(alloc_async(&p, 1000, s), RZCUDA_SUCCESS);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS); /* the band's fill has landed */
+    uint8_t b;
+    cr_assert_eq(cuMemcpyDtoH_v2(&b, p + 1000, 1), RZCUDA_SUCCESS);
+    b ^= 0xFF; /* one byte past the end, changed */
+    cr_assert_eq(cuMemcpyHtoD_v2(p + 1000, &b, 1), RZCUDA_SUCCESS);
+    int *flag;
+    cr_assert_eq(cuMemAllocHost_v2((void **)&flag, sizeof *flag), RZCUDA_SUCCESS);
+    *flag = 0;
+    hold_stream(s, flag);
+    rz_free_req_t async_free = {.async = 1, .stream = s};
+    cr_assert_eq(rz__free(p, &async_free), RZCUDA_SUCCESS); /* its check queued behind the held kernel */
+    rz__registry_lock();
+    __atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS); /* the check's host function ran: the lock was busy */
+    rz__registry_unlock();
+    rz_stats_t st;
+    rz_stats_get(&st);
+    cr_assert_eq(st.violations, 0, "judged only later, by the next scan");
+    rz_scan();
+    rz_stats_get(&st);
+    cr_assert_eq(st.violations, 1, "the queued check was judged by the scan");
+    char *text = rzt_read_log(log);
+    cr_assert_eq(rzt_count(text, "REDZONE VIOLATION"), 1, "%s", text);
+    free(text);
+    cr_assert_eq(cuMemFreeHost(flag), RZCUDA_SUCCESS);
+}
+
 /* More fills in flight than event slots, all behind one waiting kernel: the slots are shared on that stream
  * (recorded again), every zone stays watched, and each is judged once the stream has run. Bounded: the pool
  * never holds more than its slots, and its events go with their context. */
