@@ -15,6 +15,7 @@
 #include "alloc.h"
 #include "alloc_trace.h"
 #include "band.h"
+#include "band_fill.h"
 #include "band_io.h"
 #include "capture.h"
 #include "creation_index.h"
@@ -85,15 +86,6 @@ static int raw_available(const rz_alloc_req_t *req) {
     return 0;
 }
 
-/* Install the band: on the library's stream for ordinary memory (waiting for it); for stream-ordered
- * allocations a memset queued in the program's stream order, not waited for (the stream may be busy for long,
- * or wait for the host): the caller records an event after it, and scans leave the zone alone until the
- * event is done (stream_fills.c). */
-static rzcu_result fill_band(const rz_alloc_req_t *req, rz_devptr_t band, uint8_t value, size_t bytes) {
-    if (!is_async(req))
-        return rz__dev_fill(band, value, bytes);
-    return rz__dev_fill_async(band, value, bytes, rz__stream_of(req->stream, req->per_thread));
-}
 
 /* Whether plain allocations through the hooks can take alloc_plain_fast: set at start-up. */
 static _Atomic int g_fast_ok;
@@ -222,7 +214,7 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
             uint64_t installed = (uint64_t)1 << zone.reserved0; /* the guard granule */
             if (zone.pad_bytes) {
                 zone.expected = rz__band_byte_for(index);
-                if (fill_band(req, zone.ptr + bytes, zone.expected, zone.pad_bytes) != RZCUDA_SUCCESS)
+                if (rz__band_fill_range(req, zone.ptr + bytes, zone.expected, zone.pad_bytes) != RZCUDA_SUCCESS)
                     zone.flags |= RZ_ZONE_UNWATCHED;
                 else
                     installed += zone.pad_bytes;
@@ -288,43 +280,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
      * never asks at all. */
     if (pad > 0 && (!lazy || !rz__dev_has_pointer_attribute()))
         zone.ctx = rz__dev_current_ctx(); /* an unpadded zone has no band to move */
-    if (pad > 0) {
-        /* Under the registry lock, which rz_poison holds while it changes the window: no data race (the
-         * window may still change before the zone is registered, see docs/design.md). Lazy: provisional,
-         * fixed when the band is written. */
-        rz__registry_lock();
-        zone.expected = rz__band_byte_for(index);
-        rz__registry_unlock();
-        if (lazy) {
-            zone.flags |= RZ_ZONE_PENDING;
-        } else if (captured) {
-            /* The band's memset is captured after the allocation node (each launch writes it; nothing may
-             * synchronise a captured stream), and the zone is checked when it is freed (free_check.c); scans leave
-             * it alone: the memory is allocated only while a launch has it. */
-            if (fill_band(req, p + bytes, zone.expected, pad) == RZCUDA_SUCCESS)
-                zone.flags |= RZ_ZONE_GRAPH;
-            else
-                zone.flags |= RZ_ZONE_UNWATCHED;
-        } else {
-            rzcu_result f = fill_band(req, p + bytes, zone.expected, pad);
-            if (f == RZCUDA_SUCCESS && front)
-                f = fill_band(req, raw, zone.expected, front);
-            if (f != RZCUDA_SUCCESS) {
-                rz__warn("allocation #%llu: filling its band failed with %s; the zone is unpadded",
-                         (unsigned long long)index, rz__cu_name(f));
-                zone.flags |= RZ_ZONE_UNWATCHED;
-            } else if (is_async(req)) {
-                f = rz__fill_event(zone.ctx, rz__stream_of(req->stream, req->per_thread), &zone.fill);
-                if (f == RZCUDA_SUCCESS) {
-                    zone.flags |= RZ_ZONE_FILLING;
-                } else {
-                    rz__warn("allocation #%llu: no event to follow its band fill (%s); the zone is not watched",
-                             (unsigned long long)index, rz__cu_name(f));
-                    zone.flags |= RZ_ZONE_UNWATCHED;
-                }
-            }
-        }
-    }
+    if (pad > 0)
+        rz__band_fill_new(&zone, raw, req, lazy, captured);
     void *frames[32];
     int nframes = o->stacks ? rz__capture_stack(frames, (int)o->stacks) : 0;
     if (rz__registry_add_stack(&zone, frames, (uint32_t)nframes) != RZ_OK) {
@@ -390,11 +347,7 @@ static int bad_free_in_front(rz_devptr_t dptr, const char *entry) {
  * live, and its band is written back as a scan does after a report, so the same overrun is not reported
  * again by the retried free or a later scan. One overrun, one report. */
 static void refused_free_rearm(const rz_zone_node_t *zone) {
-    rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = zone->ptr + zone->user_bytes, .bytes = zone->pad_bytes,
-                           .value = zone->expected},
-                          {.ctx = zone->ctx, .dev = zone->ptr - rz__zone_front(zone), .bytes = rz__zone_front(zone),
-                           .value = zone->expected, .front = 1}};
-    rzcu_result r = rz__dev_write(io, zone->front_units ? 2 : 1);
+    rzcu_result r = rz__band_rewrite(zone);
     if (r != RZCUDA_SUCCESS && !rz__sticky_failed(r, 1))
         rz__warn("alloc#%llu: re-arming its band after a refused free failed with %s", (unsigned long long)zone->index,
                  rz__cu_name(r));

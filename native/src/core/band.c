@@ -17,6 +17,7 @@
 #include "thread_state.h"
 #include "common.h"
 #include "band.h"
+#include "band_fill.h"
 #include "band_io.h"
 #include "check_kernel.h"
 #include "ctx_forget.h"
@@ -56,10 +57,6 @@ static rz_zone_node_t **g_nodes;
 static uint8_t *g_suspect; /* the device check's answer, per batch entry */
 static size_t g_io_cap;
 _Static_assert(sizeof(rz_band_io_t) == 32, "a batch entry: 32 bytes");
-
-uint8_t rz__band_byte_for(uint64_t index) {
-    return rz__window_byte(RZ_STATE.poison_active, RZ_STATE.poison_lo, RZ_STATE.poison_hi, RZ_STATE.fill, index);
-}
 
 /* Room for one batch: `staging` bytes of bands and as many entries as the registry can fill, up to a batch
  * (grown geometrically: a registry that grows by a little between scans does not reallocate at each). */

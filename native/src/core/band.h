@@ -9,9 +9,6 @@
 /* rz_scan() for the exit scan: no summary line when it checked and found nothing (the exit line says it). */
 int rz__scan_at_exit(void);
 
-/* The byte a zone with this index gets when its band is (re)filled now. Caller holds the registry lock or
- * accepts a racing poison (see docs/design.md). */
-uint8_t rz__band_byte_for(uint64_t index);
 
 /* Write the bands of zones still waiting for them (lazy install); a no-op costing one load when none wait
  * or when called from inside a scan or poison on this thread. */
