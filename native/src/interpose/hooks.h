@@ -36,7 +36,7 @@ RZ_EXPORT rzcu_fn_cuIpcOpenMemHandle_v2 cuIpcOpenMemHandle, cuIpcOpenMemHandle_v
 RZ_EXPORT rzcu_fn_cuIpcCloseMemHandle cuIpcCloseMemHandle;
 #define RZ_IPC_WRAPPED(X) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle)
 
-/* hooks_start.c: whether the driver started (cuInit's answer; the newest version a lookup asked for), said
+/* hooks_init.c: whether the driver started (cuInit's answer; the newest version a lookup asked for), said
  * at exit when it did not and nothing was checked. */
 RZ_EXPORT rzcu_fn_cuInit cuInit;
 #define RZ_START_WRAPPED(X) X(cuInit)

@@ -7,7 +7,7 @@
  * layouts and records. The order of the subscriptions is the order of those steps.
  *
  * Stream capture: hooks_capture.c tells capture.c that every capture begun is reported to it. Made by the
- * first cuInit or entry-point lookup (hooks_start.c), before the program's first call that may query a
+ * first cuInit or entry-point lookup (hooks_init.c), before the program's first call that may query a
  * stream's capture state (none succeeds before cuInit).
  */
 #include <pthread.h>

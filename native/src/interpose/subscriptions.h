@@ -4,7 +4,7 @@
 #ifndef REDZONE_SUBSCRIPTIONS_H
 #define REDZONE_SUBSCRIPTIONS_H
 
-/* Make them, once (later calls return at once): at the first cuInit or entry-point lookup (hooks_start.c), and
+/* Make them, once (later calls return at once): at the first cuInit or entry-point lookup (hooks_init.c), and
  * before the interposer first raises an event. */
 void rz__subscriptions_make(void);
 
