@@ -6,7 +6,7 @@
  *
  * Built to PTX by nvcc at build time (native/CMakeLists.txt) and loaded with cuModuleLoadData on first
  * use in each context; without nvcc, or when loading fails (the emulated driver has no such kernel), scans
- * read the bands with batched copies instead. The descriptor layout is rz_check_desc_t in rz_internal.h.
+ * read the bands with batched copies instead. The descriptor layout is rz_check_desc_t in native/src/device/check_kernel.h.
  */
 struct rz_check_desc {
     unsigned long long band; /* device address of the band */

@@ -14,11 +14,11 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "rz_annotate.h"
 #include "common.h"
 #include "options.h"
-#include "write_all.h"
+#include "rz_annotate.h"
 #include "state.h"
+#include "write_all.h"
 
 /* Rust's usize::from_str, which the seed uses: optional '+', then decimal digits only, no overflow. */
 static int parse_u64(const char *s, uint64_t *out) {

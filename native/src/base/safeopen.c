@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "common.h"
-#include "options.h"
 #include "safeopen.h"
+#include "options.h"
 
 int rz__sticky_refused(uid_t owner, uid_t dir_owner, mode_t dir_mode, uid_t euid) {
     int sticky_world_writable = (dir_mode & S_ISVTX) && (dir_mode & S_IWOTH);

@@ -5,8 +5,8 @@
  * here; any change bumps RZ_STATE_VERSION.
  */
 #include "common.h"
-#include "options.h"
 #include "state.h"
+#include "options.h"
 
 RZ_EXPORT rz_state_t __redzone_state = {
     .magic = RZ_STATE_MAGIC,

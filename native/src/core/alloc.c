@@ -9,8 +9,6 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "creation_index.h"
-#include "ipc_records.h"
 #include "common.h"
 #include "alloc.h"
 #include "alloc_trace.h"
@@ -21,8 +19,10 @@
 #include "creation_index.h"
 #include "device_ctx.h"
 #include "driver.h"
+#include "fill_marks.h"
 #include "format.h"
 #include "guard_pages.h"
+#include "ipc_records.h"
 #include "memory.h"
 #include "options.h"
 #include "registry.h"
@@ -31,7 +31,6 @@
 #include "stats.h"
 #include "sticky.h"
 #include "sticky_said.h"
-#include "fill_marks.h"
 #include "stream_fills.h"
 #include "stream_ops.h"
 #include "symbolize.h"

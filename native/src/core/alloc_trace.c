@@ -4,8 +4,8 @@
  */
 #include <execinfo.h>
 
-#include "alloc_trace.h"
 #include "common.h"
+#include "alloc_trace.h"
 #include "report.h"
 #include "symbolize.h"
 

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "thread_state.h"
 #include "common.h"
 #include "band.h"
 #include "band_fill.h"
@@ -35,6 +34,7 @@
 #include "sticky.h"
 #include "sticky_said.h"
 #include "stream_fills.h"
+#include "thread_state.h"
 
 /*
  * Bounded batches (issue 20.8). One batch (per context one batch copy, then one synchronisation) covers at most

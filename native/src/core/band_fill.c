@@ -7,8 +7,8 @@
  * (core/band.c) with the same byte.
  */
 #include "common.h"
-#include "alloc.h"
 #include "band_fill.h"
+#include "alloc.h"
 #include "band_io.h"
 #include "capture.h"
 #include "device_ctx.h"

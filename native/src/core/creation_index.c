@@ -2,9 +2,9 @@
  * The creation index: the counter every allocation call takes its number from (creation_index.h says what
  * the index is for and why a failed call takes one too).
  */
+#include "common.h"
 #include "creation_index.h"
 #include "rz_annotate.h"
-#include "common.h"
 #include "state.h"
 
 RZ_EXPORT uint64_t rz_next_index(void) { return atomic_load_explicit(&RZ_STATE.next_index, memory_order_relaxed); }

@@ -18,9 +18,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "fork.h"
 #include "common.h"
 #include "depot.h"
+#include "fork.h"
 #include "state.h"
 
 #define CHUNK_WORDS ((uint64_t)1 << RZ_DEPOT_SHIFT)

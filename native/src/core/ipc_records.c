@@ -23,9 +23,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fork.h"
-#include "ipc_records.h"
 #include "common.h"
+#include "ipc_records.h"
+#include "fork.h"
 #include "options.h"
 #include "registry.h"
 #include "state.h"

@@ -9,17 +9,17 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "thread_state.h"
 #include "common.h"
+#include "judge.h"
 #include "depot.h"
 #include "format.h"
-#include "judge.h"
 #include "launch_ring.h"
 #include "registry.h"
 #include "report.h"
 #include "state.h"
 #include "stats.h"
 #include "symbolize.h"
+#include "thread_state.h"
 
 RZ_EXPORT RZ_NOINLINE void __redzone_violation(const rz_violation_t *violation) {
     /* Empty on purpose: a debugger breaks here. The asm keeps the call from being optimised away. */

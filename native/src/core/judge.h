@@ -5,8 +5,8 @@
 #define REDZONE_JUDGE_H
 
 #include "common.h"
-#include "state.h"
 #include "report.h"
+#include "state.h"
 
 /* A scan's reports, held back while it holds the registry lock: rz__reports_begin after taking the lock (this
  * thread's judge calls queue their reports from then on), rz__reports_end after releasing it (prints them,

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "common.h"
-#include "kernel_names.h"
-#include "format.h"
 #include "launch_ring.h"
+#include "format.h"
+#include "kernel_names.h"
 #include "report.h"
 #include "state.h"
 

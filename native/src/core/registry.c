@@ -18,10 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rz_annotate.h"
 #include "common.h"
-#include "depot.h"
 #include "registry.h"
+#include "depot.h"
+#include "rz_annotate.h"
 #include "state.h"
 #include "stats.h"
 

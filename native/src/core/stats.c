@@ -5,8 +5,8 @@
  * can read them without running code.
  */
 #include "common.h"
-#include "state.h"
 #include "stats.h"
+#include "state.h"
 
 #define C(name) (&RZ_STATE.counters[RZ_C_##name])
 

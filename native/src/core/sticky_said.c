@@ -3,10 +3,10 @@
  * many zones could not be checked, written once per process, or left to the exit line.
  */
 #include "common.h"
+#include "sticky_said.h"
 #include "registry.h"
 #include "report.h"
 #include "sticky.h"
-#include "sticky_said.h"
 
 static _Atomic int g_said; /* the line has been written (or the exit line says it) */
 

@@ -21,11 +21,11 @@
 #include <sched.h>
 #include <stdatomic.h>
 
-#include "fork.h"
-#include "rz_annotate.h"
 #include "common.h"
 #include "capture.h"
 #include "driver.h"
+#include "fork.h"
+#include "rz_annotate.h"
 
 #define ORIGINS 64
 

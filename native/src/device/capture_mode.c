@@ -4,8 +4,8 @@
  * program's is refused or invalidated because of redzone's work.
  */
 #include "common.h"
-#include "capture.h"
 #include "capture_mode.h"
+#include "capture.h"
 #include "driver.h"
 
 /*

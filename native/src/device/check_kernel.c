@@ -17,14 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rz_check_ptx.h"
 #include "common.h"
+#include "check_kernel.h"
 #include "band_io.h"
 #include "capture_mode.h"
-#include "check_kernel.h"
 #include "device_ctx.h"
 #include "driver.h"
 #include "options.h"
+#include "rz_check_ptx.h"
 
 _Static_assert(sizeof(rz_check_desc_t) == 16, "rz_check_desc matches the kernel's struct");
 _Static_assert(offsetof(rz_check_desc_t, bytes) == 8 && offsetof(rz_check_desc_t, expected) == 12,

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 
 #include "common.h"
+#include "device_ctx.h"
 #include "capture.h"
 #include "capture_mode.h"
-#include "device_ctx.h"
 #include "driver.h"
 #include "sticky.h"
 

@@ -5,8 +5,8 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "driver.h"
 #include "driver_info.h"
+#include "driver.h"
 
 int rz__dev_deinitialized(void) {
     rzcu_context current = NULL;

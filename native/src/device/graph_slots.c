@@ -12,9 +12,9 @@
 #include <sys/mman.h>
 
 #include "common.h"
+#include "graph_slots.h"
 #include "band_io.h"
 #include "driver.h"
-#include "graph_slots.h"
 
 #define GRAPH_SLOT ((size_t)4096)
 #define GRAPH_SLOTS 64u

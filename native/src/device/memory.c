@@ -4,8 +4,8 @@
  * its answer exactly as the caller gave and gets them.
  */
 #include "common.h"
-#include "driver.h"
 #include "memory.h"
+#include "driver.h"
 
 rzcu_result rz__dev_mem_alloc_managed(rz_devptr_t *p, size_t bytes, unsigned int flags) {
     return rz__drv.cuMemAllocManaged(p, bytes, flags);

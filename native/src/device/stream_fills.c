@@ -25,12 +25,12 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "rz_annotate.h"
 #include "common.h"
+#include "stream_fills.h"
 #include "capture_mode.h"
 #include "driver.h"
+#include "rz_annotate.h"
 #include "state.h"
-#include "stream_fills.h"
 
 #define FILL_SLOTS 1024u
 #define FILL_GEN_SHIFT 10

@@ -3,8 +3,8 @@
  * answer exactly as the caller gave and gets them (capture-mode sections, where needed, stay the caller's).
  */
 #include "common.h"
-#include "driver.h"
 #include "stream_ops.h"
+#include "driver.h"
 
 rzcu_result rz__dev_stream_create(rzcu_stream *out, unsigned int flags) { return rz__drv.cuStreamCreate(out, flags); }
 

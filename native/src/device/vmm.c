@@ -3,8 +3,8 @@
  * entry point, its arguments and its answer exactly as the caller gave and gets them.
  */
 #include "common.h"
-#include "driver.h"
 #include "vmm.h"
+#include "driver.h"
 
 int rz__dev_has_vmm(void) {
     return rz__drv.cuCtxGetDevice && rz__drv.cuMemGetAllocationGranularity && rz__drv.cuMemAddressReserve &&

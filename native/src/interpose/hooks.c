@@ -16,19 +16,19 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "thread_state.h"
-#include "copy_ranges.h"
-#include "dlsym_next.h"
+#include "common.h"
 #include "hooks.h"
 #include "alloc.h"
 #include "api.h"
 #include "band.h"
 #include "capture.h"
-#include "common.h"
 #include "copy_check.h"
+#include "copy_ranges.h"
 #include "device_ctx.h"
+#include "dlsym_next.h"
 #include "driver.h"
 #include "events.h"
+#include "fill_marks.h"
 #include "free_check.h"
 #include "launch_check.h"
 #include "launch_ring.h"
@@ -37,10 +37,10 @@
 #include "registry.h"
 #include "state.h"
 #include "sticky.h"
-#include "fill_marks.h"
 #include "stream_fills.h"
 #include "subscriptions.h"
 #include "sync_scan.h"
+#include "thread_state.h"
 
 #define t_in_hook (rz__thread.in_hook) /* in the thread-state record (thread_state.h) */
 

@@ -3,10 +3,10 @@
  * goes to the driver untouched, and capture.c learns which captures are in progress, so the library asks
  * the driver whether a stream is capturing only while one is (capture.c says why that is enough).
  */
-#include "hooks.h"
+#include "hooks_capture.h"
 #include "capture.h"
 #include "device_ctx.h"
-#include "hooks_capture.h"
+#include "hooks.h"
 
 void rz__hooks_capture_arm(void) { rz__capture_all_reported(); }
 

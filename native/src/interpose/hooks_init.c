@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "hooks.h"
 #include "common.h"
 #include "driver.h"
+#include "hooks.h"
 #include "options.h"
 #include "report.h"
 #include "subscriptions.h"

@@ -14,15 +14,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "thread_state.h"
-#include "hooks.h"
-#include "ipc_records.h"
 #include "common.h"
 #include "driver.h"
+#include "hooks.h"
+#include "ipc_records.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
 #include "state.h"
+#include "thread_state.h"
 
 /* A driver calling back into these names goes straight through (in the thread-state record, thread_state.h). */
 #define t_in_ipc (rz__thread.in_ipc)

@@ -18,10 +18,10 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#include "hooks.h"
 #include "common.h"
 #include "fatal_scan.h"
 #include "free_check.h"
+#include "hooks.h"
 
 /* Passes the call on to the next definition of name (libc's), resolved at its first use; where there is
  * none, fails as libc would with ENOSYS, returning `failed`. */

@@ -13,6 +13,7 @@
 #include "driver.h"
 #include "exit_scan.h"
 #include "fatal_scan.h"
+#include "fill_marks.h"
 #include "fork.h"
 #include "free_check.h"
 #include "launch_check.h"
@@ -21,7 +22,6 @@
 #include "report.h"
 #include "rz_annotate.h"
 #include "state.h"
-#include "fill_marks.h"
 #include "sync_scan.h"
 
 _Atomic int rz__started;

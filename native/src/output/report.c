@@ -15,14 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "thread_state.h"
-#include "fork.h"
 #include "common.h"
+#include "report.h"
+#include "fork.h"
 #include "format.h"
 #include "options.h"
-#include "report.h"
 #include "safeopen.h"
 #include "state.h"
+#include "thread_state.h"
 
 #define RZ_WARNINGS_MAX 100
 

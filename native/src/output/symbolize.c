@@ -28,13 +28,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fork.h"
 #include "common.h"
+#include "symbolize.h"
 #include "elf_symbols.h"
+#include "fork.h"
 #include "format.h"
 #include "options.h"
 #include "report.h"
-#include "symbolize.h"
 
 #define MAX_OBJECTS 64
 #define ADDR_SLOTS 4096 /* a power of two */

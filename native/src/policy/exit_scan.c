@@ -12,17 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rz_annotate.h"
 #include "common.h"
+#include "exit_scan.h"
 #include "band.h"
 #include "creation_index.h"
 #include "driver_info.h"
-#include "exit_scan.h"
 #include "free_check.h"
 #include "launch_check.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
+#include "rz_annotate.h"
 #include "safeopen.h"
 #include "state.h"
 #include "sticky.h"

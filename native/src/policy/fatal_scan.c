@@ -41,15 +41,15 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "fatal_scan.h"
 #include "agent.h"
 #include "driver_info.h"
-#include "thread_state.h"
-#include "fatal_scan.h"
 #include "free_check.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
 #include "state.h"
+#include "thread_state.h"
 
 #define FATAL_WAIT_MS 5000 /* the agent's lock timeout (1.5 s) plus a scan */
 #define FATAL_SIGNALS 5

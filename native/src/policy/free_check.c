@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rz_annotate.h"
 #include "common.h"
+#include "free_check.h"
 #include "alloc.h"
 #include "band.h"
 #include "band_io.h"
@@ -19,7 +19,6 @@
 #include "capture_mode.h"
 #include "device_ctx.h"
 #include "format.h"
-#include "free_check.h"
 #include "graph_slots.h"
 #include "judge.h"
 #include "launch_attribution.h"
@@ -27,6 +26,7 @@
 #include "launch_ring.h"
 #include "registry.h"
 #include "report.h"
+#include "rz_annotate.h"
 #include "state.h"
 #include "sticky.h"
 #include "sticky_said.h"

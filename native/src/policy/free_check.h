@@ -5,8 +5,8 @@
 #define REDZONE_FREE_CHECK_H
 
 #include "common.h"
-#include "state.h"
 #include "alloc.h"
+#include "state.h"
 
 /* Check one zone's band just before it is freed (stream-ordered for an async free): alloc.c's before-free hook. */
 void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req);

@@ -33,13 +33,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "thread_state.h"
-#include "launch_check.h"
-#include "band_io.h"
 #include "common.h"
+#include "launch_attribution.h"
+#include "band_io.h"
 #include "format.h"
 #include "judge.h"
-#include "launch_attribution.h"
+#include "launch_check.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
@@ -48,6 +47,7 @@
 #include "sticky.h"
 #include "sticky_said.h"
 #include "symbolize.h"
+#include "thread_state.h"
 
 #define RECORDS 64
 #define REFILLED_BY_SCAN UINT64_MAX /* written back by a scan that may still be running */

@@ -35,13 +35,12 @@
 #include <unistd.h>
 #include <unwind.h>
 
-#include "rz_annotate.h"
+#include "common.h"
 #include "launch_check.h"
 #include "band.h"
 #include "band_io.h"
 #include "capture.h"
 #include "capture_mode.h"
-#include "common.h"
 #include "device_ctx.h"
 #include "driver.h"
 #include "judge.h"
@@ -50,6 +49,7 @@
 #include "options.h"
 #include "registry.h"
 #include "report.h"
+#include "rz_annotate.h"
 #include "state.h"
 #include "sticky.h"
 #include "sticky_said.h"

@@ -25,16 +25,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fork.h"
-#include "rz_annotate.h"
 #include "common.h"
+#include "sync_scan.h"
 #include "band.h"
 #include "capture_mode.h"
 #include "device_ctx.h"
-#include "stream_ops.h"
+#include "fork.h"
 #include "options.h"
 #include "report.h"
-#include "sync_scan.h"
+#include "rz_annotate.h"
+#include "stream_ops.h"
 
 /* How a stream was named: a stream handle, the legacy default stream, a thread's per-thread default stream;
  * GONE: a destroyed stream whose work was still running (it can only be waited for with its context). */
