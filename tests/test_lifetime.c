@@ -95,3 +95,19 @@ ParameterizedTest(struct end *end, lifetime, mapping_over_x) {
 }
 
 Test(lifetime, mapping_over_a_pending_x) { same_as_without("vmm", "destroy", "pending", NULL); }
+
+/* A primary context's release that is not the last leaves the context, and its zones, as they were. Before it
+ * the release checks x's band (it might have been the last: the first overrun is reported then); x stays
+ * watched, so an overrun after the release is reported when x is freed. */
+Test(lifetime, a_release_that_is_not_the_last_keeps_the_zones) {
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    const char *argv[] = {RZCTX, "keep", NULL};
+    cr_assert_eq(spawn_capture(env, argv, out, sizeof out), 0, "%s", out);
+    cr_assert(strstr(out, "rzctx: store past the end: 0"), "%s", out);
+    cr_assert(strstr(out, "rzctx: store past the end after the release: 0"), "%s", out);
+    cr_assert(strstr(out, "redzone: context ending: 1 zones checked, 1 violated"), "%s", out);
+    cr_assert(strstr(out, "rzctx: cuMemFree of x after a release that was not the last: 0"), "%s", out);
+    cr_assert(strstr(out, "REDZONE VIOLATION"), "%s", out);
+    cr_assert(strstr(out, "bytes [4..=4] past the end were written"), "%s", out);
+    cr_assert(strstr(out, "redzone: alloc#0 was violated when it was freed"), "%s", out);
+}

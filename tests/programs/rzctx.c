@@ -22,6 +22,10 @@
  *   rzctx vmm END STATE     as `reuse`, but a virtual-memory mapping is placed at x's old address instead of y;
  *                           (two granules); cuMemGetAddressRange and cuPointerGetAttribute(RANGE_START_ADDR) in it
  *                           where x was and where x's band was
+ *   rzctx keep              the primary context retained twice, x allocated in it and one byte past its end
+ *                           written by device code (with redzone: into its band), the primary context released once (not the last release:
+ *                           it stays active, and so does x), one more byte past the end written, then x freed
+ *                           and the context released again
  */
 #define _GNU_SOURCE
 #include <stdint.h>
@@ -159,6 +163,28 @@ static int mode_vmm(const char *end, const char *state) {
     return 0;
 }
 
+static int mode_keep(void) {
+    rzcu_context primary, again;
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&primary, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&again, 0));
+    CHECK(cuCtxSetCurrent(primary));
+    rzcu_deviceptr x;
+    CHECK(cuMemAlloc_v2(&x, 4096));
+    CHECK(cuMemsetD8_v2(x, 0, 4096));
+    const unsigned char past = 0x5a;
+    /* a kernel's store one byte past the end (without redzone the emulated device refuses it: nothing there) */
+    printf("rzctx: store past the end: %u\n", cuEmuDeviceStore(x + 4096, &past, 1));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuDevicePrimaryCtxRelease_v2(0)); /* one of two references: the context stays */
+    printf("rzctx: store past the end after the release: %u\n", cuEmuDeviceStore(x + 4100, &past, 1));
+    CHECK(cuCtxSynchronize());
+    rzcu_result r = cuMemFree_v2(x);
+    printf("rzctx: cuMemFree of x after a release that was not the last: %u\n", r);
+    CHECK(cuDevicePrimaryCtxRelease_v2(0));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IONBF, 0);
     const char *mode = argc > 1 ? argv[1] : "";
@@ -166,6 +192,8 @@ int main(int argc, char **argv) {
         return mode_reuse(argv[2], argv[3]);
     if (strcmp(mode, "vmm") == 0 && argc > 3)
         return mode_vmm(argv[2], argv[3]);
-    fprintf(stderr, "usage: rzctx reuse|vmm END STATE\n");
+    if (strcmp(mode, "keep") == 0)
+        return mode_keep();
+    fprintf(stderr, "usage: rzctx reuse|vmm END STATE | rzctx keep\n");
     return 2;
 }
