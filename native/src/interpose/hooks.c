@@ -469,24 +469,11 @@ static rzcu_result ctx_destroy(rzcu_fn_cuCtxDestroy_v2 *real, rzcu_context ctx) 
     return r;
 }
 
-static rzcu_result primary_release(rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real, rzcu_device dev) {
-    if (real == NULL)
-        return missing();
-    if (t_in_hook)
-        return real(dev);
-    ENTER();
-    void *ctx = rz__dev_primary_ctx(dev);
-    /* Whether this release is the last one is known only after it: bands are written and checked first in
-     * case it is (a release that is not costs the check, as a synchronisation with METRALE_REDZONE_SCAN=sync). */
-    context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
-    rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx && rz__dev_primary_active(dev) == 0)
-        context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
-    LEAVE();
-    return r;
-}
-
-static rzcu_result primary_reset(rzcu_fn_cuDevicePrimaryCtxReset_v2 *real, rzcu_device dev) {
+/* A primary context's release or reset. release: the context has ended only when it is no longer active after
+ * the call (a release that is not the last leaves it); a reset ends it always. Whether this release is the
+ * last one is known only after it: bands are written and checked first in case it is (a release that is not
+ * costs the check, as a synchronisation with METRALE_REDZONE_SCAN=sync). */
+static rzcu_result primary_end(rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real, rzcu_device dev, int release) {
     if (real == NULL)
         return missing();
     if (t_in_hook)
@@ -495,7 +482,7 @@ static rzcu_result primary_reset(rzcu_fn_cuDevicePrimaryCtxReset_v2 *real, rzcu_
     void *ctx = rz__dev_primary_ctx(dev);
     context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(dev);
-    if (r == RZCUDA_SUCCESS && ctx)
+    if (r == RZCUDA_SUCCESS && ctx && (!release || rz__dev_primary_active(dev) == 0))
         context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
     return r;
@@ -510,13 +497,13 @@ rzcu_result cuCtxDestroy(rzcu_context ctx) { return ctx_destroy(REAL(cuCtxDestro
 
 RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxRelease_v2 cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease;
 rzcu_result cuDevicePrimaryCtxRelease_v2(rzcu_device dev) {
-    return primary_release(REAL(cuDevicePrimaryCtxRelease_v2), dev);
+    return primary_end(REAL(cuDevicePrimaryCtxRelease_v2), dev, 1);
 }
-rzcu_result cuDevicePrimaryCtxRelease(rzcu_device dev) { return primary_release(REAL(cuDevicePrimaryCtxRelease), dev); }
+rzcu_result cuDevicePrimaryCtxRelease(rzcu_device dev) { return primary_end(REAL(cuDevicePrimaryCtxRelease), dev, 1); }
 
 RZ_EXPORT rzcu_fn_cuDevicePrimaryCtxReset_v2 cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset;
-rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) { return primary_reset(REAL(cuDevicePrimaryCtxReset_v2), dev); }
-rzcu_result cuDevicePrimaryCtxReset(rzcu_device dev) { return primary_reset(REAL(cuDevicePrimaryCtxReset), dev); }
+rzcu_result cuDevicePrimaryCtxReset_v2(rzcu_device dev) { return primary_end(REAL(cuDevicePrimaryCtxReset_v2), dev, 0); }
+rzcu_result cuDevicePrimaryCtxReset(rzcu_device dev) { return primary_end(REAL(cuDevicePrimaryCtxReset), dev, 0); }
 
 /* ---- launches: kernel attribution and METRALE_REDZONE_SCAN=launch ------------------------------------ */
 struct launch_args {
