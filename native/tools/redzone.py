@@ -34,6 +34,8 @@ paths.EMU_DIR = _at("@RZ_EMU_DIR@")
 paths.GDB_PLUGIN = _at("@RZ_GDB_PLUGIN@")
 paths.RZ_OPTIONS = _at("@RZ_OPTIONS@")
 paths.VERSION = "@PROJECT_VERSION@"
+paths.DOC_DIR = _at("@RZ_DOC_DIR@")
+paths.INSTALLED = "@RZ_INSTALLED@" == "1"
 
 if __name__ == "__main__":
     sys.exit(cli.main())

@@ -5,6 +5,8 @@
  * program would get.
  *   rz-options check   -> the library's warning lines on stderr, exit 1 if there are any; on stdout the
  *                         values the launcher needs: pad_bytes=<n> min_idx=<n> scan=<bits>
+ *   rz-options list    -> the option table, one option a line: VARIABLE<TAB>TYPE<TAB>DEFAULT<TAB>DESCRIPTION,
+ *                         from which `redzone run` makes its flags, --help, the man page and the completion
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +17,18 @@
 
 static const char *env_lookup(const char *name) { return getenv(name); }
 
+static int list(void) {
+#define RZ_OPTION(field, var, type, shown, desc) printf("%s\t%s\t%s\t%s\n", var, #type, shown, desc);
+#include "options.inc"
+#undef RZ_OPTION
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "list") == 0)
+        return list();
     if (argc != 2 || strcmp(argv[1], "check") != 0) {
-        fprintf(stderr, "usage: rz-options check\n");
+        fprintf(stderr, "usage: rz-options check|list\n");
         return 2;
     }
     static rz_options_t o;

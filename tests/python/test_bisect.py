@@ -98,7 +98,7 @@ def test_output_that_does_not_depend_on_bands():
     p = FakeProgram(50, [])
     v, _ = bisect(p)
     assert v.kind == "independent" and v.runs == 4 and v.full_window == (0, 50)
-    assert p.windows[3] == (0, cli.TOP), "every index once more: allocations no summary counted"
+    assert p.windows[3] == (0, cli.TOP), "every index once more: also allocations no summary line counted"
 
 
 def test_no_allocations_and_nothing_above_min_idx():

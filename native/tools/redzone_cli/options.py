@@ -4,6 +4,7 @@ launcher's default (64-byte bands). Values are checked by the library's own pars
 native/src/base/options.inc), so the launcher accepts exactly what the library accepts: a value the library
 would warn about and replace is a usage error here, whether it came from an option or the environment."""
 import os
+import re
 import subprocess
 
 from . import paths
@@ -21,22 +22,81 @@ class Failure(Exception):
         self.code = code
 
 
-# (flag, variable, metavar, help): the flags `redzone run` maps to variables; bisect takes the BISECT subset.
-RUN_OPTIONS = [
-    ("--bytes", "METRALE_REDZONE", "N", "band size in bytes after every allocation (default 64; 0 = off)"),
-    ("--fill", "METRALE_REDZONE_FILL", "B", "band byte, decimal 0-255 (default 238 = 0xEE)"),
-    ("--min-idx", "METRALE_REDZONE_MIN_IDX", "N", "pad only allocations with creation index >= N"),
-    ("--trace-idx", "METRALE_REDZONE_TRACE_IDX", "N", "log a host backtrace when allocation #N is made"),
-    ("--scan", "METRALE_REDZONE_SCAN", "LIST",
-     "when to scan: comma list of free,sync,launch,exit,fatal,none; it replaces the default free,exit,fatal"),
-    ("--log", "METRALE_REDZONE_LOG", "PATH",
-     "write reports to PATH instead of stderr (%%p = pid; relative to where redzone was started)"),
-    ("--poison", "METRALE_REDZONE_POISON", "LO:HI",
-     "poison window: bands of allocations #LO..#HI-1 get 0xEE, all others 0x00 (0:0: every band 0x00)"),
-]
+# `redzone run`'s flags come from the library's one option table (options.inc, listed by `rz-options list`):
+# METRALE_REDZONE_<NAME> is --<name> (lower case, '_' as '-'), so an option added to the table is a flag with
+# no edit here. The few exceptions, and the aliases:
+FLAG_NAMES = {
+    "METRALE_REDZONE": ("--bytes",),                  # the band itself
+    "METRALE_REDZONE_LOG": ("--log", "--log-file"),   # --log-file: compute-sanitizer's and valgrind's name
+}
+NOT_FLAGS = {
+    "METRALE_REDZONE_SUMMARY",  # the launcher's own channel (it keeps a user's file, run.py)
+    "METRALE_REDZONE_HELP",     # prints the table to the log; `redzone run --help` lists it
+}
+# What a value looks like, by the table's type; a type not here shows its own name.
+METAVARS = {"BAND": "N", "FRONT": "N", "INDEX": "N", "OPTINDEX": "N", "BYTE": "B", "PATH": "PATH",
+            "BOOL": "0|1", "SCANLIST": "LIST", "INSTALL": "lazy|eager", "WINDOW": "LO:HI", "GUARD": "N|idx:I,J",
+            "DEPTH": "N"}
+# Short --help lines for the flags the launcher had before they came from the table; every other option's
+# line is the first sentence of its description in the table (the man page and docs/options.md have it all).
+SHORT_HELP = {
+    "METRALE_REDZONE": "band size in bytes after every allocation (default 64; 0 = off)",
+    "METRALE_REDZONE_FILL": "band byte, decimal 0-255 (default 238 = 0xEE)",
+    "METRALE_REDZONE_MIN_IDX": "pad only allocations with creation index >= N",
+    "METRALE_REDZONE_TRACE_IDX": "log a host backtrace when allocation #N is made",
+    "METRALE_REDZONE_SCAN": "when to scan: comma list of free,sync,launch,exit,fatal,none; it replaces the "
+                            "default free,exit,fatal",
+    "METRALE_REDZONE_LOG": "write reports to PATH instead of stderr (%p = pid; relative to where redzone was "
+                           "started)",
+    "METRALE_REDZONE_POISON": "poison window: bands of allocations #LO..#HI-1 get 0xEE, all others 0x00 (0:0: "
+                              "every band 0x00)",
+    "METRALE_REDZONE_INSTALL": "when a new band is written: lazy (batched, before the next launch, copy, memset, "
+                               "synchronisation or scan) or eager (at the allocation) (default lazy)",
+}
+# The launcher's default differs from the library's (bands on in `redzone run`).
+LAUNCHER_DEFAULTS = {"METRALE_REDZONE": "64"}
 BISECT_FLAGS = ("--bytes", "--min-idx")
 DEFAULT_BYTES = "64"
-FLAG_OF = {var: flag for flag, var, _m, _t in RUN_OPTIONS}
+
+
+class Option:
+    """One row of the option table as `redzone run` offers it."""
+
+    def __init__(self, var, kind, default, text):
+        self.var, self.kind, self.default, self.text = var, kind, default, text
+        self.flags = FLAG_NAMES.get(var) or ("--" + var[len("METRALE_REDZONE_"):].lower().replace("_", "-"),)
+        self.flag = self.flags[0]
+        self.metavar = METAVARS.get(kind, kind)
+
+    def summary(self):
+        """The description's first sentence and the default, for --help (the man page has it all)."""
+        if self.var in SHORT_HELP:
+            return SHORT_HELP[self.var]
+        first = re.split(r"(?<=[a-z0-9)`])\. ", self.text, maxsplit=1)[0].rstrip(".")
+        default = LAUNCHER_DEFAULTS.get(self.var, self.default)
+        return f"{first} (default {default})"
+
+
+def _table():
+    """The option table from rz-options list: [Option], in the table's order."""
+    try:
+        p = subprocess.run([paths.RZ_OPTIONS, "list"], capture_output=True, text=True, errors="replace")
+    except OSError as e:
+        raise Failure(f"redzone: cannot run {paths.RZ_OPTIONS}: {e.strerror} (is redzone installed?)", 127) from None
+    if p.returncode != 0:
+        raise Failure(f"redzone: {paths.RZ_OPTIONS} list failed (exit {p.returncode}); is redzone installed?", 127)
+    rows = [line.split("\t", 3) for line in p.stdout.splitlines() if line.count("\t") >= 3]
+    return [Option(*row) for row in rows if row[0].startswith("METRALE_REDZONE") and row[0] not in NOT_FLAGS]
+
+
+_OPTIONS = []
+
+
+def run_options():
+    """The options `redzone run` takes as flags (loaded once)."""
+    if not _OPTIONS:
+        _OPTIONS.extend(_table())
+    return _OPTIONS
 
 
 def error_exitcode(text):
@@ -57,10 +117,10 @@ def program_env(args, flags, emulated_device):
     from: var -> flag or None for the environment)."""
     env = dict(os.environ)
     origin = {var: None for var in env if var.startswith("METRALE_REDZONE")}
-    for flag, var, _metavar, _text in RUN_OPTIONS:
-        if flag in flags and getattr(args, var, None) is not None:
-            env[var] = getattr(args, var)  # the command line wins over the environment
-            origin[var] = flag
+    for o in run_options():
+        if o.flag in flags and getattr(args, o.var, None) is not None:
+            env[o.var] = getattr(args, o.var)  # the command line wins over the environment
+            origin[o.var] = o.flag
     if "METRALE_REDZONE" not in env:
         env["METRALE_REDZONE"] = DEFAULT_BYTES
         origin["METRALE_REDZONE"] = "the default"

@@ -22,9 +22,40 @@ Options map to METRALE_REDZONE* environment variables; an option wins over the v
 environment (as in redzone bisect). Values are checked by the library's own rules before the program
 starts. Red zones are on at 64 bytes unless told otherwise.
 
+--unpool makes the frameworks that pool device memory (PyTorch, JAX/XLA, TensorFlow) allocate buffer by
+buffer, so each tensor gets its own band (docs/frameworks.md; CuPy and RMM choose their allocator in code).
+
 Exit status: the program's (128+N if it died of signal N, or when the launcher got signal N and passed it
 on), or the --error-exitcode value when violations were found; 2: usage error; 127: PROGRAM could not be
 started."""
+
+
+# --unpool: the environment variables that make each framework allocate buffer by buffer (docs/frameworks.md).
+UNPOOL_ENV = (
+    ("PYTORCH_NO_CUDA_MEMORY_CACHING", "1"),      # PyTorch: cudaMalloc/cudaFree per tensor, no caching
+    ("XLA_PYTHON_CLIENT_ALLOCATOR", "platform"),  # JAX/XLA: allocate and free on demand, no preallocation
+    ("TF_GPU_ALLOCATOR", "cuda_malloc_async"),     # TensorFlow: cudaMallocAsync per buffer, not its BFC pool
+)
+
+
+def unpool(env):
+    """Sets UNPOOL_ENV in the program's environment and says so in one line."""
+    for var, value in UNPOOL_ENV:
+        env[var] = value
+    print("redzone run: --unpool: " + " ".join(f"{k}={v}" for k, v in UNPOOL_ENV) + " set for the program "
+          "(CuPy and RMM pools are chosen in code: docs/frameworks.md)", file=sys.stderr, flush=True)
+
+
+def driver_loads(env):
+    """Whether the loader finds a CUDA driver (libcuda.so.1) with the program's library path: asked of a
+    child, so the launcher never loads one itself."""
+    import subprocess
+    probe = "import ctypes,sys\ntry:\n ctypes.CDLL('libcuda.so.1')\nexcept OSError:\n sys.exit(1)"
+    plain = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+    try:
+        return subprocess.run([sys.executable, "-c", probe], env=plain, capture_output=True).returncode == 0
+    except OSError:
+        return True  # cannot tell: no hint rather than a wrong one
 
 
 def summary_lines(path):
@@ -93,8 +124,10 @@ def keep_user_summary(user_path, lines):
 
 def cmd_run(args, program):
     user_summary = os.environ.get("METRALE_REDZONE_SUMMARY") or None
-    env, origin = options.program_env(args, [flag for flag, *_ in options.RUN_OPTIONS], args.emulated_device)
+    env, origin = options.program_env(args, [o.flag for o in options.run_options()], args.emulated_device)
     options.check_values(env, origin, "run")
+    if args.unpool:
+        unpool(env)
     if user_summary:
         user_summary = env["METRALE_REDZONE_SUMMARY"]  # made absolute
     fd, summary_path = tempfile.mkstemp(prefix="redzone-summary-")
@@ -112,13 +145,17 @@ def cmd_run(args, program):
         keep_user_summary(user_summary, lines)
     if forwarded is not None:
         return code if code > 128 else 128 + forwarded
+    if code == 127 and not lines and not args.emulated_device and not driver_loads(env):
+        # The loader's "libcuda.so.1: cannot open shared object file" (or a program's own exit 127).
+        print(f"redzone run: {os.path.basename(program[0])} exited with status 127 and no CUDA driver "
+              "(libcuda.so.1) can be loaded here: on a machine without a GPU, add --emulated-device",
+              file=sys.stderr)
     if args.error_exitcode is not None:
         if violations_in(lines) > 0:
             return args.error_exitcode
         if not lines:
-            print("redzone: no summary line arrived: the program made no device allocation, or ended without "
-                  "running its exit handlers (_exit, exec, a signal), so --error-exitcode could not be applied",
-                  file=sys.stderr)
+            print("redzone run: --error-exitcode not applied: no allocation counted (none made, or _exit, exec "
+                  "or a signal)", file=sys.stderr)
     return code
 
 

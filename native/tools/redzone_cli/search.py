@@ -198,7 +198,8 @@ def bisect(run, min_idx=0, max_runs=None, progress=None):
         if n <= min_idx or full == first.output:
             wide = (min_idx, TOP)
             state["bound"] = None
-            full = do(wide, "every band 0xEE, allocations no summary counted included").output
+            full = do(wide, "every index: every band 0xEE, also allocations no summary line counted "
+                      "(a process that ended by _exit or exec)").output
             if full == first.output:
                 if n <= min_idx:
                     return Verdict("no-zones", len(runs), zones=n)
