@@ -9,7 +9,9 @@ Addresses (0x + 6 or more hex digits) and offsets (`main+0x85`) match any; a lin
   readme_tour.py BUILD_DIR FILE.md...     exit 0: every block matched; 1: a block differed (shown)
 Each command's exit status must be the one EXIT_STATUS gives it (docs/running.md and docs/bisect.md, "Exit
 status"); a command missing there fails, naming itself.
-Blocks for `redzone gdb` are not run here (tests/gdb covers the plugin); each one is listed."""
+Blocks for `redzone gdb` are not run here (tests/gdb covers the plugin); each one is listed.
+With README.md among the files, the counts the docs give of the tests are checked too (docs/gdb.md's bad
+inputs against tests/gdb/case_bad_input.py)."""
 import os
 import pty
 import re
@@ -77,8 +79,33 @@ def matches(expected, actual):
     return ADDRESS.sub("0x?", expected[0]) == ADDRESS.sub("0x?", actual[0]) and matches(expected[1:], actual[1:])
 
 
+def bad_inputs(case):
+    """The bad inputs tests/gdb/case_bad_input.py tries: its CASES rows and its other expect_error calls."""
+    with open(case) as f:
+        text = f.read()
+    rows = re.findall(r"^\s+\((?:f?[\"'])", text, re.M)
+    calls = re.findall(r"expect_error\(f?[\"']", text)
+    return len(rows) + len(calls)
+
+
+def numbers_in_docs(readme):
+    """Counts the docs state about the tests, against the tests (issue 31, item 11): docs/gdb.md's number of
+    bad inputs. Returns the lines that differ."""
+    source = os.path.dirname(os.path.abspath(readme))
+    gdb_md = os.path.join(source, "docs", "gdb.md")
+    case = os.path.join(source, "tests", "gdb", "case_bad_input.py")
+    with open(gdb_md) as f:
+        said = re.findall(r"(\d+) bad inputs", f.read())
+    tried = bad_inputs(case)
+    return [f"docs/gdb.md says {n} bad inputs; tests/gdb/case_bad_input.py tries {tried}"
+            for n in said if int(n) != tried]
+
+
 def main():
     build, files = os.path.abspath(sys.argv[1]), sys.argv[2:]
+    wrong = [x for path in files if os.path.basename(path) == "README.md" for x in numbers_in_docs(path)]
+    for line in wrong:
+        print(f"readme_tour: DOCS WRONG: {line}")
     env = dict(os.environ, PATH=os.path.join(build, "bin") + os.pathsep + os.environ.get("PATH", ""))
     for var in list(env):
         if var.startswith("METRALE_REDZONE"):
@@ -113,7 +140,7 @@ def main():
                 print(f"{where}: DIFFERS: $ {cmd}\n--- shown\n" + "\n".join(expected) + "\n--- got\n"
                       + "\n".join(actual) + "\n---")
     print(f"readme_tour: {ran} commands run, {failed} differ")
-    return 1 if failed or not ran else 0
+    return 1 if failed or wrong or not ran else 0
 
 
 if __name__ == "__main__":
