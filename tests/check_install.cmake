@@ -115,7 +115,7 @@ set(consumer ${BUILD}/install-consumer)
 file(REMOVE_RECURSE ${consumer})
 file(WRITE ${consumer}/src/main.c "#include <stdio.h>\n#include <redzone.h>\nint main(void) {\n    printf(\"consumer: %s, next index %llu\\n\", rz_status_name(0), (unsigned long long)rz_next_index());\n    return 0;\n}\n")
 file(WRITE ${consumer}/src/CMakeLists.txt "cmake_minimum_required(VERSION 3.20)\nproject(consumer C)\nfind_package(redzone 0.1 REQUIRED)\nadd_executable(consumer main.c)\ntarget_link_libraries(consumer PRIVATE redzone::redzone)\n")
-execute_process(COMMAND ${CMAKE_COMMAND} -S ${consumer}/src -B ${consumer}/build -DCMAKE_PREFIX_PATH=${PREFIX}
+execute_process(COMMAND ${CMAKE_COMMAND} -S ${consumer}/src -B ${consumer}/build -G Ninja -DCMAKE_PREFIX_PATH=${PREFIX}
                 OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(rc EQUAL 0)
   execute_process(COMMAND ${CMAKE_COMMAND} --build ${consumer}/build OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)

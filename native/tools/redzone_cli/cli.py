@@ -40,12 +40,17 @@ def wide(prog):
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30, width=width)
 
 
+OWN_FLAGS = ("-h", "--help", "--error-exitcode", "--emulated-device", "--unpool", "--version")
+
+
 def add_run_flags(run):
     """`redzone run`'s flags: one per row of the option table (options.inc through rz-options list), then
     the launcher's own."""
     table = run.add_argument_group("options from the library's option table (each sets its METRALE_REDZONE* "
                                    "variable; docs/options.md)")
     for o in options.run_options():
+        if any(flag in OWN_FLAGS for flag in o.flags):
+            continue  # a table option named like a launcher flag: set through its variable
         extra = {"nargs": "?", "const": "1"} if o.kind == "BOOL" else {}
         table.add_argument(*o.flags, metavar=o.metavar, dest=o.var,
                            help=f"{o.summary()} [{o.var}]".replace("%", "%%"), **extra)
