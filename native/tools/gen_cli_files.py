@@ -41,7 +41,7 @@ def man_page(top, subs, version, doc_dir):
 
 
 def value_flags(parser):
-    return sorted(s for a in parser._actions if a.option_strings and a.nargs != 0 for s in a.option_strings)
+    return sorted(s for a in parser._actions if a.option_strings and a.nargs not in (0, "?") for s in a.option_strings)
 
 
 def all_flags(parser):
