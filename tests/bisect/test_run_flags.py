@@ -137,11 +137,14 @@ def test_unpool_sets_the_framework_variables_and_says_so_in_one_line():
     assert rc == 0 and not any(k + "=" in out for k in UNPOOL) and "--unpool" not in err, out
 
 
-def test_unpool_is_documented():
+def test_unpool_is_documented_with_the_line_it_prints():
     with open(os.path.join(SOURCE, "docs", "frameworks.md")) as f:
         text = f.read()
     for k, v in UNPOOL.items():
         assert f"{k}={v}" in text, k
+    _, err = program_env("--unpool")
+    said = next(x for x in err.splitlines() if "--unpool" in x)
+    assert f"\n    {said}\n" in text, f"docs/frameworks.md does not show the line --unpool prints:\n{said}"
     rc, out, err = redzone("run", "--help")
     assert "--unpool" in out
 
