@@ -1,0 +1,29 @@
+import os, subprocess, sys, tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import *
+
+# redzone installed under a path with a space (`cmake --install --prefix "/.../my tools"`): the plugin of that
+# install preloads its libredzone.so into the program (rz-exec puts the library's folder on LD_LIBRARY_PATH
+# and preloads it by name; ld.so splits LD_PRELOAD on spaces), and the program is checked.
+BUILD = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(PLUGIN))))
+with tempfile.TemporaryDirectory() as scratch:
+    prefix = os.path.join(scratch, "my tools")
+    p = subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], capture_output=True, text=True)
+    check(p.returncode == 0, f"cmake --install: {p.stdout}{p.stderr}")
+    plugin = os.path.join(prefix, "share", "redzone", "gdb", "redzone.py")
+    ex("set pagination off")
+    ex("set confirm off")
+    ex(f"source {plugin}")
+    from redzone_gdb import paths  # noqa: E402
+    check(" " in paths.LIBREDZONE and paths.LIBREDZONE.startswith(prefix), paths.LIBREDZONE)
+    ex("set redzone emulated-device on")
+    ex(f"file {PROG}")
+    ex("break stop_here")
+    said = go("run overrun")
+    check("not loaded" not in said, f"the plugin warned at run: {said}")
+    libs = [o.filename for o in gdb.objfiles() if "libredzone.so" in (o.filename or "")]
+    check(libs and all(l.startswith(prefix) for l in libs), f"the installed library is in the program: {libs}")
+    out = ex("redzone scan")
+    check("REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" in out, out)
+    ex("kill")
+done()
