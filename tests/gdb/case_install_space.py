@@ -26,4 +26,15 @@ with tempfile.TemporaryDirectory() as scratch:
     out = ex("redzone scan")
     check("REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" in out, out)
     ex("kill")
+    # The installed launcher too, with this debugger: -iex add-auto-load-safe-path and -ex source take the
+    # folder with its space, so the stub next to the library is trusted and no auto-load warning appears.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
+    p = subprocess.run([os.path.join(prefix, "bin", "redzone"), "gdb", "--emulated-device", "--gdb",
+                        os.environ["RZ_DEBUGGER"], "--", "-batch", "-ex", "break stop_here", "-ex", "run overrun",
+                        "-ex", "redzone scan", "-ex", "kill", "--", PROG], capture_output=True, text=True,
+                       stdin=subprocess.DEVNULL, env=env, timeout=240)
+    out = p.stdout + p.stderr
+    declined = [l for l in out.splitlines() if "auto-loading has been declined" in l and "libredzone" in l]
+    check(p.returncode == 0 and "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" in out and "not loaded" not in out
+          and not declined, f"installed launcher: {p.returncode} {out}")
 done()
