@@ -353,6 +353,9 @@ Usage: redzone status"""
 
 def _planned_bytes():
     """What the next allocation will use, as far as the plugin knows (the program's environment may differ)."""
+    override = settings.overriding_value("bytes")
+    if override is not None:
+        return f"{override[0]} bytes ({override[1]} sets METRALE_REDZONE, which wins over `set redzone bytes`)"
     value = SETTINGS.env.get("bytes")
     return f"{value} bytes (set redzone bytes)" if value else "64 bytes unless the program's METRALE_REDZONE says otherwise"
 

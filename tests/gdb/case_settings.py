@@ -33,6 +33,12 @@ ex("kill")
 go("run overrun")
 check("bands: 16 bytes" in ex("redzone status"), "the environment still wins after a second set")
 ex("kill")
+ex("tbreak main")  # before the first allocation, `redzone status` says what the program will use, and why
+go("run overrun")
+out = ex("redzone status")
+check("bands: not set up yet" in out and "16 bytes (the program's environment (set environment, or gdb's own) sets "
+      "METRALE_REDZONE, which wins over `set redzone bytes`)" in out, out)
+ex("kill")
 ex("set environment METRALE_REDZONE=128")
 check(ex("show redzone bytes").strip() == "redzone bytes is 128 (METRALE_REDZONE).", "the same value: no 'but'")
 check("warning" not in go("set redzone bytes 128"), "the same value: no warning")
