@@ -37,4 +37,10 @@ with tempfile.TemporaryDirectory() as scratch:
     declined = [l for l in out.splitlines() if "auto-loading has been declined" in l and "libredzone" in l]
     check(p.returncode == 0 and "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" in out and "not loaded" not in out
           and not declined, f"installed launcher: {p.returncode} {out}")
+# A ':' in the library's path: no spelling reaches ld.so intact, so rz-exec refuses to start the program
+# with a sentence (status 127) rather than run it without red zones.
+p = subprocess.run([os.path.join(BUILD, "native", "rz-exec"), "--preload", "/opt/my:tools/lib/libredzone.so", "--",
+                    "true"], capture_output=True, text=True)
+check(p.returncode == 127 and "contains ':', which LD_PRELOAD and LD_LIBRARY_PATH cannot hold, so the program would "
+      "run without red zones" in p.stderr, f"{p.returncode} {p.stderr}")
 done()
