@@ -1,6 +1,7 @@
 """What is true of the program when a command finds no library to read: no process yet (before `run`), the
-program ended (exited, killed), or it did not start (it exited during start-up, before it loaded the CUDA
-driver: the driver cannot be found, or redzone's exec-wrapper refused to start it), with the reason.
+program ended (exited, killed), or it did not start (it exited with status 127 during start-up, before it
+loaded the CUDA driver: the driver cannot be found, or redzone's exec-wrapper refused to start it), with the
+reason.
 
 Kept from gdb's events (new_objfile, exited), without gdb.execute (see debugger.py)."""
 import os
@@ -27,8 +28,14 @@ def _on_exited(event):
     LAST.clear()
     LAST.update(code=code, **_RUN)
     _RUN.update(redzone=False, cuda=False)
-    if not LAST["cuda"] and not LAST["redzone"] and code is not None and code != 0:
+    if not_started():
         gdb.write(f"redzone: {did_not_start()}\n")
+
+
+def not_started():
+    """The last run ended with status 127 (ld.so's and rz-exec's 'cannot start') before it loaded the CUDA
+    driver or the library: a program that ran and failed by itself is not said to have not started."""
+    return bool(LAST) and LAST["code"] == 127 and not LAST["cuda"] and not LAST["redzone"]
 
 
 def driver_findable(emulated):
@@ -64,7 +71,7 @@ def no_program():
         return None
     if not LAST:
         return "no process yet: `run` starts the program with libredzone.so preloaded (or load a core file)"
-    if not LAST["cuda"] and not LAST["redzone"] and LAST["code"] not in (None, 0):
+    if not_started():
         return did_not_start()
     how = "it was killed, or a signal ended it" if LAST["code"] is None else f"it exited with code {LAST['code']}"
     return f"the program is not running ({how}): `run` starts it again (or load a core file)"
