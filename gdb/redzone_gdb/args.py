@@ -3,6 +3,7 @@ tested with plain pytest. Errors raise UsageError with a message; the gdb glue a
 
 
 import os
+import re
 import shlex
 import subprocess
 
@@ -74,9 +75,30 @@ def parse_none(argv, command):
 
 def parse_poison(argv):
     """Two expressions, evaluated by the caller (they may be gdb expressions such as $lo)."""
+    if len(argv) > 2:
+        raise UsageError(f"poison needs exactly two arguments, LO and HI, and got {len(argv)}: an expression with "
+                         f"spaces is one argument when quoted (redzone poison \"$lo + 1\" \"$hi * 2\")")
     if len(argv) != 2:
         raise UsageError("poison needs exactly two arguments, LO and HI")
     return argv[0], argv[1]
+
+
+# An integer literal in a gdb expression: decimal or 0x hex with C suffixes, not part of a name ($1, a12),
+# a float (1.5, 1e3) or a longer number.
+_LITERAL = re.compile(r"(?<![\w$.])(0[xX][0-9a-fA-F]+|[0-9]+)[uUlL]*(?![\w.])")
+
+
+def check_literals(text, what):
+    """Refuse an expression holding an integer literal of 2^64 or more, before a debugger reads it: GDB 10
+    (cuda-gdb 11.8) wraps such a literal to a small number and gdb 13 refuses it, so the same input would get
+    different answers."""
+    for m in _LITERAL.finditer(text or ""):
+        digits = m.group(1)
+        value = int(digits, 16) if digits[:2] in ("0x", "0X") else int(digits)
+        if value >= 1 << 64:
+            raise UsageError(f"{what} {text!r}: the number {digits} is out of range (integers here are below "
+                             f"2^64, at most {(1 << 64) - 1})")
+    return text
 
 
 def check_window(lo, hi):

@@ -65,3 +65,33 @@ class BandIO:
                     out[i] = self.read(addrs[i], ends[i] - addrs[i])
             k = j
         return out
+
+
+def cuda_module_paths(cuda):
+    """The path through cuda-gdb's own Python module (`gdb.cuda`, cuda-gdb 12.x and later), where it has
+    read_global_memory: [("cuda", read, write)] to try after plain memory and before @global casts, which
+    build and parse one expression per band; [] where the module or the function is absent (cuda-gdb 11.x,
+    gdb). A call that fails or answers with the wrong length counts as unreadable (the next path is tried)."""
+    reader = getattr(cuda, "read_global_memory", None) if cuda is not None else None
+    if not callable(reader):
+        return []
+    writer = getattr(cuda, "write_global_memory", None)
+
+    def read(addr, n):
+        try:
+            data = reader(addr, n)
+            data = bytes(data) if not isinstance(data, (list, tuple)) else bytes(int(b) & 0xFF for b in data)
+        except Exception:  # noqa: BLE001 -- any failure of the debugger's reader: try the next path
+            return None
+        return data if len(data) == n else None
+
+    def write(addr, data):
+        if not callable(writer):
+            return False
+        try:
+            writer(addr, bytes(data))
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    return [("cuda", read, write)]

@@ -4,7 +4,7 @@ import json
 
 import gdb
 
-from . import agent, args, debugger, settings, stops, target, view
+from . import agent, args, completion, debugger, session, settings, stops, target, view
 from .args import USAGE, UsageError
 from .settings import SETTING_NAMES, SETTINGS
 from .ui import write as _write
@@ -20,7 +20,7 @@ def _guard(command, fn, argv):
     except UsageError as e:
         _fail(command, str(e))
     except (target.TargetError, OSError) as e:
-        raise gdb.GdbError(f"redzone {command}: {e}")
+        raise gdb.GdbError(f"redzone {command}: {session.explain(e)}")
 
 
 class RedzonePrefix(gdb.Command):
@@ -203,6 +203,7 @@ _INTEGRAL = (gdb.TYPE_CODE_INT, gdb.TYPE_CODE_BOOL, gdb.TYPE_CODE_CHAR, gdb.TYPE
 
 def _eval_int(text, what):
     """An integer gdb expression ($lo, 100, $i+1): not a float (1.9 is refused, never truncated)."""
+    args.check_literals(text, what)
     try:
         value = gdb.parse_and_eval(text)
         if value.type.strip_typedefs().code not in _INTEGRAL:
@@ -308,7 +309,7 @@ Usage: redzone status"""
         try:
             addr, data = target.state()
         except target.TargetError as e:
-            _write(f"library: not loaded ({e})")
+            _write(f"library: not loaded ({session.explain(e)})")
             return
         o = lambda f: view.u64(data, view.offset(f))
         b = lambda f: data[view.offset(f)]
@@ -352,6 +353,9 @@ Usage: redzone status"""
 
 def _planned_bytes():
     """What the next allocation will use, as far as the plugin knows (the program's environment may differ)."""
+    override = settings.overriding_value("bytes")
+    if override is not None:
+        return f"{override[0]} bytes ({override[1]} sets METRALE_REDZONE, which wins over `set redzone bytes`)"
     value = SETTINGS.env.get("bytes")
     return f"{value} bytes (set redzone bytes)" if value else "64 bytes unless the program's METRALE_REDZONE says otherwise"
 
@@ -517,7 +521,7 @@ Usage: $redzone_violations()"""
         try:
             _, data = target.state()
         except target.TargetError as e:
-            raise gdb.GdbError(f"$redzone_violations: {e}")
+            raise gdb.GdbError(f"$redzone_violations: {session.explain(e)}")
         counters = view.counters(data)
         for line in counters.splitlines():
             name, value = line.split(": ")
@@ -527,6 +531,7 @@ Usage: $redzone_violations()"""
 
 
 def register():
+    completion.install(globals())  # completers and help on the command classes, before they are made
     debugger.init()
     debugger.install_workarounds()
     RedzonePrefix()
@@ -541,4 +546,5 @@ def register():
     BreakCommand()
     ViolationsFunction()
     settings.register()
+    session.register()
     gdb.events.stop.connect(_on_stop)

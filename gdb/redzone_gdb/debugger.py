@@ -179,10 +179,22 @@ def _global_write(addr, data):
         return False
 
 
+def _cuda_module():
+    """cuda-gdb's gdb.cuda module (12.x and later), or None."""
+    if hasattr(gdb, "cuda"):
+        return gdb.cuda
+    try:
+        return importlib.import_module("gdb.cuda")
+    except ImportError:
+        return None
+
+
 def band_io():
-    """The band reader/writer for this debugger: plain memory first; cuda-gdb's @global space after."""
+    """The band reader/writer for this debugger: plain memory first; then cuda-gdb's gdb.cuda module where it
+    has read_global_memory (12.x and later); then cuda-gdb's @global space."""
     if name() == "cuda-gdb":
-        return bandio.BandIO([("plain", _plain_read, _plain_write), ("global", _global_read, _global_write)])
+        return bandio.BandIO([("plain", _plain_read, _plain_write)] + bandio.cuda_module_paths(_cuda_module())
+                             + [("global", _global_read, _global_write)])
     return bandio.BandIO([("plain", _plain_read, _plain_write)])
 
 

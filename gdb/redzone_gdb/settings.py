@@ -63,7 +63,15 @@ Usage: set redzone autoscan off|on|BPNUM[,BPNUM...]"""
 
     def get_set_string(self):
         try:
-            SETTINGS.autoscan = args.parse_autoscan(debugger.param("redzone autoscan"))
+            value = args.parse_autoscan(debugger.param("redzone autoscan"))
+            if isinstance(value, frozenset):
+                existing = sorted(b.number for b in (gdb.breakpoints() or ()) if b.number > 0)
+                missing = sorted(value - set(existing))
+                if missing:
+                    now = ", ".join(str(n) for n in existing) if existing else "none"
+                    raise UsageError(f"breakpoint {', '.join(str(n) for n in missing)} does not exist (breakpoints "
+                                     f"now: {now}; `info breakpoints` lists them)")
+            SETTINGS.autoscan = value
         except UsageError as e:
             self.value = args.autoscan_text(SETTINGS.autoscan)
             raise gdb.GdbError(f"redzone autoscan: {e}\nUsage: set redzone autoscan off|on|BPNUM[,BPNUM...]")
@@ -118,12 +126,48 @@ Usage: set redzone NAME VALUE   (empty VALUE: the library's default)"""
             self.value = SETTINGS.env[self.name] or ""
             raise gdb.GdbError(f"redzone {self.name}: {e}\nUsage: set redzone {self.name} VALUE")
         update_exec_wrapper()
+        override = overriding_value(self.name)
+        if override is not None and override[0] != SETTINGS.env[self.name]:
+            _write(f"redzone: warning: {self._overridden(override)}")
         return ""
 
     def get_show_string(self, svalue):
         value = SETTINGS.env[self.name]
         shown = value or ("64 (default)" if self.name == "bytes" else "the library's default")
-        return f"redzone {self.name} is {shown} ({args.ENV_VARS[self.name]})."
+        said = f"redzone {self.name} is {shown} ({args.ENV_VARS[self.name]})"
+        override = overriding_value(self.name)
+        if override is None or override[0] == value:
+            return said + "."
+        return f"{said}, but {self._overridden(override)}."
+
+    def _overridden(self, override):
+        var, (value, where, undo) = args.ENV_VARS[self.name], override
+        mine = SETTINGS.env[self.name] or ("64" if self.name == "bytes" else "the library's default")
+        return (f"{where} sets {var}={value}, which the program runs with (the environment wins over `set "
+                f"redzone {self.name}`): {undo} for {mine}")
+
+
+def environment_value(var):
+    """VAR in the environment gdb gives the program (`set environment`, or gdb's own), or None."""
+    try:
+        out = gdb.execute(f"show environment {var}", to_string=True)
+    except gdb.error:
+        return None
+    prefix = f"{var} = "
+    return out.rstrip("\n")[len(prefix):] if out.startswith(prefix) else None
+
+
+def overriding_value(name):
+    """(value, where, how to undo) when the program will not run with `set redzone NAME`'s value: the user's
+    `env` exec-wrapper or the program's environment sets the variable (rz-exec --default yields to it)."""
+    var = args.ENV_VARS[name]
+    for word in args.env_assignments(SETTINGS.user_wrapper) or []:
+        if word.startswith(var + "="):
+            return word[len(var) + 1:], "your exec-wrapper", "`set exec-wrapper` without it"
+    value = environment_value(var)
+    if value is not None:
+        return value, "the program's environment (set environment, or gdb's own)", f"`unset environment {var}`"
+    return None
 
 
 def _library_check(variable, value):
@@ -212,9 +256,25 @@ def _on_new_objfile(event):
     if not wrapper.startswith(args.shell_quote(paths.EXEC_WRAPPER)):
         why.append(f"exec-wrapper is {wrapper!r}, not redzone's: any `set redzone ...` puts redzone's back, "
                    "around yours")
+    elif not why:
+        why.append(_preload_cause())
     because = ("; " + "; ".join(why)) if why else ""
     _write("redzone: warning: libredzone.so is not loaded in this program, which runs without red zones "
            f"(no report will come){because}; then run it again")
+
+
+def _preload_cause():
+    """Why redzone's own wrapper did not bring the library in, as far as can be told from here."""
+    import os  # noqa: PLC0415
+    lib = paths.LIBREDZONE
+    if not os.path.exists(lib):
+        return f"{lib} is missing (is redzone installed?)"
+    if ":" in lib:
+        return f"{lib} contains ':', which LD_PRELOAD cannot hold: install redzone under a path without it"
+    if any(c in lib for c in " \t\n"):
+        return (f"{lib} has a space in its path, which this wrapper (an older rz-exec?) put into LD_PRELOAD as "
+                "it is: ld.so's own line above says what it refused")
+    return "ld.so refused the LD_PRELOAD entry redzone's exec-wrapper made (its own line above says why)"
 
 
 def register():

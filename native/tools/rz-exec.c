@@ -7,6 +7,9 @@
  * a user's own `env NAME=VALUE` exec-wrapper into it (gdb runs exactly one wrapper exec, so a second wrapper
  * program cannot follow this one). --preload prepends LIB to LD_PRELOAD;
  * --path-prefix prepends DIR to LD_LIBRARY_PATH (the emulated driver).
+ * LD_PRELOAD splits on spaces and colons, LD_LIBRARY_PATH on colons: a library under a folder with a space
+ * is preloaded by its name, from its folder put first on LD_LIBRARY_PATH (as `redzone run` does); a ':' in
+ * either is refused with a sentence (exit 127), since no spelling would reach ld.so intact.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -29,6 +32,35 @@ static void prepend(const char *var, const char *value) {
     free(both);
 }
 
+/* LIB as an LD_PRELOAD entry: 0, or -1 after saying why it cannot be one. */
+static int preload(const char *lib) {
+    if (strchr(lib, ':') != NULL) {
+        fprintf(stderr, "rz-exec: %s contains ':', which LD_PRELOAD and LD_LIBRARY_PATH cannot hold, so the "
+                        "program would run without red zones: install redzone under a path without ':'\n", lib);
+        return -1;
+    }
+    const char *slash = strrchr(lib, '/');
+    if (strpbrk(lib, " \t\n") == NULL || slash == NULL) {
+        prepend("LD_PRELOAD", lib);
+        return 0;
+    }
+    if (strpbrk(slash + 1, " \t\n") != NULL) {
+        fprintf(stderr, "rz-exec: the file name of %s contains a space, which LD_PRELOAD cannot hold, so the "
+                        "program would run without red zones: name it libredzone.so\n", lib);
+        return -1;
+    }
+    size_t n = (size_t)(slash - lib);
+    char *dir = malloc(n + 1);
+    if (dir == NULL)
+        return -1;
+    memcpy(dir, lib, n);
+    dir[n] = '\0';
+    prepend("LD_LIBRARY_PATH", n ? dir : "/");
+    free(dir);
+    prepend("LD_PRELOAD", slash + 1);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int i = 1;
     for (; i < argc; i++) {
@@ -42,8 +74,14 @@ int main(int argc, char **argv) {
         }
         const char *value = argv[++i];
         if (strcmp(argv[i - 1], "--preload") == 0) {
-            prepend("LD_PRELOAD", value);
+            if (preload(value) != 0)
+                return 127;
         } else if (strcmp(argv[i - 1], "--path-prefix") == 0) {
+            if (strchr(value, ':') != NULL) {
+                fprintf(stderr, "rz-exec: %s contains ':', which LD_LIBRARY_PATH cannot hold: install redzone "
+                                "under a path without ':'\n", value);
+                return 127;
+            }
             prepend("LD_LIBRARY_PATH", value);
         } else if (strcmp(argv[i - 1], "--default") == 0 || strcmp(argv[i - 1], "--set") == 0) {
             const char *eq = strchr(value, '=');

@@ -7,7 +7,7 @@ ex(f"source {PLUGIN}")
 ex(f"file {PROG}")
 expect_error("redzone scan", "no process")
 expect_error("redzone poison 0 1", "no process")
-expect_error("redzone list", "not loaded")
+expect_error("redzone list", "no process yet")
 start()
 CASES = [
     ("redzone list --bogus", "unknown option", "Usage: redzone list"),
@@ -57,12 +57,25 @@ CASES = [
     ("redzone list --limit 18446744073709551616", "too large", "Usage: redzone list"),
     ("redzone poison 1.9 2.5", "not an integer", "Usage: redzone poison LO HI"),
     ("redzone poison 0 18446744073709551617", "Usage: redzone poison LO HI"),
+    # Out-of-range literals: refused the same way in every debugger (GDB 10 would wrap them to small numbers).
+    ("redzone poison 0 18446744073709551616", "the number 18446744073709551616 is out of range",
+     "Usage: redzone poison LO HI"),
+    ("redzone poison 0x10000000000000000 0", "the number 0x10000000000000000 is out of range", "Usage: redzone poison"),
+    ("redzone poison 0 1+18446744073709551616UL", "out of range", "Usage: redzone poison LO HI"),
+    # An expression with spaces: the hint to quote it.
+    ("redzone poison $lo + 1 2", "got 4", "is one argument when quoted", "Usage: redzone poison LO HI"),
+    ("set redzone autoscan 99", "breakpoint 99 does not exist (breakpoints now: 1;", "Usage: set redzone autoscan"),
+    ("set redzone autoscan 1,7", "breakpoint 7 does not exist", "Usage: set redzone autoscan"),
 ]
 for cmd, *fragments in CASES:
     expect_error(cmd, *fragments)
+out = ex('redzone poison "0 + 1" "1 + 1"')  # quoted expressions with spaces are one argument each
+check("redzone poison [1, 2): 1 zone(s) now hold 0xEE" in out, out)
+ex("redzone unpoison")
 check(len(CASES) >= 30, "at least 30 bad-input cases")
 # Settings survive a rejected value.
 check("redzone autoscan is off." in ex("show redzone autoscan"), ex("show redzone autoscan"))
+ex("break main")  # breakpoint 2: autoscan takes existing breakpoints only
 ex("set redzone autoscan 1,2")
 check("redzone autoscan is 1,2." in ex("show redzone autoscan"), "autoscan list")
 ex("set redzone autoscan off")

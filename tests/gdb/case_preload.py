@@ -43,6 +43,21 @@ text = go("run overrun")
 check(loaded() and env_of_program().get(b"RZ_TEST_MYVAR") == b"2" and "not loaded" not in text, text)
 stop()
 
+# redzone's own wrapper, and ld.so still does not preload the library (here: the library is not where the
+# plugin's paths say): the warning at `run` names the cause.
+from redzone_gdb import paths  # noqa: E402
+real = paths.LIBREDZONE
+paths.LIBREDZONE = "/nonexistent/redzone/libredzone.so"
+ex("set redzone fill 7")  # recomposes redzone's wrapper with that library
+try:
+    text = go("run overrun")
+finally:
+    paths.LIBREDZONE = real
+check(not loaded() and "libredzone.so is not loaded in this program" in text and
+      "/nonexistent/redzone/libredzone.so is missing (is redzone installed?)" in text, f"said at run: {text}")
+stop()
+ex("set redzone fill")  # redzone's wrapper with the real library again
+
 # startup-with-shell off: gdb runs no wrapper (and miscounts the start with one set), so a program started
 # that way runs without the library; the user is told, with the reason.
 ex(f"set environment LD_LIBRARY_PATH={EMU}")  # the driver found without redzone's wrapper

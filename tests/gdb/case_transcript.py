@@ -33,6 +33,18 @@ for cmd in ("redzone list", "redzone list --violated", "redzone list --from 1 --
             "show redzone autoscan", "show redzone timeout", "show redzone method", "show redzone stacks",
             "redzone break on", "redzone break off"):
     run(cmd)
+# Out-of-range literals and ill-formed input: the same answer in every debugger (GDB 10 wraps a literal of
+# 2^64 or more, gdb 13 and 16 refuse it; the plugin refuses it first).
+for cmd in ("redzone poison 0 18446744073709551616", "redzone poison 0x10000000000000000 1",
+            "redzone poison 0 99999999999999999999999999", "redzone poison 18446744073709551615 18446744073709551615",
+            "redzone poison 1 2 3", "redzone poison $lo + 1 2", 'redzone poison "0 + 1" "1 + 1"', "redzone unpoison",
+            "redzone poison 1.5 2", "redzone poison -1 2", "redzone list --to 18446744073709551616",
+            "redzone list --from -1", "redzone list --limit 0x10", "redzone list --from", "redzone scan --json extra",
+            "redzone violations --bogus", "set redzone bytes 18446744073709551616", "set redzone fill 0x100",
+            "set redzone fill -1", "set redzone min-idx 18446744073709551616", "set redzone timeout 1e999",
+            "set redzone timeout nan", "set redzone autoscan 99", "set redzone autoscan 1,,", "set redzone stacks x",
+            "set redzone scan free,,exit", "redzone break on off", "show redzone bytes", "show redzone autoscan"):
+    run(cmd)
 with open(os.path.join(out_dir, f"{tag}.txt"), "w") as f:
     f.write("".join(lines))
 check(any("REDZONE VIOLATION alloc#1" in l for l in lines), "the session found the overrun")

@@ -82,10 +82,12 @@ def test_the_plugin_still_knows_cuda_gdb_11_and_gdb(monkeypatch):
 def test_the_launcher_names_cuda_gdb_13(monkeypatch):
     # `redzone gdb: starting PATH, VERSION: why`: VERSION from `--version` (redzone_cli/gdb_launcher.py).
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "native", "tools"))
-    from redzone_cli import gdb_launcher
+    from redzone_cli import gdb_launcher, paths
+    # The launcher reads the banner with this same parser (versions.py, found beside the plugin it loads).
+    monkeypatch.setattr(paths, "GDB_PLUGIN", os.path.join(os.path.dirname(__file__), "..", "..", "gdb", "redzone.py"))
     banners = {"13": CUDA_GDB_13_WRAPPER, "11": CUDA_GDB_11, "gdb": GDB}
     monkeypatch.setattr(gdb_launcher.subprocess, "run",
-                        lambda argv, **kw: type("R", (), {"stdout": banners[argv[0]]})())
-    assert gdb_launcher.version("13") == "cuda-gdb 13.0 (Based on GNU gdb 14.2)"
-    assert gdb_launcher.version("11") == "cuda-gdb 11.8 (GNU gdb (GDB) 10.2)"
-    assert gdb_launcher.version("gdb") == "GNU gdb (Debian 13.1-3) 13.1"
+                        lambda argv, **kw: type("R", (), {"stdout": banners[argv[0]], "stderr": ""})())
+    assert gdb_launcher.version("13") == "cuda-gdb 13.0 (GDB 14.2)"
+    assert gdb_launcher.version("11") == "cuda-gdb 11.8 (GDB 10.2)"
+    assert gdb_launcher.version("gdb") == "gdb 13.1"
