@@ -7,7 +7,7 @@ import stat
 import sys
 import tempfile
 
-from . import options, procs
+from . import options, paths, procs
 from .options import Failure, UsageError
 
 DESCRIPTION = """\
@@ -95,6 +95,9 @@ def cmd_run(args, program):
     user_summary = os.environ.get("METRALE_REDZONE_SUMMARY") or None
     env, origin = options.program_env(args, [flag for flag, *_ in options.RUN_OPTIONS], args.emulated_device)
     options.check_values(env, origin, "run")
+    # libredzone.so is also the program's NVTX injection library (pool regions: docs/design.md), unless the
+    # user named another one.
+    env.setdefault("NVTX_INJECTION64_PATH", paths.LIBREDZONE)
     if user_summary:
         user_summary = env["METRALE_REDZONE_SUMMARY"]  # made absolute
     fd, summary_path = tempfile.mkstemp(prefix="redzone-summary-")
