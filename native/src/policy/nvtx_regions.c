@@ -13,6 +13,7 @@
  * through the band seam (band_io), as band.c's do.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,30 +22,48 @@
 #include "nvtx_regions.h"
 #include "band.h"
 #include "band_io.h"
+#include "device_ctx.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
 #include "state.h"
 #include "stats.h"
 
+/* The layouts `redzone list` reads from memory (a live process or a core file): pinned below, decoded by
+ * gdb/redzone_gdb/nvtx.py. */
 typedef struct entry {
     uint64_t start, size; /* size: the region's (a freed entry keeps the size it had) */
     uint64_t filled;      /* bytes of its cover filled by redzone and checked */
     uint8_t live;         /* registered (else unregistered: freed) */
     uint8_t expected;     /* the byte the filled bytes hold */
+    uint8_t reserved[6];
     char name[48];
 } entry_t;
 
 typedef struct heap {
-    int used;
-    uint64_t base, size, zone_index;
+    uint64_t used, base, size, zone_index;
     void *ctx;
     entry_t *e;
-    size_t n, cap;
+    uint64_t n, cap;
 } heap_t;
 
+typedef struct rz_nvtx_state {
+    char magic[8];        /* "RZNVTX01" */
+    uint32_t version;     /* 1 */
+    uint32_t heaps;       /* RZ_NVTX_HEAPS */
+    uint32_t heap_bytes;  /* sizeof(heap_t) */
+    uint32_t entry_bytes; /* sizeof(entry_t) */
+    heap_t heap[RZ_NVTX_HEAPS];
+} rz_nvtx_state_t;
+_Static_assert(sizeof(entry_t) == 80 && offsetof(entry_t, live) == 24 && offsetof(entry_t, name) == 32, "entry");
+_Static_assert(sizeof(heap_t) == 64 && offsetof(heap_t, e) == 40 && offsetof(heap_t, n) == 48, "heap");
+_Static_assert(offsetof(rz_nvtx_state_t, heap) == 24, "nvtx state");
+
+RZ_EXPORT rz_nvtx_state_t __redzone_nvtx;
+rz_nvtx_state_t __redzone_nvtx = {"RZNVTX01", 1, RZ_NVTX_HEAPS, sizeof(heap_t), sizeof(entry_t), {{0}}};
+#define g_heaps (__redzone_nvtx.heap)
+
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static heap_t g_heaps[RZ_NVTX_HEAPS];
 static int g_armed, g_warned_overlap;
 
 static uint64_t slack_cap(void) { return RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes : 64; }
@@ -222,6 +241,10 @@ void *rz__nvtx_heap_register(uint64_t base, uint64_t size) {
     rz__registry_unlock();
     if (!z)
         return NULL; /* not an allocation redzone made: not watched */
+    /* A zone learns its context when its band is installed (lazy install): the driver says it now, so that
+     * checks from a thread without a current context (the debugger's agent) name it. */
+    if (!ctx && rz__dev_pointer_attribute(&ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, base) != RZCUDA_SUCCESS)
+        ctx = rz__dev_current_ctx();
     pthread_mutex_lock(&g_mu);
     heap_t *h = NULL;
     for (size_t j = 0; j < RZ_NVTX_HEAPS && !h; j++)
@@ -292,14 +315,22 @@ void rz__nvtx_region_register(void *handle, uint64_t ptr, uint64_t size) {
     int bad = k > 0 && h->e[k - 1].live && h->e[k - 1].start + h->e[k - 1].size > ptr;
     for (size_t j = k; j < covered && !bad; j++)
         bad = h->e[j].live;
-    if (bad || (h->n + 1 > h->cap && !(h->e = realloc(h->e, (h->cap = h->cap ? 2 * h->cap : 16) * sizeof *h->e)))) {
-        if (!h->e) {
-            h->n = h->cap = 0; /* out of memory: the heap's regions are forgotten */
-            rz__warn("nvtx regions: out of memory; heap 0x%llx no longer checked", (unsigned long long)h->base);
-        } else
-            overlap_warning(ptr, size);
+    if (bad) {
+        overlap_warning(ptr, size);
         unlock_all();
         return;
+    }
+    if (h->n + 1 > h->cap) {
+        uint64_t cap = h->cap ? 2 * h->cap : 16;
+        entry_t *grown = realloc(h->e, cap * sizeof *grown);
+        if (!grown) {
+            rz__warn("nvtx regions: out of memory; region 0x%llx+%llu not checked", (unsigned long long)ptr,
+                     (unsigned long long)size);
+            unlock_all();
+            return;
+        }
+        h->e = grown;
+        h->cap = cap;
     }
     check_range(h, k > 0 ? k - 1 : 0, covered); /* the bytes changing hands, before they do */
     memmove(&h->e[k + 1], &h->e[covered], (h->n - covered) * sizeof *h->e);
@@ -359,21 +390,4 @@ void rz__nvtx_regions_check_locked(void) {
         if (g_heaps[j].used && heap_alive(&g_heaps[j]))
             check_range(&g_heaps[j], 0, g_heaps[j].n);
     pthread_mutex_unlock(&g_mu);
-}
-
-size_t rz__nvtx_regions_view(rz_nvtx_region_view_t *out, size_t n) {
-    size_t total = 0;
-    pthread_mutex_lock(&g_mu);
-    for (size_t j = 0; j < RZ_NVTX_HEAPS; j++) {
-        const heap_t *h = &g_heaps[j];
-        for (size_t i = 0; h->used && i < h->n; i++, total++) {
-            if (total >= n)
-                continue;
-            out[total] = (rz_nvtx_region_view_t){.heap_base = h->base, .heap_size = h->size, .start = h->e[i].start,
-                                                 .size = h->e[i].size, .live = h->e[i].live};
-            memcpy(out[total].name, h->e[i].name, sizeof out[total].name);
-        }
-    }
-    pthread_mutex_unlock(&g_mu);
-    return total;
 }

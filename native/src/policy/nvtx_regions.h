@@ -33,13 +33,7 @@ void rz__nvtx_region_name(uint64_t ptr, const char *name);
  * start of every scan, under the registry lock. */
 void rz__nvtx_regions_check_locked(void);
 
-/* What `redzone list` shows: the regions now watched (heap, start, size, registered or not, name), n at most;
- * returns how many there are. */
-typedef struct rz_nvtx_region_view {
-    uint64_t heap_base, heap_size, start, size;
-    int live;
-    char name[48];
-} rz_nvtx_region_view_t;
-size_t rz__nvtx_regions_view(rz_nvtx_region_view_t *out, size_t n);
+/* `redzone list` reads the heaps and regions from memory: __redzone_nvtx (nvtx_regions.c), decoded by
+ * gdb/redzone_gdb/nvtx.py. */
 
 #endif /* REDZONE_NVTX_REGIONS_H */
