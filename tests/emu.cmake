@@ -17,7 +17,8 @@ add_executable(test_emu
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_ipc.c
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_pool.c
   ${CMAKE_CURRENT_LIST_DIR}/test_emu_kernel.c
-  ${CMAKE_CURRENT_LIST_DIR}/test_emu_vmm.c)
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_vmm.c
+  ${CMAKE_CURRENT_LIST_DIR}/test_emu_mempool.c)
 target_link_libraries(test_emu PRIVATE redzone_cuda_emu PkgConfig::CRITERION Threads::Threads)
 # the emulated kernels of test_emu_*.c are found with dlsym: export them
 set_target_properties(test_emu PROPERTIES ENABLE_EXPORTS ON)

@@ -50,6 +50,8 @@
 #include "launch_check.h"
 #include "launch_ring.h"
 #include "memory.h"
+#include "nvtx_regions.h"
+#include "nvtx_types.h"
 #include "options.h"
 #include "proc_names.h"
 #include "registry.h"

@@ -4,7 +4,7 @@ import json
 
 import gdb
 
-from . import agent, args, completion, debugger, session, settings, stops, target, view
+from . import agent, args, completion, debugger, nvtx, session, settings, stops, target, view
 from .args import USAGE, UsageError
 from .settings import SETTING_NAMES, SETTINGS
 from .ui import write as _write
@@ -58,7 +58,9 @@ class ListCommand(gdb.Command):
 
 Usage: redzone list [--violated] [--from N] [--to N] [--limit N] [--stacks] [--json]
 
-Columns: creation index, user pointer, user bytes, pad bytes, expected band byte, state.
+Columns: creation index, user pointer, user bytes, pad bytes, expected band byte, state. Then, without
+--violated/--from/--to, the NVTX regions of pools watched through NVTX (start, bytes, registered or
+unregistered, heap, name), when there are any.
 --violated: only zones the last scan found violated. --from/--to: index range (inclusive).
 --limit N: at most N rows (default 100; 0 = all). --stacks: each zone's allocation stack under its row
 (kept when the program ran with METRALE_REDZONE_STACKS, `set redzone stacks N`).
@@ -108,6 +110,23 @@ Reads memory only: works on a core file."""
             _write(rows.rstrip("\n"))
         more = f" (showing {shown}; --limit 0 for all)" if shown < total else ""
         _write(f"{total} zone(s){more}")
+        if not opts["--violated"] and opts["--from"] is None and opts["--to"] is None:
+            _nvtx_regions()
+
+
+def _nvtx_regions():
+    """The pool sub-allocations libredzone watches through NVTX, after the zones: nothing when there are none
+    (or the library has no such block). Reads memory only."""
+    try:
+        addr = target.symbol_address("__redzone_nvtx")
+    except target.TargetError:
+        return
+    try:
+        lines = nvtx.rows(nvtx.regions(target.read, addr))
+    except nvtx.NvtxError as e:
+        raise target.TargetError(str(e)) from None
+    if lines:
+        _write("\n".join(lines))
 
 
 class ScanCommand(gdb.Command):

@@ -14,7 +14,7 @@ free checks the library deferred are judged by its next own scan.
 It refuses when a thread is in the middle of changing the registry (lock held or the change counter odd):
 what it read could be torn, and a write could be lost under the holder's."""
 
-from . import view
+from . import nvtx, view
 
 EBUSY_TEXT = ("RZ_EBUSY: a thread is in the middle of changing the zone registry (it holds the registry "
               "lock); step or continue that thread past redzone, then try again")
@@ -30,7 +30,7 @@ class Failed(Exception):
 
 class MemoryMethod:
     def __init__(self, host_read, host_write, bands, state_addr, launches_addr=None, stack_lines=None,
-                 read_only=False):
+                 read_only=False, nvtx_addr=None):
         self.host_read = host_read      # (addr, n) -> bytes (raises on failure)
         self.host_write = host_write    # (addr, data) -> None (raises on failure)
         self.io = bands                 # bandio.BandIO
@@ -38,6 +38,7 @@ class MemoryMethod:
         self.launches_addr = launches_addr
         self.stack_lines = stack_lines  # (state bytes, node id + 1, index) -> [lines] (allocation stack)
         self.read_only = read_only      # a core file: judge and report, write nothing
+        self.nvtx_addr = nvtx_addr      # __redzone_nvtx, when the library has it (NVTX regions)
 
     # ---- state access ----------------------------------------------------------------------------------
     def _state(self):
@@ -138,6 +139,10 @@ class MemoryMethod:
                 records.append(record)
             violated_zones.add(id1)
             refill.append((addr, bytes([expected]) * n))
+        if self.nvtx_addr:  # pool sub-allocations through NVTX (nvtx.py): judged and re-filled as the library does
+            nvtx_lines, nvtx_refill = nvtx.check(self.host_read, self.io.read, self.nvtx_addr)
+            lines += nvtx_lines
+            violations += len(nvtx_lines)
         if unread_zones:
             lines.append(f"redzone: warning: scan: reading {len(unread_zones)} bands failed (the debugger "
                          "could not read that memory)")
@@ -145,6 +150,9 @@ class MemoryMethod:
 
         result = len(violated_zones)
         if not self.read_only:
+            for addr, data in nvtx_refill if self.nvtx_addr else []:
+                if not self.io.write(addr, data):
+                    lines.append(f"redzone: warning: scan: re-filling the NVTX region bytes at {addr:#x} failed")
             for addr, data in refill:
                 if not self.io.write(addr, data):
                     lines.append(f"redzone: warning: scan: re-filling the band at {addr:#x} failed")

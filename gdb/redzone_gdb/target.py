@@ -277,10 +277,14 @@ def memory_method():
         launches = symbol_address("__redzone_launches")
     except TargetError:
         launches = None
+    try:
+        nvtx_regions = symbol_address("__redzone_nvtx")
+    except TargetError:
+        nvtx_regions = None
     io = debugger.band_io()
     LAST_METHOD["io"] = io
     return memscan.MemoryMethod(read, write, io, symbol_address("__redzone_state"), launches, stack_lines,
-                                read_only=is_core())
+                                read_only=is_core(), nvtx_addr=nvtx_regions)
 
 
 def _commands_note():

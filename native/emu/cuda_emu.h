@@ -217,6 +217,29 @@ typedef rzcu_ipc_mem_handle cuda_emu_ipc_mem_handle_t;
 #define CUDA_EMU_MEMHOSTALLOC_DEVICEMAP 0x2
 #define CUDA_EMU_MEMHOSTALLOC_WRITECOMBINED 0x4
 
+/* Memory pools (emu_pool.c): CUmemPoolProps, CUmemPool_attribute and CUmemPoolPtrExportData of cuda.h
+ * (their layout checked against cuda.h by tests/test_emu_mempool.c when the toolkit is there). */
+typedef struct cuda_emu_mem_pool_props {
+    unsigned int allocType;   /* CU_MEM_ALLOCATION_TYPE_PINNED */
+    unsigned int handleTypes; /* CUmemAllocationHandleType bits */
+    rzcu_mem_location location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} cuda_emu_mem_pool_props_t;
+typedef struct cuda_emu_mem_pool_ptr_export_data {
+    unsigned char reserved[64];
+} cuda_emu_mem_pool_ptr_export_data_t;
+#define CUDA_EMU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES 1
+#define CUDA_EMU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC 2
+#define CUDA_EMU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES 3
+#define CUDA_EMU_MEMPOOL_ATTR_RELEASE_THRESHOLD 4
+#define CUDA_EMU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT 5
+#define CUDA_EMU_MEMPOOL_ATTR_RESERVED_MEM_HIGH 6
+#define CUDA_EMU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+#define CUDA_EMU_MEMPOOL_ATTR_USED_MEM_HIGH 8
+
 /* Driver entry points the emulator exports beyond cu.h's lists (X(name, ret, params), as in cu.h). */
 struct CUgraph_st;     /* CUgraph */
 struct CUgraphExec_st; /* CUgraphExec */
@@ -314,7 +337,25 @@ struct CUgraphEdgeData_st; /* CUgraphEdgeData */
     X(cuGraphExecDestroy, rzcu_result, (struct CUgraphExec_st *exec))                                        \
     X(cuCtxDestroy, rzcu_result, (rzcu_context ctx))                                                          \
     X(cuDevicePrimaryCtxRelease, rzcu_result, (rzcu_device dev))                                              \
-    X(cuDevicePrimaryCtxReset, rzcu_result, (rzcu_device dev))
+    X(cuDevicePrimaryCtxReset, rzcu_result, (rzcu_device dev))                                                \
+    CUDA_EMU_POOL_ENTRY_POINTS(X)
+
+/* The memory pool entry points (emu_pool.c). */
+#define CUDA_EMU_POOL_ENTRY_POINTS(X)                                                                         \
+    X(cuMemPoolCreate, rzcu_result, (rzcu_mem_pool * pool, const cuda_emu_mem_pool_props_t *props))          \
+    X(cuMemPoolDestroy, rzcu_result, (rzcu_mem_pool pool))                                                    \
+    X(cuMemPoolSetAttribute, rzcu_result, (rzcu_mem_pool pool, int attr, void *value))                        \
+    X(cuMemPoolGetAttribute, rzcu_result, (rzcu_mem_pool pool, int attr, void *value))                        \
+    X(cuMemPoolTrimTo, rzcu_result, (rzcu_mem_pool pool, size_t min_bytes_to_keep))                           \
+    X(cuDeviceGetMemPool, rzcu_result, (rzcu_mem_pool * pool, rzcu_device dev))                               \
+    X(cuDeviceSetMemPool, rzcu_result, (rzcu_device dev, rzcu_mem_pool pool))                                 \
+    X(cuMemPoolExportToShareableHandle, rzcu_result,                                                          \
+      (void *handle_out, rzcu_mem_pool pool, unsigned int handle_type, unsigned long long flags))             \
+    X(cuMemPoolImportFromShareableHandle, rzcu_result,                                                        \
+      (rzcu_mem_pool * pool_out, void *handle, unsigned int handle_type, unsigned long long flags))           \
+    X(cuMemPoolExportPointer, rzcu_result, (cuda_emu_mem_pool_ptr_export_data_t * out, rzcu_deviceptr ptr))   \
+    X(cuMemPoolImportPointer, rzcu_result,                                                                    \
+      (rzcu_deviceptr * ptr_out, rzcu_mem_pool pool, cuda_emu_mem_pool_ptr_export_data_t * data))
 
 /* Declarations of every exported driver entry point (define CUDA_EMU_NO_DRIVER_DECLS to leave them out). */
 #ifndef CUDA_EMU_NO_DRIVER_DECLS

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "emu_engine.h"
+#include "emu_pool.h"
 #include "rz_annotate.h"
 
 
@@ -141,6 +142,9 @@ EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
         return RZCUDA_SUCCESS;
     if (!emu_mem_is_base(dptr))
         return RZCUDA_ERROR_INVALID_VALUE;
+    if (emu_pool_free_import(dptr))
+        return RZCUDA_SUCCESS; /* an import's free (cuMemPoolImportPointer): the allocation stays */
+    emu_pool_note_free(dptr);
     /* The driver's cuMemFree waits for the device, except for memory from the stream-ordered allocator. */
     if (!pool_forget(dptr) && atomic_load(&emu_pending_ops))
         emu_sync_all_contexts();
@@ -160,30 +164,7 @@ EMU_API rzcu_result cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes)
 /* ------------------------------------------------------------------------------------------------------ */
 /* stream-ordered allocation */
 
-/* One default pool per device; the handle is the address of its slot. */
-struct CUmemPoolHandle_st {
-    int device;
-};
-static struct CUmemPoolHandle_st default_pools[CUDA_EMU_MAX_DEVICES] = {{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}};
-
-static struct CUmemPoolHandle_st *pool_from_handle(rzcu_mem_pool h)
-{
-    for (int i = 0; i < emu_cfg.ndevices; i++)
-        if (h == &default_pools[i])
-            return h;
-    return NULL;
-}
-
-EMU_API rzcu_result cuDeviceGetDefaultMemPool(rzcu_mem_pool *pool, rzcu_device dev)
-{
-    ENTER(cuDeviceGetDefaultMemPool);
-    if (!pool)
-        return RZCUDA_ERROR_INVALID_VALUE;
-    if (!emu_valid_device(dev))
-        return RZCUDA_ERROR_INVALID_DEVICE;
-    *pool = &default_pools[dev];
-    return RZCUDA_SUCCESS;
-}
+/* The pools themselves (default, created, imported) and their accounting: emu_pool.c. */
 
 /*
  * The memory is allocated at the call, from the pool's device (the stream's device for cuMemAllocAsync), and
@@ -198,18 +179,18 @@ static rzcu_result do_alloc_async(rzcu_deviceptr *dptr, size_t bytesize, bool fr
     CHECK(emu_resolve_stream(hstream, per_thread, NULL, &s));
     if (!dptr || bytesize == 0)
         return RZCUDA_ERROR_INVALID_VALUE;
-    int device = s->ctx->device;
-    if (from_pool) {
-        struct CUmemPoolHandle_st *pool = pool_from_handle(hpool);
-        if (!pool)
-            return RZCUDA_ERROR_INVALID_VALUE;
-        device = pool->device;
-    }
+    int device;
+    rzcu_mem_pool pool;
+    if (from_pool && !hpool)
+        return RZCUDA_ERROR_INVALID_VALUE;
+    CHECK(emu_pool_begin_alloc(from_pool ? hpool : NULL, s->ctx->device, bytesize, &device, &pool));
     if (atomic_load(&s->capture))
         return emu_capture_alloc(s, device, bytesize, dptr); /* an allocation node: the graph's memory */
     rzcu_result r = emu_mem_alloc(s->ctx, device, bytesize, dptr);
-    if (r == RZCUDA_SUCCESS)
+    if (r == RZCUDA_SUCCESS) {
         pool_note(*dptr);
+        emu_pool_note_alloc(pool, *dptr, bytesize);
+    }
     return r;
 }
 
@@ -253,6 +234,8 @@ static rzcu_result do_free_async(rzcu_deviceptr dptr, rzcu_stream hstream, bool 
         return RZCUDA_SUCCESS;
     if (atomic_load(&s->capture))
         return emu_capture_free(s, dptr); /* a free node, of a graph allocation only */
+    if (emu_mem_is_base(dptr) && emu_pool_free_import(dptr))
+        return RZCUDA_SUCCESS; /* an import's free (cuMemPoolImportPointer): the allocation stays */
     struct op *op = emu_op_new(s->ctx, OP_FREE);
     if (!op)
         return RZCUDA_ERROR_OUT_OF_MEMORY;
@@ -263,6 +246,7 @@ static rzcu_result do_free_async(rzcu_deviceptr dptr, rzcu_stream hstream, bool 
         return r;
     }
     pool_forget(dptr);
+    emu_pool_note_free(dptr);
     if (emu_submit(s, op, false) != RZCUDA_SUCCESS) {
         /* could not queue it: free it once the stream's work is done */
         emu_stream_sync(s);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "emu_internal.h"
+#include "emu_pool.h"
 
 const char *const emu_ep_names[EP_COUNT] = {
 #define EMU_EP_NAME(name, ret, params) #name,
@@ -329,6 +330,9 @@ rzcu_result emu_enter(enum emu_ep ep, void *caller)
 {
     read_config_once();
     unsigned long long count = atomic_fetch_add(&call_counts[ep], 1) + 1;
+    if (ep == EP_cuStreamSynchronize || ep == EP_cuStreamSynchronize_ptsz || ep == EP_cuCtxSynchronize ||
+        ep == EP_cuCtxSynchronize_v2 || ep == EP_cuEventSynchronize)
+        emu_pool_at_sync(); /* pools above their release threshold release (emu_pool.c) */
     if (emu_trace_on())
         emu_trace_enter(ep, caller);
     if (__builtin_expect(atomic_load_explicit(&shut_down, memory_order_relaxed), 0))

@@ -40,7 +40,7 @@ static pthread_mutex_t ipc_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct opened *opens;
 
 /* The base of a live allocation of cuMemAlloc/cuMemAllocPitch/cuMemAllocManaged ("an existing device memory
- * allocation created with cuMemAlloc"); stream-ordered memory needs the pool export API (not emulated), VMM
+ * allocation created with cuMemAlloc"); stream-ordered memory needs the pool export API (emu_pool.c), VMM
  * memory cuMemExportToShareableHandle: both are CUDA_ERROR_INVALID_VALUE, as are inner pointers. */
 EMU_API rzcu_result cuIpcGetMemHandle(cuda_emu_ipc_mem_handle_t *handle, rzcu_deviceptr dptr)
 {

@@ -7,7 +7,7 @@ import stat
 import sys
 import tempfile
 
-from . import options, procs
+from . import options, paths, procs
 from .options import Failure, UsageError
 
 DESCRIPTION = """\
@@ -128,6 +128,9 @@ def cmd_run(args, program):
     options.check_values(env, origin, "run")
     if args.unpool:
         unpool(env)
+    # libredzone.so is also the program's NVTX injection library (pool regions: docs/design.md), unless the
+    # user named another one.
+    env.setdefault("NVTX_INJECTION64_PATH", paths.LIBREDZONE)
     if user_summary:
         user_summary = env["METRALE_REDZONE_SUMMARY"]  # made absolute
     fd, summary_path = tempfile.mkstemp(prefix="redzone-summary-")
