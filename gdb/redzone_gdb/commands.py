@@ -265,8 +265,8 @@ At most the first 16 violated zones of the last scan are kept; the summary line 
         for line, by in zip(lines, found_by):
             _write(line + (f"  (found by the {stops.CHECK_WORDS[by]})" if by in stops.CHECK_WORDS else ""))
         if running:
-            _write(f"the {stops.CHECK_WORDS[now]} this stop is in: {checked} zones checked, {violated} violated so "
-                   f"far ({scans} scan(s) finished before it)")
+            _write(f"the {stops.CHECK_WORDS[now]} this stop is in: {checked} zones checked, {violated} violated "
+                   f"(it stops at each of its reports; {scans} scan(s) finished before it)")
             return
         if scans == 0:
             if not lines:
