@@ -137,8 +137,12 @@ def skip_patterns(fullname):
 def _on_new_objfile(event):
     objfile = getattr(event, "new_objfile", None)
     name = getattr(objfile, "filename", "") or ""
-    if not os.path.basename(name).startswith("libredzone.so"):
-        return
+    if os.path.basename(name).startswith("libredzone.so"):
+        add_skips()
+
+
+def add_skips():
+    """`skip -gfile` for redzone's source tree, once libredzone's symbols are known."""
     try:
         sym = gdb.lookup_global_symbol("__redzone_violation")
         if debugger.is_none(sym):
@@ -159,6 +163,17 @@ def _on_new_objfile(event):
             sys.stderr.write(f"redzone: could not skip {pattern} when stepping: {e}\n")
 
 
-def register():
+def _at_first_prompt():
+    gdb.events.before_prompt.disconnect(_at_first_prompt)
     install_hooks()
+    add_skips()
+
+
+def register():
+    """Hooks and skips now, before any program runs; loaded while one starts (auto-loaded with libredzone,
+    inside gdb's handling of that load), at the next prompt instead: no command runs in the middle of it."""
     gdb.events.new_objfile.connect(_on_new_objfile)
+    if gdb.selected_inferior().pid == 0:
+        install_hooks()
+        return
+    gdb.events.before_prompt.connect(_at_first_prompt)
