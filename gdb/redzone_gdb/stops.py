@@ -2,7 +2,8 @@
 data and text, no gdb (tested with pytest, tests/python/test_stops.py).
 
 __redzone_violation(const rz_violation_t *violation): a band found changed (free, sync, exit, launch
-checks), called with the registry released. __redzone_refused(const rz_refusal_t *refusal): a copy or memset
+checks): a scan calls it after releasing the zone registry, the checks at a free and after a launch while
+they hold it. __redzone_refused(const rz_refusal_t *refusal): a copy or memset
 refused for running outside its buffer (`copy past the end of alloc#N`), or a free of a pointer into a front
 band (`bad free`), called before the program's call returns CUDA_ERROR_INVALID_VALUE, with no lock of the
 library held."""
@@ -23,13 +24,6 @@ _REFUSED_CALL = {0: "copy", 1: "copy", 2: "memset", 3: "free"}
 def refused_call(how):
     """'copy', 'memset' or 'free' for a refusal record's `how` (None, unread: 'copy, memset or free')."""
     return _REFUSED_CALL.get(how, "copy, memset or free")
-
-
-def holds_registry(kind):
-    """Whether the thread stopped at this hook is inside the library's own check, holding its zone
-    registry, so that a scan now would be refused: at a violation (its check still runs around the hook)
-    but not at a refused copy (the hook is called with every lock released)."""
-    return kind == VIOLATION.kind
 
 
 # Which of the library's checks a violation stop is in, told by the files (or, without line information,

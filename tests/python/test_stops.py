@@ -43,11 +43,6 @@ def test_refusal_sentence_for_a_free_into_a_front_band():
                            "redzone, when the program goes on; frame #1, main at rzhook.c:60, the program's call")
 
 
-def test_only_a_violation_stop_holds_the_registry():
-    assert stops.holds_registry("violation")
-    assert not stops.holds_registry("refusal")
-
-
 def test_the_check_is_told_by_the_stopped_threads_frames():
     free = [("judge.c", "__redzone_violation"), ("judge.c", "judge_with"), ("free_check.c", "judge_freed"),
             ("hooks.c", "cuMemFree_v2"), ("gdbprog.c", "main")]
