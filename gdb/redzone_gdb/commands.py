@@ -511,7 +511,7 @@ def _hook_stop_of(event):
     that is no stop's: it counts only when this stop's own breakpoints include that hook and the stopped
     thread is the one that hit it, still inside the hook."""
     hit, HookBreakpoint.stopped = HookBreakpoint.stopped, None
-    if not hit or agent.Agent.busy or stepping.STEPPING["out"]:
+    if not hit or agent.Agent.busy:
         return None
     kind, how, check, number, thread = hit
     bps = getattr(event, "breakpoints", None) or []
@@ -526,15 +526,14 @@ def _hook_stop_of(event):
 
 
 def _on_stop(event):
-    if stepping.STEPPING["out"]:
-        HookBreakpoint.stopped = None
-        return  # the return to the program that hook-next/hook-step makes: gdb's own command goes on
     at_hook = _hook_stop_of(event)
     if at_hook:
         try:
             _select_program_frame(*at_hook)
         except gdb.error as e:
             gdb.write(f"redzone: could not select the program's frame ({e})\n")
+    if stepping.STEPPING["out"]:
+        return  # hook-next/hook-step returning to the program: gdb's own command goes on from this stop
     if agent.Agent.busy or SETTINGS.autoscan == "off":
         return
     if at_hook and target.registry_held():

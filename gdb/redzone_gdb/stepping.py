@@ -98,27 +98,48 @@ def before(command):
     bp = _Return(frames[level][0].pc(), gdb.selected_thread().global_num)
     STEPPING["out"] = True
     try:
-        gdb.execute("continue", to_string=True)
+        said = gdb.execute("continue", to_string=True)
     finally:
         STEPPING["out"] = False
         if bp.is_valid():
             bp.delete()
     if at_hook():
-        raise gdb.GdbError(f"redzone: the library stopped again (above) before its call returned to the "
-                           f"program; `{command}` again goes on from there")
+        # Another report of the library's stopped it first (a zone with both bands written, an exit scan):
+        # that stop is the user's now, said as any (its lines were captured with the `continue`).
+        gdb.write("".join(line for line in said.splitlines(True) if not line.startswith("Continuing.")))
+        raise gdb.GdbError(f"redzone: `{command}` stopped at another of the library's reports (above) before its "
+                           f"call returned to the program; `{command}` again goes on from there")
+
+
+RETURN_COMMAND = "redzone-return-to-program"
+
+
+class ReturnCommand(gdb.Command):
+    """What hook-next, hook-step and hook-finish run (the plugin defines them): at a `redzone break on` stop,
+return from the library's frames to the program's call before the command.
+
+Usage: redzone-return-to-program next|step|finish"""
+
+    def __init__(self):
+        super().__init__(RETURN_COMMAND, gdb.COMMAND_NONE)
+
+    def invoke(self, arg, from_tty):
+        try:
+            before(arg.strip())  # its gdb.GdbError fails the hook, so gdb's own command does not run
+        except gdb.error:
+            pass  # nothing to return from that can be told: gdb's command runs as without redzone
 
 
 def install_hooks():
     """Define hook-next, hook-step and hook-finish (prepended to the user's own, which keep running)."""
     from . import agent
-    module = __name__
     for command in ("next", "step", "finish"):
         name = f"hook-{command}"
         try:
             body = agent.hook_body(gdb.execute(f"show user {name}", to_string=True))
         except gdb.error:
             body = None
-        ours = f"python import sys; sys.modules['{module}'].before('{command}')"
+        ours = f"{RETURN_COMMAND} {command}"
         lines = [ours] + [line for line in (body or []) if line.strip() != ours]
         gdb.execute(f"define {name}\n" + "\n".join(lines) + "\nend", from_tty=False, to_string=True)
 
@@ -170,8 +191,10 @@ def _at_first_prompt():
 
 
 def register():
-    """Hooks and skips now, before any program runs; loaded while one starts (auto-loaded with libredzone,
-    inside gdb's handling of that load), at the next prompt instead: no command runs in the middle of it."""
+    """The command the hooks run; the hooks and skips now, before any program runs, or, loaded while one
+    starts (auto-loaded with libredzone, inside gdb's handling of that load), at the next prompt: no command
+    runs in the middle of it."""
+    ReturnCommand()
     gdb.events.new_objfile.connect(_on_new_objfile)
     if gdb.selected_inferior().pid == 0:
         install_hooks()

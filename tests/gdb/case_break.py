@@ -95,5 +95,30 @@ while live_zones() == 1 and len(steps) < 4:
     steps.append(newest())
 check(live_zones() == 0, f"the free of alloc#2 was stepped over: {steps}")
 check(all(n == "main" and p and p.endswith("gdbprog.c") for n, p in steps), f"every step in the program: {steps}")
+
+# A zone with both bands written: its free reports twice. `next` from the first report stops at the second
+# (the library's, before its call returns), says so, and fails; `next` again then lands in the program.
+ex("kill")
+ex("set environment METRALE_REDZONE_FRONT=256")
+go("run overrun")
+ex("up")
+ex("set {unsigned char}(p[0] + 256) = 0x55")
+ex("set {unsigned char}(p[0] - 1) = 0x66")
+ex("down")
+text = go("continue")
+check("alloc#0" in text or "found this violation" in text, text)
+before = int(gdb.parse_and_eval("$redzone_violations()"))
+try:
+    text = go("next")
+    raise AssertionError(f"`next` did not fail at the second report: {text}")
+except gdb.error as e:
+    check("stopped at another of the library's reports" in str(e), str(e))
+check(newest()[0] == "__redzone_violation" and int(gdb.parse_and_eval("$redzone_violations()")) == before + 1,
+      f"at the second report: {newest()}")
+check(gdb.selected_frame().name() == "main", "the program's frame is selected there too")
+go("next")
+name, path = newest()
+check(name == "main" and path and path.endswith("gdbprog.c"), f"`next` again lands in the program: {name} {path}")
+ex("unset environment METRALE_REDZONE_FRONT")
 ex("redzone break off")
 done()
