@@ -20,7 +20,9 @@ check("REDZONE VIOLATION alloc#2 user_bytes=64" in out and "(found by the exit s
       "the exit scan this stop is in: 3 zones checked, 1 violated (it stops at each of its reports; 0 scan(s) "
       "finished before it)" in out
       and "no scan has run yet" not in out, out)
-ex("redzone break off")
+# The hook's breakpoint stays while the program exits (nothing more to report): deleting the breakpoint the
+# stopped thread stands at before a quick exit trips the gdb race of docs/gdb.md.
 go("continue")
 check(int(gdb.parse_and_eval("$_exitcode")) == 0, "the program ends as it would")
+ex("redzone break off")
 done()
