@@ -111,14 +111,14 @@ def before(command):
                            f"call returned to the program; `{command}` again goes on from there")
 
 
-RETURN_COMMAND = "redzone-return-to-program"
+RETURN_COMMAND = "_redzone_return_to_program"  # not under `redzone`: completing `redzone` stays as it was
 
 
 class ReturnCommand(gdb.Command):
     """What hook-next, hook-step and hook-finish run (the plugin defines them): at a `redzone break on` stop,
 return from the library's frames to the program's call before the command.
 
-Usage: redzone-return-to-program next|step|finish"""
+Usage: _redzone_return_to_program next|step|finish"""
 
     def __init__(self):
         super().__init__(RETURN_COMMAND, gdb.COMMAND_NONE)
