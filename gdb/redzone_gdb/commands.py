@@ -1,10 +1,11 @@
 """The redzone commands, settings, breakpoint and convenience function: thin gdb glue over args.py
 (parsing), view.py (the library's own formatting) and target.py (memory reads and agent requests)."""
 import json
+import re
 
 import gdb
 
-from . import agent, args, completion, debugger, nvtx, session, settings, stops, target, view
+from . import agent, args, completion, debugger, nvtx, session, settings, stepping, stops, target, view
 from .args import USAGE, UsageError
 from .settings import SETTING_NAMES, SETTINGS
 from .ui import write as _write
@@ -18,9 +19,21 @@ def _guard(command, fn, argv):
     try:
         return fn(argv)
     except UsageError as e:
+        if "--json" in argv:
+            raise gdb.GdbError(json_error(command, str(e))) from None
         _fail(command, str(e))
     except (target.TargetError, OSError) as e:
+        if "--json" in argv:
+            raise gdb.GdbError(json_error(command, session.explain(e))) from None
         raise gdb.GdbError(f"redzone {command}: {session.explain(e)}")
+
+
+def json_error(command, message, **fields):
+    """The one JSON document a failing `--json` command prints, as the text of its error (so the command
+    still fails, and a script reads JSON on whichever stream it captures)."""
+    doc = {"command": f"redzone {command}", "error": message}
+    doc.update(fields)
+    return json.dumps(doc)
 
 
 class RedzonePrefix(gdb.Command):
@@ -148,12 +161,16 @@ Violated bands are re-filled, so a later scan reports only new writes."""
         result, out = serve(target.OP_SCAN)
         if as_json:
             lines = [l for l in out.splitlines() if l.startswith("REDZONE VIOLATION")]
-            _write(json.dumps({"result": result, "violated": max(result, 0), "violations": lines,
-                               "error": None if result >= 0 else view.status_name(result)}))
+            if result < 0:
+                raise gdb.GdbError(json_error("scan", f"the scan failed: {view.status_name(result)}"
+                                              f"{target.busy_advice(result)}", result=result, violations=lines))
+            summary = re.search(r"redzone scan: (\d+) zones? checked", out)
+            _write(json.dumps({"result": result, "checked": int(summary.group(1)) if summary else None,
+                               "violated": max(result, 0), "violations": lines, "error": None}))
             return
         _write(out)
         if result < 0:
-            raise target.TargetError(f"the scan failed: {view.status_name(result)}")
+            raise target.TargetError(f"the scan failed: {view.status_name(result)}{target.busy_advice(result)}")
 
 
 class PoisonCommand(gdb.Command):
@@ -253,24 +270,42 @@ At most the first 16 violated zones of the last scan are kept; the summary line 
         kept = view.u32(data, view.offset("state.last_violation_count"))
         size = view.size("violation")
         base = view.offset("state.last_violations")
-        lines = [view.violation(data[base + i * size: base + (i + 1) * size]) for i in range(kept)]
+        records = [data[base + i * size: base + (i + 1) * size] for i in range(kept)]
+        lines = [view.violation(r) for r in records]
+        found_by = [FOUND_BY.get(r) for r in records]
         scans = _counter(data, "scans")
+        # At a stop inside a scan, the scan counts once its reports are printed: this one is not counted yet.
+        now = stepping.stop_check() if not target.is_core() else None
+        running = now in stops.SCANS
         if as_json:
-            _write(json.dumps({"scans": scans, "checked": checked, "violated": violated, "violations": lines}))
+            _write(json.dumps({"scans": scans, "scan_running": running, "checked": checked, "violated": violated,
+                               "violations": lines, "found_by": found_by,
+                               "stopped_in": now}))
+            return
+        for line, by in zip(lines, found_by):
+            _write(line + (f"  (found by the {stops.CHECK_WORDS[by]})" if by in stops.CHECK_WORDS else ""))
+        if running:
+            _write(f"the {stops.CHECK_WORDS[now]} this stop is in: {checked} zones checked, {violated} violated "
+                   f"(it stops at each of its reports; {scans} scan(s) finished before it)")
             return
         if scans == 0:
             if not lines:
-                _write("redzone: no scan has run yet, and no violation was found at a free")
+                _write("redzone: no scan has run yet, and none of the library's own checks (at a free, after a "
+                       "launch) has found a violation")
                 return
-            for line in lines:
-                _write(line)
-            _write(f"no scan has run yet; {kept} violation(s) found when their buffers were freed")
+            known = sorted({by for by in found_by if by})
+            how = " and ".join(f"the {stops.CHECK_WORDS[by]}" for by in known) if known else None
+            if how and None not in found_by:
+                _write(f"no scan has run yet; {kept} violation(s) found by {how}")
+            else:
+                _write(f"no scan has run yet; {kept} violation(s) found by the library's own checks (at a free, "
+                       "or after a launch with `set redzone scan launch`)")
             return
-        for line in lines:
-            _write(line)
         if violated > kept:
             _write(f"(and {violated - kept} more violated zones not kept)")
-        _write(f"last scan: {checked} zones checked, {violated} violated")
+        since = kept - min(violated, view.LAST_VIOLATIONS)
+        _write(f"last scan: {checked} zones checked, {violated} violated" +
+               (f"; {since} more found since by the library's own checks" if since > 0 else ""))
 
 
 _NEW_BP = []
@@ -404,43 +439,52 @@ class HookBreakpoint(gdb.Breakpoint):
     def stop(self):
         if agent.Agent.busy or target.agent_serving():
             return False  # a scan gdb asked for reports instead of stopping
-        how = None
+        how = check = None
         try:
             _, state = target.state()
-            # The library's own line went to its log file: show it here too. (A refusal's record also says
-            # whether it is a copy or a memset.)
-            to_file = view.u32(state, view.offset("state.log_fd")) != 2
-            if to_file or self.hook is stops.REFUSAL:
-                record = target.read(int(gdb.parse_and_eval(self.hook.argument)), view.size(self.hook.record))
-                if self.hook is stops.REFUSAL:
-                    how = record[view.offset("refusal.how")]
-                if to_file:
-                    line = view.violation(record) if self.hook is stops.VIOLATION else view.refusal(record)
-                    gdb.write(line + "\n")
+            record = target.read(int(gdb.parse_and_eval(self.hook.argument)), view.size(self.hook.record))
+            if self.hook is stops.REFUSAL:
+                how = record[view.offset("refusal.how")]  # a copy, a memset or a free
+            else:
+                check = stops.check_of(stepping.source_names(stepping.frames_of()))
+                FOUND_BY[record] = check
+                del_old(FOUND_BY)
+            # The library's own line did not reach this terminal (its log file, or the output of a program
+            # gdb attached to): show it here too.
+            if not target.log_reaches_debugger(view.u32(state, view.offset("state.log_fd"))):
+                line = view.violation(record) if self.hook is stops.VIOLATION else view.refusal(record)
+                gdb.write(line + "\n")
         except (gdb.error, target.TargetError) as e:
             gdb.write(f"redzone: {self.hook.kind} reported (record unreadable: {e})\n")
-        HookBreakpoint.stopped = (self.hook.kind, how)  # said by _on_stop, once the stop is reported
+        # Said by _on_stop once the stop is reported, and only for the stop at this hit: a hit that an ignore
+        # count (`continue N`) or a condition passes over is not the next stop.
+        HookBreakpoint.stopped = (self.hook.kind, how, check, self.number, gdb.selected_thread().global_num)
         return True
 
     stopped = None
 
 
-def _select_program_frame(kind, how):
-    """After a hook stop: select the first frame outside libredzone (the program's call that led to the
-    violation or made the refused copy, as ASan reports name it) and say which it is."""
-    frame, level = gdb.newest_frame(), 0
-    while not debugger.is_none(frame):
-        so = gdb.solib_name(frame.pc())
-        if debugger.is_none(so) or "libredzone" not in so.rsplit("/", 1)[-1]:
-            break
-        frame, level = frame.older(), level + 1
-    if debugger.is_none(frame):
-        gdb.write(stops.stop_sentence(kind, None, how) + "\n")
+FOUND_BY = {}  # violation record bytes -> the check that found it (stops.check_of), seen at hook stops
+
+
+def del_old(found):
+    while len(found) > 256:
+        del found[next(iter(found))]
+
+
+def _select_program_frame(kind, how, check=None):
+    """After a hook stop: select the program's call that led to the violation or made the refused copy (the
+    first frame that is neither redzone's, the driver's nor the C runtime's start or exit path, as ASan
+    reports name it) and say which it is; none at an exit scan after main returned."""
+    found = stepping.program_frame(stepping.frames_of())
+    if found is None:
+        gdb.write(stops.stop_sentence(kind, None, how, check) + "\n")
         return
+    level, frame = found
     frame.select()
     sal = frame.find_sal()
     where = f" at {sal.symtab.filename}:{sal.line}" if not debugger.is_none(sal.symtab) and sal.line else ""
-    gdb.write(stops.stop_sentence(kind, (level, frame.name(), where), how) + "\n")
+    gdb.write(stops.stop_sentence(kind, (level, frame.name(), where), how, check) + "\n")
 
 
 class BreakCommand(gdb.Command):
@@ -484,21 +528,43 @@ autoscan) never stop; they print their reports."""
 
 # ---- settings ------------------------------------------------------------------------------------------
 # ---- autoscan -------------------------------------------------------------------------------------------
+def _hook_stop_of(event):
+    """The hook hit this stop is at ((kind, how, check), from HookBreakpoint.stop), or None: each stop is
+    judged by itself. A hit the debugger passed over (an ignore count, `continue N`) leaves a record behind
+    that is no stop's: it counts only when this stop's own breakpoints include that hook and the stopped
+    thread is the one that hit it, still inside the hook."""
+    hit, HookBreakpoint.stopped = HookBreakpoint.stopped, None
+    if not hit or agent.Agent.busy:
+        return None
+    kind, how, check, number, thread = hit
+    bps = getattr(event, "breakpoints", None) or []
+    if bps and not any(b.number == number for b in bps):
+        return None
+    try:
+        if gdb.selected_thread().global_num != thread or not stepping.at_hook():
+            return None
+    except gdb.error:
+        return None
+    return kind, how, check
+
+
 def _on_stop(event):
-    at_hook = HookBreakpoint.stopped if not agent.Agent.busy else None
+    at_hook = _hook_stop_of(event)
     if at_hook:
-        HookBreakpoint.stopped = None
         try:
             _select_program_frame(*at_hook)
         except gdb.error as e:
             gdb.write(f"redzone: could not select the program's frame ({e})\n")
+    if stepping.STEPPING["out"]:
+        return  # hook-next/hook-step returning to the program: gdb's own command goes on from this stop
     if agent.Agent.busy or SETTINGS.autoscan == "off":
         return
-    if at_hook and stops.holds_registry(at_hook[0]):
+    if at_hook and target.registry_held():
         # The stopped thread is inside the library's own check and holds the zone registry: a scan now
         # would be refused, and the library's report of this stop is already printed above.
-        _write("redzone autoscan: not at a violation stop (the library is in the middle of its own check, whose "
-               "report is above); it scans at the next stop")
+        _write("redzone autoscan: skipped at this violation stop: the library is in the middle of its own check "
+               "(whose report is above) and holds the zone registry; `next` or `finish` returns to the "
+               "program, where `redzone scan` runs, and autoscan scans at the next stop")
         return
     if isinstance(SETTINGS.autoscan, frozenset):
         bps = getattr(event, "breakpoints", None) or []
@@ -566,4 +632,5 @@ def register():
     ViolationsFunction()
     settings.register()
     session.register()
+    stepping.register()
     gdb.events.stop.connect(_on_stop)

@@ -3,6 +3,8 @@ unpoison by one of two methods. gdb never runs code on the program's threads: re
 (live process or core file). The agent method has the library's "redzone-agent" thread, which alone is
 resumed, do the work; the memory method (memscan.py) judges and re-fills bands through memory reads and
 writes and resumes nothing (cuda-gdb, which cannot resume one thread alone, and core files)."""
+import os
+
 import gdb
 
 from . import agent, debugger, memscan, view
@@ -321,8 +323,85 @@ def serve(op, arg0=0, arg1=0, timeout=2.0, method="auto"):
         if op == OP_POISON:
             return m.poison(arg0, arg1)
         return m.unpoison()
-    except (memscan.Busy, memscan.Failed) as e:
+    except memscan.Busy as e:
+        text = str(e).replace("; step or continue that thread past redzone, then try again", "")
+        raise TargetError(text + holder_advice()) from None
+    except memscan.Failed as e:
         raise TargetError(str(e)) from None
+
+
+def busy_advice(result):
+    """What makes a scan refused with RZ_EBUSY (the agent method's answer) work: '' for other results."""
+    try:
+        busy = result == view.STATUS["RZ_EBUSY"]
+    except KeyError:
+        busy = False
+    return holder_advice() if busy else ""
+
+
+def registry_held():
+    """Whether the zone registry is held now (its lock word, or its change counter odd)."""
+    try:
+        _, data = state()
+    except TargetError:
+        return False
+    return view.u32(data, view.offset("state.lock")) != 0 or view.u64(data, view.offset("state.seq")) % 2 == 1
+
+
+def holder_advice():
+    """Which stopped thread is inside redzone, and the commands that bring it back to the program (after
+    which the registry is free): said with RZ_EBUSY. The user's thread and frame selection is kept."""
+    from . import stepping
+    if is_core():
+        return "; this core file was written while a thread held it, so it cannot be scanned"
+    try:
+        selected = gdb.selected_thread()
+        selected_level = debugger.frame_level(gdb.selected_frame())
+    except gdb.error:
+        return ""
+    if stepping.at_hook():
+        return ("; this thread is stopped inside the library's own check (a `redzone break on` stop), which "
+                "holds it: `next` or `finish` returns to the program with the check done, then try again")
+    inside = []
+    try:
+        for thread in gdb.selected_inferior().threads():
+            thread.switch()
+            frames = stepping.frames_of()
+            found = stepping.program_frame(frames)
+            if frames and found is not None and found[0] > 0 and "libredzone" in (frames[0][1] or ""):
+                inside.append((thread.num, found[0] - 1, frames[found[0] - 1][2]))
+    except gdb.error:
+        pass
+    finally:
+        selected.switch()
+        debugger.select_frame_level(selected_level)
+    if not inside:
+        return "; `continue` (or `next` in the thread inside redzone) lets it finish, then try again"
+    num, level, name = inside[0]
+    return (f"; thread {num} is inside redzone ({name or '??'}): `thread {num}`, `frame {level}`, `finish` "
+            "brings it back to the program with the registry free (the other threads run meanwhile), then try "
+            "again")
+
+
+def log_reaches_debugger(fd):
+    """Whether the library's log (the program's file descriptor fd) is the debugger's own output: the same
+    open file as gdb's stdout or stderr (a program `run` here on this terminal). Not for a log file, nor for
+    a program gdb attached to whose output goes elsewhere; not knowable for a core file (False)."""
+    pid = gdb.selected_inferior().pid
+    if is_core() or not pid:
+        return False
+    try:
+        theirs = os.stat(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return False
+    for own in (1, 2):
+        try:
+            mine = os.fstat(own)
+        except OSError:
+            continue
+        if (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino):
+            return True
+    return False
 
 
 def agent_serving():

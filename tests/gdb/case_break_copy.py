@@ -102,10 +102,24 @@ check((rec("index"), rec("user_bytes"), rec("bytes"), rec("first"), rec("last"),
 check(rec("ptr") - rec("addr") == 16 and '"cuMemFree"' in ex("print refusal->entry"), "the pointer and the entry")
 line = FREE_LINE.format(rec("addr"))
 check(count(text, line) == 1 and count(read(LOG), line) == 1, f"the library's line, printed by the plugin: {text}")
+# `next` from the refused free steps in the program: the free returns, and free_early's next line has its
+# answer (gdb alone would step the innermost frame, the library's hook, into the library).
+go("next")
+f = gdb.newest_frame()
+check(f.name() == "free_early" and "return r;" in open(src).read().splitlines()[f.find_sal().line - 1],
+      f"`next` lands on free_early's next line: {f.name()}")
+check(int(gdb.parse_and_eval("r")) == 1, "the program got CUDA_ERROR_INVALID_VALUE")
+# Not straight on into the program's quick exit from a thread at no breakpoint (the gdb race above): a
+# breakpoint that stays on main's next line first.
+name, printf_line = source_line('printf("gdbprog: %s returned %s\\n"', under="tests/programs")
+ex(f"break {name}:{printf_line}")
+go("continue")
+check(gdb.selected_frame().name() == "main", "at main's line after the free")
 text = go("continue")
 check(gdb.selected_inferior().pid == 0 and int(gdb.parse_and_eval("$_exitcode")) == 0,
       f"the free returned CUDA_ERROR_INVALID_VALUE, the program freed its buffers and ended: {text}")
 check("gdbprog: free_early returned CUDA_ERROR_INVALID_VALUE" in read(OUT), read(OUT))
+ex(f"clear {name}:{printf_line}")
 ex("redzone break off")
 ex("unset environment METRALE_REDZONE_FRONT")
 ex("unset environment METRALE_REDZONE_LOG")

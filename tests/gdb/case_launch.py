@@ -1,7 +1,7 @@
 """`set redzone scan launch` with `redzone break on`: the program stops in the thread that made the launch
 that wrote past the end, inside that launch call (before it returns to the program), with the program's
 frame of the call selected, so `bt` and the selected frame's line show where the kernel was launched."""
-import os, sys
+import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
@@ -31,6 +31,15 @@ check("  written by kernel fill (launch #5, grid 4x1x1, block 64x1x1, stream 0x"
 check(count(log, "REDZONE VIOLATION") == 1, log)
 # The overrun is on the fill of b (two bytes past...): its arguments are in the selected frame.
 check(int(gdb.parse_and_eval("to")) == 264 and int(gdb.parse_and_eval("from")) == 128, "the overrunning call's arguments")
+# What was found, and by which check: a launch check, not a free (the buffer is live) and not a scan.
+LINE = "REDZONE VIOLATION alloc#1 user_bytes=256 pad=64 : bytes [0..=7] past the end were written"
+out = ex("redzone violations")
+check(LINE in out and "(found by the launch check (after a kernel launch))" in out and
+      "no scan has run yet; 1 violation(s) found by the launch check (after a kernel launch)" in out and
+      "freed" not in out, out)
+doc = json.loads(ex("redzone violations --json"))
+check(doc["scans"] == 0 and doc["found_by"] == ["launch"] and doc["stopped_in"] == "launch" and
+      len(doc["violations"]) == 1 and doc["violations"][0].startswith(LINE), doc)
 ex("redzone break off")
 go("continue")
 check(int(gdb.parse_and_eval("$_exitcode")) == 0, "runs to its end")
@@ -39,4 +48,21 @@ with open(LOG) as f:
 check(count(log, "REDZONE VIOLATION") == 1 and "redzone: exit: 0 violated at exit; 1 violations in 1 scans" in log,
       f"written back after the stop; reported once: {log}")
 os.unlink(LOG)
+
+# Four threads launching at once: the stop is in the thread whose launch overran its buffer (not the main
+# thread), in its launch call, and `redzone violations` there says the launch check found it.
+ex("redzone break on")
+text = go("run threads")
+check("stopped where the library's launch check (after a kernel launch) found this violation" in text, text)
+threads = gdb.selected_inferior().threads()
+check(len(threads) > 2 and gdb.selected_thread().num != 1, f"a worker thread among {len(threads)}")
+check(gdb.selected_frame().name() == "fill" and gdb.selected_frame().older().name() == "thread_main",
+      f"the worker's launching frame is selected: {text}")
+out = ex("redzone violations")
+check(count(out, "(found by the launch check (after a kernel launch))") == 1 and
+      "no scan has run yet; 1 violation(s) found by the launch check" in out, out)
+check(json.loads(ex("redzone violations --json"))["found_by"] == ["launch"], "json says so too")
+ex("redzone break off")
+go("continue")
+check(int(gdb.parse_and_eval("$_exitcode")) == 0, "runs to its end")
 done()

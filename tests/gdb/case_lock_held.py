@@ -1,4 +1,4 @@
-import os, sys
+import os, re, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
@@ -29,7 +29,16 @@ else:
 # (above); gdb's `set redzone timeout 10` would have said "did not answer within 10 s" instead.
 check("did not answer within" not in text, f"the agent answered, not gdb's timeout: {text}")
 check(selected() == before, f"selection restored: {before} -> {selected()}")
+# The error's advice works when followed: it names the thread inside redzone and the library's outermost
+# frame; `finish` there returns that thread to the program, with the registry free, and the scan runs.
+advice = re.search(r"thread (\d+) is inside redzone \((\w+)\): `thread \1`, `frame (\d+)`, `finish`", text)
+check(advice is not None and advice.group(2) == "cuMemAlloc_v2", f"the advice names the thread and frame: {text}")
 ex("delete 2")
+ex(f"thread {advice.group(1)}")
+ex(f"frame {advice.group(3)}")
+go("finish")
+check(gdb.newest_frame().name() == "main", f"back in the program: {gdb.newest_frame().name()}")
+check("redzone scan: " in ex("redzone scan"), "the scan runs once the advice is followed")
 go("continue")
 check(gdb.selected_frame().name() == "stop_here", "the program went on")
 try:

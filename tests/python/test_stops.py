@@ -43,6 +43,31 @@ def test_refusal_sentence_for_a_free_into_a_front_band():
                            "redzone, when the program goes on; frame #1, main at rzhook.c:60, the program's call")
 
 
-def test_only_a_violation_stop_holds_the_registry():
-    assert stops.holds_registry("violation")
-    assert not stops.holds_registry("refusal")
+def test_the_check_is_told_by_the_stopped_threads_frames():
+    free = [("judge.c", "__redzone_violation"), ("judge.c", "judge_with"), ("free_check.c", "judge_freed"),
+            ("hooks.c", "cuMemFree_v2"), ("gdbprog.c", "main")]
+    assert stops.check_of(free) == "free"
+    assert stops.check_of([("judge.c", "x"), ("launch_attribution.c", "rz__attrib_judge_locked"),
+                           ("launch_check.c", "rz__launch_post")]) == "launch"
+    assert stops.check_of([(None, "__redzone_violation"), (None, "exit_scan"), (None, "__run_exit_handlers")]) == "exit"
+    assert stops.check_of([("judge.c", "__redzone_violation"), ("gdbprog.c", "main")]) is None
+    assert set(stops.SCANS) <= set(stops.CHECK_WORDS)
+
+
+def test_the_program_frame_is_neither_redzone_the_driver_nor_the_c_runtime():
+    assert stops.is_program_frame(None, "main")
+    assert stops.is_program_frame("/opt/app/libmine.so", "step")
+    assert not stops.is_program_frame("/usr/lib/libredzone.so.0", "cuMemFree_v2")
+    assert not stops.is_program_frame("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "cuLaunchKernel")
+    assert not stops.is_program_frame("/lib/x86_64-linux-gnu/libc.so.6", "__run_exit_handlers")
+    assert not stops.is_program_frame(None, "_start")
+
+
+def test_sentences_name_the_check_and_the_exit_scan():
+    assert stops.stop_sentence("violation", (1, "fill", " at rzlaunch.c:88"), check="launch").startswith(
+        "redzone: stopped where the library's launch check (after a kernel launch) found this violation; frame #1,")
+    exit_none = stops.stop_sentence("violation", None, check="exit")
+    assert exit_none.startswith("redzone: stopped at the exit scan, which found this violation as the program ends")
+    assert "so none is selected" in exit_none and "frame #" not in exit_none
+    assert "frame #4, main at p.c:9, the program's last call (to exit), is selected" in stops.stop_sentence(
+        "violation", (4, "main", " at p.c:9"), check="exit")
