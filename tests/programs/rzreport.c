@@ -6,8 +6,13 @@
  *                      bytes to alloc#0 + 96 (4 bytes past its end: refused by redzone); then both freed
  *   rzreport fork      alloc#0 overrun by `write_past` and freed; alloc#1 overrun by `scribble`; a forked child
  *                      exits at once (exit, so its exit handlers run); the parent waits, then frees alloc#1
+ *   rzreport reuse     alloc#0 overrun and freed; then every descriptor from 3 up is closed and data.txt opened
+ *                      for appending (it gets the lowest number, the one redzone's files had) and written; alloc#1
+ *                      overrun and freed; data.txt written again and closed
  * Prints "rzreport: <mode> done" and exits 0 (a failed driver call: 100).
  */
+#define _GNU_SOURCE /* O_CLOEXEC */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +85,23 @@ static void forked(void) {
     CHECK(cuMemFree_v2(a));
 }
 
+static void reuse(void) {
+    rzcu_deviceptr x = make_buffer(100);
+    launch("write_past", x, 96, 104);
+    CHECK(cuMemFree_v2(x));
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+    int data = open("data.txt", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (data < 0 || write(data, "program data\n", 13) != 13)
+        exit(101);
+    rzcu_deviceptr a = make_buffer(200);
+    launch("scribble", a, 0, 202);
+    CHECK(cuMemFree_v2(a));
+    if (write(data, "more data\n", 10) != 10)
+        exit(101);
+    close(data);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     setup();
@@ -87,8 +109,10 @@ int main(int argc, char **argv) {
         faults();
     else if (strcmp(mode, "fork") == 0)
         forked();
+    else if (strcmp(mode, "reuse") == 0)
+        reuse();
     else {
-        fprintf(stderr, "usage: rzreport faults|fork\n");
+        fprintf(stderr, "usage: rzreport faults|fork|reuse\n");
         return 2;
     }
     printf("rzreport: %s done\n", mode);

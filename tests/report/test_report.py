@@ -149,6 +149,21 @@ def test_jsonl_across_a_fork_has_one_summary(tmp_path):
     assert [r["type"] for r in recs] == ["finding", "finding", "summary"]
 
 
+@pytest.mark.parametrize("name", ["r.jsonl", "r.sarif"])
+def test_report_never_lands_in_a_file_the_program_opened(tmp_path, name):
+    """The program closes every descriptor and opens data.txt, which gets the report file's number."""
+    p = run("reuse", tmp_path, METRALE_REDZONE_REPORT=name, METRALE_REDZONE_LOG="log")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "data.txt").read_text() == "program data\nmore data\n"
+    if name.endswith(".sarif"):
+        with open(str(tmp_path / name)) as f:
+            sarif_ok(json.load(f), 2)
+    else:
+        recs = jsonl(tmp_path / name)
+        check_records(recs)
+        assert [r["type"] for r in recs] == ["finding", "finding", "summary"]
+
+
 # ---- item 3: %q{ENV} ----------------------------------------------------------------------------------------
 def test_q_env_in_log_and_report_names(tmp_path):
     p = run("faults", tmp_path, METRALE_REDZONE_LOG="log.%q{RANK}.%p", METRALE_REDZONE_REPORT="rep.%q{RANK}.jsonl",

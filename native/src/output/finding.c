@@ -124,7 +124,8 @@ int rz__finding_admit(const rz_finding_t *f) {
     g_by_kind[f->kind >= 0 && f->kind < RZ_FINDING_NKINDS ? f->kind : 0]++;
     rz__report_file_finding(f, seq, g_alloc, nalloc, g_call, ncall);
     int fate = RZ_FINDING_REPORT;
-    if (o->print_limit && ++g_printed > o->print_limit) {
+    /* A debugger's request (its lines go to gdb) is always answered in full. */
+    if (o->print_limit && !rz__thread.log_sink && ++g_printed > o->print_limit) {
         fate = RZ_FINDING_UNPRINTED;
         g_unprinted++;
         atomic_fetch_add(&g_unprinted_seen, 1);

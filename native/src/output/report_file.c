@@ -13,11 +13,13 @@
  * kept in memory mapped on the first finding (at most RESULTS_MAX bytes: later results are counted, not kept).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -31,9 +33,12 @@
 #define RESULTS_MAX ((size_t)16 << 20)
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static int g_fd = -1;
+static _Atomic int g_fd = -1;  /* read without the lock by rz__report_file_on */
 static int g_sarif;
 static pid_t g_owner;                /* the process whose file g_fd is (a forked child opens its own) */
+static char g_path[RZ_PATH_MAX];     /* the file's name, absolute, to open it again */
+static dev_t g_dev;
+static ino_t g_ino;
 static char g_template[RZ_PATH_MAX]; /* the name, %q{} expanded, %p not: a child's own file */
 static char g_record[RECORD_MAX];
 static char *g_results;              /* SARIF: the results so far, comma-separated */
@@ -246,9 +251,19 @@ static int ends_with(const char *s, const char *tail) {
     return n >= t && strcmp(s + n - t, tail) == 0;
 }
 
+/* Opened, its identity kept and its name made absolute (a chdir since does not matter). */
 static int open_named(const char *path) {
     int refused = 0;
     int fd = rz__open_append(path, &refused);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+        g_dev = st.st_dev;
+        g_ino = st.st_ino;
+        char cwd[RZ_PATH_MAX];
+        if (path[0] == '/' || getcwd(cwd, sizeof cwd) == NULL ||
+            snprintf(g_path, sizeof g_path, "%s/%s", cwd, path) >= (int)sizeof g_path)
+            snprintf(g_path, sizeof g_path, "%s", path);
+    }
     if (fd < 0) {
         char quoted[RZ_QUOTE_MAX];
         rz__quote(quoted, path);
@@ -257,6 +272,30 @@ static int open_named(const char *path) {
                  refused ? rz__refusal(refused) : why ? why : "error");
     }
     return fd;
+}
+
+/*
+ * The descriptor is the program's to close (as the log's, report.c): a program that closes every descriptor
+ * and opens a file of its own gets the number back. Before each write it must still be the file opened here:
+ * the same device and inode, close-on-exec, open for appending. Otherwise the file is opened again by its
+ * name (a SARIF document is rewritten whole anyway) and the program's descriptor left alone.
+ */
+static int still_ours(void) {
+    struct stat st;
+    int fd = g_fd, fdflags = fcntl(fd, F_GETFD), flags = fcntl(fd, F_GETFL);
+    return fdflags >= 0 && (fdflags & FD_CLOEXEC) && flags >= 0 && (flags & O_APPEND) && fstat(fd, &st) == 0 &&
+           st.st_dev == g_dev && st.st_ino == g_ino;
+}
+
+static int usable(void) {
+    if (g_fd < 0)
+        return 0;
+    if (still_ours())
+        return 1;
+    char path[RZ_PATH_MAX];
+    snprintf(path, sizeof path, "%s", g_path);
+    g_fd = open_named(path);
+    return g_fd >= 0;
 }
 
 /* A forked child: the inherited file is its parent's; what it finds goes to its own (opened at its first). */
@@ -269,7 +308,7 @@ static void after_fork_child(void) {
 /* The child's own file, at its first finding (g_lock held): 0 when it has none. */
 static int own_file(void) {
     if (g_owner == getpid())
-        return g_fd >= 0;
+        return usable();
     char path[RZ_PATH_MAX];
     int has_pid = strstr(g_template, "%p") != NULL;
     if (rz__expand_name(g_template, NULL, 1, path, sizeof path) != 0)
@@ -284,8 +323,8 @@ static int own_file(void) {
     }
     g_owner = getpid();
     if (!g_sarif && !has_pid)
-        return g_fd >= 0; /* JSON Lines shared by name: appended to, each record with its pid */
-    if (g_fd >= 0)
+        return usable(); /* JSON Lines shared by name: appended to, each record with its pid */
+    if (g_fd >= 0 && still_ours())
         close(g_fd); /* the child's copy of its parent's descriptor; the parent's file stays open there */
     g_fd = open_named(path);
     if (g_fd >= 0 && g_sarif)
