@@ -86,6 +86,15 @@ enum {
 };
 
 /*
+ * A report site, for any kind (copy_check.c's report() is the model):
+ *     rz_finding_t f = {.kind = RZ_FINDING_<ID>, .alloc = ..., .text = line, ...};
+ *     int fate = rz__finding_admit(&f);
+ *     if (fate == RZ_FINDING_SUPPRESSED) return;        // no lines, no count, no hook
+ *     rz__log_mute(fate != RZ_FINDING_REPORT);           // past the print limit: its lines dropped
+ *     rz__log("%s", line); ... its other lines ...
+ *     rz__log_mute(0);
+ *     rz__count(RZ_C_violations, 1); <its hook>;
+ *     rz__finding_done(fate);                            // may halt here
  * Called by every report site before its first line: decides the finding's fate, counts it, prints the
  * suppression rule for it (METRALE_REDZONE_PRINT_SUPPRESSIONS) and writes its record to the report file
  * (METRALE_REDZONE_REPORT) unless suppressed. May symbolize the allocation stack (alloc-frame rules, a report
