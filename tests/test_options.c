@@ -118,6 +118,45 @@ Test(options, log_path_expands_pid) {
     cr_assert_str_empty(o.warnings);
 }
 
+/* Issue 31 item 3: %q{ENV} in file names (compute-sanitizer's convention), from the environment parsed. */
+Test(options, path_expands_q_env) {
+    fake_n = 0;
+    fake_set("OMPI_COMM_WORLD_RANK", "7");
+    fake_set("METRALE_REDZONE_LOG", "/tmp/rz-%q{OMPI_COMM_WORLD_RANK}-%p-%q{UNSET_31}.log");
+    fake_set("METRALE_REDZONE_REPORT", "r%q{OMPI_COMM_WORLD_RANK}.sarif");
+    rz_options_t o;
+    rz__options_parse(fake_getenv, &o);
+    char want[64];
+    snprintf(want, sizeof want, "/tmp/rz-7-%ld-.log", (long)getpid());
+    cr_assert_str_eq(o.log_path, want);
+    cr_assert_str_eq(o.report_path, "r7.sarif");
+    cr_assert_str_empty(o.warnings);
+    const char *bad[] = {"a%q", "a%qb", "a%q{", "a%q{}", "a%q{A-B}", "a%q{AB"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fake_n = 0;
+        fake_set("METRALE_REDZONE_LOG", bad[i]);
+        rz__options_parse(fake_getenv, &o);
+        cr_assert_str_empty(o.log_path, "%s", bad[i]);
+        cr_assert(strstr(o.warnings, "has a %q not followed by {NAME} (letters, digits, _); using stderr"), "%s",
+                  o.warnings);
+    }
+    fake_set("OMPI_COMM_WORLD_RANK", "7");
+    char out[8];
+    cr_assert_eq(rz__expand_name("%q{OMPI_COMM_WORLD_RANK}1234567", fake_getenv, 1, out, sizeof out), -1);
+    cr_assert_eq(rz__expand_name("x%p", fake_getenv, 0, out, sizeof out), 0);
+    cr_assert_str_eq(out, "x%p", "a template keeps %p for a forked child");
+}
+
+Test(options, suppression_globs) {
+    cr_assert(rz__glob_match("scrib*", "scribble"));
+    cr_assert(rz__glob_match("*ribb?e", "scribble"));
+    cr_assert(rz__glob_match("*", ""));
+    cr_assert(rz__glob_match("a*b*c", "axxbyyc"));
+    cr_assert(!rz__glob_match("a*b*c", "axxbyy"));
+    cr_assert(!rz__glob_match("scrib", "scribble"));
+    cr_assert(!rz__glob_match("?", ""));
+}
+
 Test(options, empty_log_path_warns_and_keeps_stderr) {
     fake_n = 0;
     fake_set("METRALE_REDZONE_LOG", "");
@@ -461,6 +500,11 @@ ParameterizedTestParameters(options, every_warning_names_the_variable_and_the_va
         {"METRALE_REDZONE_SUMMARY", "", "using unset"},
         {"METRALE_REDZONE_AGENT", "x", "using 1"},
         {"METRALE_REDZONE_HELP", "x", "using 0"},
+        {"METRALE_REDZONE_REPORT", "", "using unset"},
+        {"METRALE_REDZONE_SUPPRESSIONS", "", "using unset"},
+        {"METRALE_REDZONE_PRINT_SUPPRESSIONS", "x", "using 0"},
+        {"METRALE_REDZONE_PRINT_LIMIT", "x", "using 0 (no limit)"},
+        {"METRALE_REDZONE_HALT_ON_ERROR", "x", "using 0"},
     };
     /* A path longer than RZ_PATH_MAX: was "using the default", which said neither the value nor the default. */
     for (int i = 11; i <= 12; i++) {
@@ -487,7 +531,7 @@ Test(options, every_option_has_a_bad_value_case) {
 #define RZ_OPTION(field, var, type, shown, desc) n++;
 #include "options.inc"
 #undef RZ_OPTION
-    cr_assert_eq(n, 15, "a new option needs its case in every_warning_names_the_variable_and_the_value_used");
+    cr_assert_eq(n, 20, "a new option needs its case in every_warning_names_the_variable_and_the_value_used");
 }
 
 /* ---- issue 27 item 8: a set-uid or set-gid process takes no file names from the environment ----------- */
@@ -498,6 +542,8 @@ Test(options, secure_execution_ignores_path_variables_with_one_warning) {
     fake_set("METRALE_REDZONE_SUMMARY", "/etc/rz-chosen.summary");
     rz_options_t o;
     rz__options_parse_env(fake_getenv, 1, &o);
+    cr_assert_str_empty(o.report_path);
+    cr_assert_str_empty(o.suppressions_path);
     cr_assert_str_empty(o.log_path);
     cr_assert_str_empty(o.summary_path);
     cr_assert_eq(o.pad_bytes, 64, "other options still apply");

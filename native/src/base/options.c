@@ -197,6 +197,45 @@ int rz__expand_path(const char *value, char *out, size_t cap) {
     return 0;
 }
 
+/* %q{NAME}: the convention of compute-sanitizer's --log-file (an MPI rank: %q{OMPI_COMM_WORLD_RANK}). */
+int rz__expand_name(const char *value, rz_getenv_fn env, int pid, char *out, size_t cap) {
+    size_t n = 0;
+    for (const char *s = value; *s; s++) {
+        char piece[32], name[128];
+        const char *add = piece;
+        if (s[0] == '%' && s[1] == 'p' && pid) {
+            rz__format_pid(piece);
+            s++;
+        } else if (s[0] == '%' && s[1] == 'q') {
+            size_t len = 0;
+            if (s[2] != '{')
+                return -2;
+            for (s += 3; *s && *s != '}'; s++) {
+                int ok = (*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_';
+                if (!ok || len + 1 >= sizeof name)
+                    return -2;
+                name[len++] = *s;
+            }
+            if (*s != '}' || len == 0)
+                return -2;
+            name[len] = '\0';
+            add = env ? env(name) : NULL;
+            if (add == NULL)
+                add = "";
+        } else {
+            piece[0] = *s;
+            piece[1] = '\0';
+        }
+        size_t len = strlen(add);
+        if (n + len >= cap)
+            return -1;
+        memcpy(out + n, add, len);
+        n += len;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
 /* The default an option's table row shows (options.inc), for the warnings that fall back to it. */
 static const char *shown_default(const char *name) {
 #define RZ_OPTION(field, var, type, shown, desc)                                                             \
@@ -207,10 +246,19 @@ static const char *shown_default(const char *name) {
     return "the default";
 }
 
+/* The environment %q{ENV} reads while rz__options_parse_env runs on this thread. */
+static RZ_TLS rz_getenv_fn t_parse_env;
+
 static void parse_PATH(rz_options_t *o, const char *name, const char *value, char (*field)[RZ_PATH_MAX]) {
     char out[RZ_PATH_MAX];
-    if (rz__expand_path(value, out, sizeof out) != 0) {
-        warn_line(o, "redzone: warning: %s=%s is longer than %zu bytes (with %%p expanded); using %s", name,
+    int rc = rz__expand_name(value, t_parse_env, 1, out, sizeof out);
+    if (rc == -2) {
+        warn_line(o, "redzone: warning: %s=%s has a %%q not followed by {NAME} (letters, digits, _); using %s", name,
+                  QUOTED(value), shown_default(name));
+        return;
+    }
+    if (rc != 0) {
+        warn_line(o, "redzone: warning: %s=%s is longer than %zu bytes (with %%p and %%q{} expanded); using %s", name,
                   QUOTED(value), sizeof out - 1, shown_default(name));
         return;
     }
@@ -345,6 +393,15 @@ static void parse_DEPTH(rz_options_t *o, const char *name, const char *value, ui
     *field = v;
 }
 
+static void parse_COUNT(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
+    uint64_t v;
+    if (parse_u64(value, &v) != 0) {
+        warn_line(o, "redzone: warning: %s=%s is not a number; using %s", name, QUOTED(value), shown_default(name));
+        return;
+    }
+    *field = v;
+}
+
 static void parse_BOOL(rz_options_t *o, const char *name, const char *value, bool *field) {
     if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0) {
         *field = value[0] == '1';
@@ -363,7 +420,8 @@ void rz__options_parse_env(rz_getenv_fn getenv_fn, int secure, rz_options_t *out
     out->agent = true;
     out->check_kernel = false;
     out->help = false;
-    char ignored[256] = "", defaults[128] = "";
+    char ignored[512] = "", defaults[256] = "";
+    t_parse_env = getenv_fn;
     /* A set-uid or set-gid program runs for a user who did not write its environment: a file name from it
      * would let that user pick a file for the program's owner to create or append to. */
 #define RZ_OPTION(field, var, type, shown, desc)                                                             \
@@ -389,15 +447,27 @@ static rz_options_t g_options;
 static pthread_once_t g_options_once = PTHREAD_ONCE_INIT;
 
 static const char *g_log_template; /* METRALE_REDZONE_LOG as given (NULL: unset, or a secure process) */
+static const char *g_report_template; /* METRALE_REDZONE_REPORT the same */
+static char g_log_template_text[RZ_PATH_MAX], g_report_template_text[RZ_PATH_MAX];
 
 static const char *process_getenv(const char *name) { return getenv(name); }
+
+/* A path option's value with %q{ENV} expanded and %p kept (NULL: unset, secure, or too long). */
+static const char *name_template(int secure, const char *var, char *out) {
+    const char *value = secure ? NULL : getenv(var);
+    if (value == NULL || rz__expand_name(value, process_getenv, 0, out, RZ_PATH_MAX) != 0)
+        return NULL;
+    return out;
+}
+
 
 _Atomic int rz__scan_launch = -1;
 
 static void options_load(void) {
     int secure = getauxval(AT_SECURE) != 0; /* set-uid, set-gid or file capabilities: ld.so's own test */
     rz__options_parse_env(process_getenv, secure, &g_options);
-    g_log_template = secure ? NULL : getenv("METRALE_REDZONE_LOG");
+    g_log_template = name_template(secure, "METRALE_REDZONE_LOG", g_log_template_text);
+    g_report_template = name_template(secure, "METRALE_REDZONE_REPORT", g_report_template_text);
     RZ_STATE.pad_bytes = g_options.pad_bytes;
     RZ_STATE.min_idx = g_options.min_idx;
     RZ_STATE.trace_idx = g_options.trace_idx;
@@ -441,12 +511,19 @@ static const char *type_name(const char *t) {
         return "N/idx:list";
     if (strcmp(t, "INSTALL") == 0)
         return "lazy/eager";
+    if (strcmp(t, "COUNT") == 0)
+        return "count";
     return "0|1";
 }
 
 const char *rz__options_log_template(void) {
     (void)rz__options();
     return g_log_template;
+}
+
+const char *rz__options_report_template(void) {
+    (void)rz__options();
+    return g_report_template;
 }
 
 void rz__options_help_to(void (*emit)(int fd, const char *text, size_t len), int fd) {

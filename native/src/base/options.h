@@ -63,6 +63,11 @@ typedef struct rz_options {
     bool help;
     char log_path[RZ_PATH_MAX];     /* empty: stderr */
     char summary_path[RZ_PATH_MAX]; /* empty: no summary file */
+    char report_path[RZ_PATH_MAX];  /* METRALE_REDZONE_REPORT; empty: none */
+    char suppressions_path[RZ_PATH_MAX]; /* METRALE_REDZONE_SUPPRESSIONS; empty: none */
+    bool print_suppressions;        /* METRALE_REDZONE_PRINT_SUPPRESSIONS */
+    uint64_t print_limit;           /* METRALE_REDZONE_PRINT_LIMIT; 0: no limit */
+    bool halt_on_error;             /* METRALE_REDZONE_HALT_ON_ERROR */
     char warnings[2048]; /* one line per rejected value, '\n'-separated */
 } rz_options_t;
 
@@ -94,8 +99,17 @@ void rz__options_help_to(void (*emit)(int fd, const char *text, size_t len), int
 /* Option table as a markdown table (docs/options.md body). */
 void rz__options_markdown(int fd);
 
+/* METRALE_REDZONE_REPORT as given with %q{ENV} expanded, %p not (NULL: unset, or a secure process). */
+const char *rz__options_report_template(void);
+
 /* A path option's value with each %p replaced by the process id: 0, or -1 when it does not fit. */
 int rz__expand_path(const char *value, char *out, size_t cap);
+
+/* A file name as an option gives it, expanded (options.c): %q{NAME} becomes the value of the environment
+ * variable NAME from env (nothing when unset; NAME of letters, digits and '_'), and, with pid, %p the process
+ * id (else %p is kept, for the per-process names made again in a forked child). 0; -1 when the result does not
+ * fit in cap; -2 when a %q is not followed by {NAME}. Async-signal-safe when env is. */
+int rz__expand_name(const char *value, rz_getenv_fn env, int pid, char *out, size_t cap);
 
 /* value as a warning shows it (options.c): in double quotes, '"' and '\\' escaped with a backslash, other
  * bytes outside printable ASCII as \xNN, cut after RZ_QUOTE_SHOWN bytes with `"...(<n> bytes)`; out holds

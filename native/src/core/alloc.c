@@ -20,6 +20,7 @@
 #include "device_ctx.h"
 #include "driver.h"
 #include "fill_marks.h"
+#include "finding.h"
 #include "format.h"
 #include "guard_pages.h"
 #include "ipc_records.h"
@@ -336,9 +337,17 @@ static int bad_free_in_front(rz_devptr_t dptr, const char *entry) {
     snprintf(r.entry, sizeof r.entry, "%s", entry);
     char line[512];
     rz__format_refusal(&r, rz__cu_name(RZCUDA_ERROR_INVALID_VALUE), line, sizeof line);
-    rz__log("%s", line);
+    rz_finding_t f = {.kind = RZ_FINDING_BAD_FREE, .alloc = r.index, .ptr = r.ptr, .user_bytes = r.user_bytes,
+                      .pad = RZ_FINDING_NONE, .first = r.first, .last = r.last, .changed = RZ_FINDING_NONE,
+                      .first_bad = RZ_FINDING_NONE, .addr = dptr, .bytes = 0, .entry = entry, .text = line};
+    int fate = rz__finding_admit(&f);
+    if (fate == RZ_FINDING_SUPPRESSED)
+        return 1; /* still answered as the driver would, nothing freed */
+    if (fate == RZ_FINDING_REPORT)
+        rz__log("%s", line);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     __redzone_refused(&r);
+    rz__finding_done(fate);
     return 1;
 }
 

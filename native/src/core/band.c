@@ -417,9 +417,10 @@ static int scan_batch(size_t n, uint64_t *violated, uint64_t *unread) {
             continue;
         }
         int front = g_io[i].front;
-        if (front ? rz__band_judge_front(z, g_io[i].host) : rz__band_judge(z, g_io[i].host)) {
-            if (!(z->flags & RZ_ZONE_VIOLATED))
-                (*violated)++; /* zones, not bands */
+        int judged = front ? rz__band_judge_front(z, g_io[i].host) : rz__band_judge(z, g_io[i].host);
+        if (judged) {
+            if (!(z->flags & RZ_ZONE_VIOLATED) && (judged & RZ_JUDGE_COUNTED))
+                (*violated)++; /* zones, not bands; a suppressed finding is not counted (finding.h) */
             z->flags |= RZ_ZONE_VIOLATED;
             /* i >= nrefill: slot i was already consumed, so the queue can reuse the array. */
             g_io[nrefill] = g_io[i];

@@ -6,12 +6,14 @@
  * registry lock and print them after (below); the free-time check reports at once. The hook for a copy or
  * memset refused for leaving its buffer (copy_check.c), __redzone_refused, sits next to it.
  */
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "common.h"
 #include "judge.h"
 #include "depot.h"
+#include "finding.h"
 #include "format.h"
 #include "launch_ring.h"
 #include "registry.h"
@@ -57,6 +59,7 @@ static void record_violation(const rz_violation_t *v) {
 struct report_item {
     size_t stack_at, end; /* offsets in the held lines */
     uint32_t stack;       /* depot id; 0: none to print */
+    int fate;             /* rz__finding_admit's (finding.h): suppressed ones call no hook */
     rz_violation_t v;
 };
 
@@ -89,7 +92,9 @@ static void reports_print(rz_reports_t *r, int go_on) {
         print_stack(it->stack);
         rz__log_raw(r->lines.text + it->stack_at, it->end - it->stack_at);
         at = it->end;
-        __redzone_violation(&it->v);
+        if (it->fate != RZ_FINDING_SUPPRESSED)
+            __redzone_violation(&it->v);
+        rz__finding_done(it->fate); /* METRALE_REDZONE_HALT_ON_ERROR ends the process here */
     }
     if (r->lines.len > at)
         rz__log_raw(r->lines.text + at, r->lines.len - at);
@@ -143,6 +148,34 @@ static _Atomic(rz_who_wrote_fn *) g_who_wrote;
 
 void rz__judge_on_who_wrote(rz_who_wrote_fn *fn) { atomic_store_explicit(&g_who_wrote, fn, memory_order_release); }
 
+static _Atomic(rz_writer_fn *) g_writer;
+
+void rz__judge_on_writer(rz_writer_fn *fn) { atomic_store_explicit(&g_writer, fn, memory_order_release); }
+
+/* A violated band's finding (finding.h): its fields, the kernel that wrote it (a launch check's) or the
+ * candidates (the launch ring's), its allocation stack; admitted before any of its lines. */
+static int admit(const rz_zone_node_t *z, const rz_violation_t *v, const char *line, const uint64_t *stack,
+                 uint32_t nframes) {
+    rz_finding_t f = {.kind = v->front ? RZ_FINDING_UNDERRUN : RZ_FINDING_OVERRUN, .alloc = v->index, .ptr = v->ptr,
+                      .user_bytes = v->user_bytes, .pad = (int64_t)v->pad_bytes,
+                      .first = v->front ? -(int64_t)v->first : (int64_t)v->first,
+                      .last = v->front ? -(int64_t)v->last : (int64_t)v->last, .changed = (int64_t)v->changed,
+                      .first_bad = v->first_bad, .text = line, .alloc_frames = stack, .nalloc = nframes};
+    rz_writer_fn *writer = atomic_load_explicit(&g_writer, memory_order_acquire);
+    const char *name = writer ? writer(&f.launch_seq) : NULL;
+    if (name)
+        snprintf(f.launch, sizeof f.launch, "%s", name);
+    else
+        f.nkernels = rz__launch_candidates(z, &f.kernels[0][0], sizeof f.kernels[0], RZ_FINDING_KERNELS);
+    return rz__finding_admit(&f);
+}
+
+static int judged(int fate) {
+    return fate == RZ_FINDING_SUPPRESSED ? RZ_JUDGE_SUPPRESSED
+           : fate == RZ_FINDING_UNPRINTED ? RZ_JUDGE_UNPRINTED
+                                          : RZ_JUDGE_REPORTED;
+}
+
 static void who_wrote(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front) {
     rz_who_wrote_fn *fn = atomic_load_explicit(&g_who_wrote, memory_order_acquire);
     if (fn && fn(z, band, bytes, front))
@@ -162,34 +195,47 @@ static int judge_with(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
         uint32_t stack = given ? rz__depot_put(given, ngiven) : rz__registry_stack_id(z);
         const uint64_t *kept;
         uint32_t nframes = rz__depot_get(stack, &kept);
+        int fate = admit(z, &v, line, kept, nframes);
+        rz__log_mute(fate != RZ_FINDING_REPORT); /* its side effects (who_wrote's records) still happen */
         rz__log("%s", line);
         if (nframes)
             rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
         size_t stack_at = r->lines.len;
         who_wrote(z, band, bytes, front);
-        rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
-        record_violation(&v);
-        r->items[r->n++] = (struct report_item){.stack_at = stack_at, .end = r->lines.len, .stack = nframes ? stack : 0,
-                                                .v = v};
-        return 1;
+        rz__log_mute(0);
+        if (fate != RZ_FINDING_SUPPRESSED) {
+            rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
+            record_violation(&v);
+        }
+        r->items[r->n++] = (struct report_item){.stack_at = stack_at, .end = r->lines.len,
+                                                .stack = nframes && fate == RZ_FINDING_REPORT ? stack : 0,
+                                                .fate = fate, .v = v};
+        return judged(fate);
     }
-    rz__log("%s", line);
     uint32_t nframes = ngiven;
     const uint64_t *stack = given;
     if (stack == NULL)
         stack = rz__registry_stack(z, &nframes);
+    int fate = admit(z, &v, line, stack, nframes);
+    rz__log_mute(fate != RZ_FINDING_REPORT);
+    rz__log("%s", line);
     if (nframes) {
         void *frames[RZ_STACK_MAX];
         for (uint32_t i = 0; i < nframes && i < RZ_STACK_MAX; i++)
             frames[i] = (void *)(uintptr_t)stack[i];
         rz__log("  alloc#%llu was allocated at:", (unsigned long long)z->index);
-        rz__symbolize_frames(frames, (int)(nframes < RZ_STACK_MAX ? nframes : RZ_STACK_MAX));
+        if (fate == RZ_FINDING_REPORT)
+            rz__symbolize_frames(frames, (int)(nframes < RZ_STACK_MAX ? nframes : RZ_STACK_MAX));
     }
     who_wrote(z, band, bytes, front);
+    rz__log_mute(0);
+    if (fate == RZ_FINDING_SUPPRESSED)
+        return RZ_JUDGE_SUPPRESSED;
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     record_violation(&v);
     __redzone_violation(&v);
-    return 1;
+    rz__finding_done(fate);
+    return judged(fate);
 }
 
 int rz__band_judge(const rz_zone_node_t *z, const uint8_t *band) { return judge(z, band, z->pad_bytes, 0); }

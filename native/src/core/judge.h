@@ -32,7 +32,24 @@ typedef int rz_who_wrote_fn(const rz_zone_node_t *zone, const uint8_t *band, uin
 
 void rz__judge_on_who_wrote(rz_who_wrote_fn *fn);
 
-/* Judge one band already read into `band` (pad_bytes long): report, hook, and return 1 if violated. */
+/* The kernel a launch check being judged on this thread names as the writer (its launch number in *launch),
+ * NULL when none: registered by the launch policy, for the finding's record and the kernel: rules. */
+typedef const char *rz_writer_fn(uint64_t *launch);
+
+void rz__judge_on_writer(rz_writer_fn *fn);
+
+/* What the judges return: 0 clean; else bits: RZ_JUDGE_REPORTED (a finding reported), RZ_JUDGE_UNPRINTED
+ * (counted, its text held back by the print limit) or RZ_JUDGE_SUPPRESSED (a suppression rule matched: no
+ * report, not counted). Either way the band is violated, and written back by the scan. */
+#define RZ_JUDGE_REPORTED 1
+
+#define RZ_JUDGE_SUPPRESSED 2
+
+#define RZ_JUDGE_UNPRINTED 4
+
+#define RZ_JUDGE_COUNTED (RZ_JUDGE_REPORTED | RZ_JUDGE_UNPRINTED)
+
+/* Judge one band already read into `band` (pad_bytes long): report, hook, and return nonzero if violated. */
 int rz__band_judge(const rz_zone_node_t *zone, const uint8_t *band);
 
 /* The same for a zone no longer in the registry (a free-time check), with its allocation stack. */

@@ -66,6 +66,21 @@ void rz__launch_report(const rz_zone_node_t *z) {
     if (n)
         rz__log("%s", line);
 }
+unsigned rz__launch_candidates(const rz_zone_node_t *z, char *names, size_t stride, unsigned max) {
+    unsigned n = 0;
+    pthread_mutex_lock(&g_ring_lock);
+    uint64_t newest = L.seq;
+    uint64_t oldest_kept = newest > RZ_LAUNCH_RING ? newest - RZ_LAUNCH_RING + 1 : 1;
+    for (uint64_t seq = newest; seq > L.report_since && seq >= oldest_kept && n < max; seq--) {
+        const struct rz_launch *l = &L.ring[(seq - 1) % RZ_LAUNCH_RING];
+        if (l->next_index <= z->index)
+            continue; /* launched before this zone existed (as rz__format_launch_candidates) */
+        snprintf(names + n++ * stride, stride, "%.*s", (int)sizeof l->name, l->name);
+    }
+    pthread_mutex_unlock(&g_ring_lock);
+    return n;
+}
+
 /* A free-time check reports against the launches since the last whole scan began. */
 void rz__launch_ring_since_scan(void) {
     pthread_mutex_lock(&g_ring_lock);

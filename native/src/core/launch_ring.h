@@ -20,6 +20,9 @@ const char *rz__launch_kernel_name(rzcu_function f);
 
 void rz__launch_report(const rz_zone_node_t *zone);
 
+/* The kernels that line names (most recent first, at most max), each into names + k * stride; their number. */
+unsigned rz__launch_candidates(const rz_zone_node_t *zone, char *names, size_t stride, unsigned max);
+
 /* Under the registry lock, at the start of a scan (after the policies' scan-begin steps, band.h): with
  * `whole` (every zone that may have been touched since the last such scan is covered), move the "last seen
  * clean" mark. */

@@ -14,6 +14,7 @@
 #include "exit_scan.h"
 #include "fatal_scan.h"
 #include "fill_marks.h"
+#include "finding.h"
 #include "fork.h"
 #include "free_check.h"
 #include "launch_check.h"
@@ -46,6 +47,7 @@ static int start_locked(void) {
     rz__capture_annotate();
     rz__fill_marks_annotate();
     rz__log_start(); /* the options, and the log they name with their warnings */
+    rz__findings_start(); /* suppression rules read, the report file opened (finding.c), before the exit scan's */
     if (rz__dev_load() != RZ_OK)
         return RZ_ENODRIVER;
     rz__free_check_arm();

@@ -292,8 +292,13 @@ void rz__log_held_release(rz_log_held_t *held) {
     held->len = 0;
 }
 
+/* The text of a finding that is not printed (finding.h), dropped line by line. */
+static RZ_TLS int t_muted;
+
+void rz__log_mute(int on) { t_muted = on; }
+
 static void vlog(const char *prefix, const char *fmt, va_list ap) {
-    if (t_in_log)
+    if (t_in_log || t_muted)
         return;
     t_in_log = 1;
     char buf[1024];

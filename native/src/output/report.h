@@ -50,6 +50,10 @@ void rz__log_set_thread_sink(rz_log_sink_fn sink);
 
 void rz__log_held_release(rz_log_held_t *held);
 
+/* While on (1), this thread's rz__log and rz__warn lines are dropped: the text of a finding that is not
+ * printed (finding.h: suppressed, or over the print limit), its side effects kept. */
+void rz__log_mute(int on);
+
 /* Name of a driver result, from the driver when loaded (its namer registered), else from cu.h's table. */
 const char *rz__cu_name(rzcu_result r);
 

@@ -273,7 +273,10 @@ static int lock_for_symbols(void) {
     return 0;
 }
 
-void rz__symbolize_frames(void *const *frames, int n) {
+/* Each frame after redzone's own leading ones, resolved, to fn (k counts the frames given). */
+typedef void frame_fn(int k, uint64_t addr, const char *func, uint64_t off, const char *file, void *arg);
+
+static void symbolize_each(void *const *frames, int n, frame_fn *fn, void *arg) {
     int cached = lock_for_symbols();
     if (cached)
         revalidate();
@@ -302,12 +305,43 @@ void rz__symbolize_frames(void *const *frames, int n) {
         if (skipping && i < n - 1 && rz__frame_is_ours(func, in_self))
             continue; /* leading frames of redzone's own allocation path */
         skipping = 0;
-        char line[RZ_PATH_MAX + 256];
-        rz__format_frame(k++, (uint64_t)(uintptr_t)frames[i], named ? func : NULL, off, file, line, sizeof line);
-        rz__log("%s", line);
+        fn(k++, (uint64_t)(uintptr_t)frames[i], named ? func : NULL, off, file, arg);
     }
     if (cached)
         pthread_mutex_unlock(&g_lock);
+}
+
+static void log_frame(int k, uint64_t addr, const char *func, uint64_t off, const char *file, void *arg) {
+    (void)arg;
+    char line[RZ_PATH_MAX + 256];
+    rz__format_frame(k, addr, func, off, file, line, sizeof line);
+    rz__log("%s", line);
+}
+
+void rz__symbolize_frames(void *const *frames, int n) { symbolize_each(frames, n, log_frame, NULL); }
+
+struct to_list {
+    rz_frame_sym_t *out;
+    int max, n;
+};
+
+static void list_frame(int k, uint64_t addr, const char *func, uint64_t off, const char *file, void *arg) {
+    (void)k;
+    struct to_list *l = arg;
+    if (l->n == l->max)
+        return;
+    rz_frame_sym_t *f = &l->out[l->n++];
+    f->addr = addr;
+    f->off = off;
+    f->named = func != NULL;
+    snprintf(f->func, sizeof f->func, "%s", func ? func : "");
+    snprintf(f->file, sizeof f->file, "%s", file);
+}
+
+int rz__symbolize_to(void *const *frames, int n, rz_frame_sym_t *out, int max) {
+    struct to_list l = {.out = out, .max = max};
+    symbolize_each(frames, n, list_frame, &l);
+    return l.n;
 }
 
 /* redzone's own code: [lo, hi) of libredzone's mapping, found once. */

@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "copy_check.h"
+#include "finding.h"
 #include "format.h"
 #include "guard_pages.h"
 #include "memory.h"
@@ -156,11 +157,20 @@ __attribute__((cold, noinline)) static void report(const char *entry, int how, c
     snprintf(r.entry, sizeof r.entry, "%s", entry);
     char line[512];
     rz__format_refusal(&r, rz__cu_name(RZCUDA_ERROR_INVALID_VALUE), line, sizeof line);
-    rz__log("%s", line);
     uint64_t depth = rz__options()->stacks;
+    void *frames[RZ_STACK_MAX];
+    int n = depth ? rz__capture_stack(frames, depth < RZ_STACK_MAX ? (int)depth : RZ_STACK_MAX) : 0;
+    rz_finding_t f = {.kind = RZ_FINDING_COPY_REFUSED, .alloc = v->index, .ptr = v->ptr, .user_bytes = v->user_bytes,
+                      .pad = RZ_FINDING_NONE, .first = first, .last = last, .changed = RZ_FINDING_NONE,
+                      .first_bad = RZ_FINDING_NONE, .addr = p, .bytes = bytes, .entry = entry, .text = line,
+                      .alloc_frames = v->frames, .nalloc = v->nframes, .call_frames = frames,
+                      .ncall = n > 0 ? (uint32_t)n : 0};
+    int fate = rz__finding_admit(&f);
+    if (fate == RZ_FINDING_SUPPRESSED)
+        return; /* the copy is still refused: only its report and count are left out */
+    rz__log_mute(fate != RZ_FINDING_REPORT);
+    rz__log("%s", line);
     if (depth) {
-        void *frames[RZ_STACK_MAX];
-        int n = rz__capture_stack(frames, depth < RZ_STACK_MAX ? (int)depth : RZ_STACK_MAX);
         if (n > 0) {
             rz__log("  %s was called at:", entry);
             rz__symbolize_frames(frames, n);
@@ -173,8 +183,10 @@ __attribute__((cold, noinline)) static void report(const char *entry, int how, c
             rz__symbolize_frames(alloc, (int)v->nframes);
         }
     }
+    rz__log_mute(0);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     __redzone_refused(&r);
+    rz__finding_done(fate);
 }
 
 int rz__bounds_check(const char *entry, int how, rz_devptr_t p, uint64_t n) {

@@ -17,6 +17,7 @@
 #include "band.h"
 #include "creation_index.h"
 #include "driver_info.h"
+#include "finding.h"
 #include "free_check.h"
 #include "launch_check.h"
 #include "options.h"
@@ -103,13 +104,23 @@ static void exit_scan(void) {
     else
         snprintf(now, sizeof now, "exit scan failed (%s)", rz_status_name(violated));
     /* Live: allocations still registered (a free the driver refused counts as an unmap call, not a release). */
-    rz__log("redzone: exit: %s; %llu violations in %llu scans; %llu allocations, %llu live, %llu unpadded",
+    char tail[160]; /* findings suppressed, or held back by the print limit (finding.c) */
+    rz__finding_exit_tail(tail, sizeof tail);
+    rz__log("redzone: exit: %s; %llu violations in %llu scans; %llu allocations, %llu live, %llu unpadded%s",
             now, (unsigned long long)s.violations, (unsigned long long)s.scans, (unsigned long long)s.map_calls,
-            (unsigned long long)rz__registry_count(), (unsigned long long)s.unpadded_allocs);
+            (unsigned long long)rz__registry_count(), (unsigned long long)s.unpadded_allocs, tail);
+}
+
+/* METRALE_REDZONE_HALT_ON_ERROR: the process ends at its first finding; the summary line is written first. */
+static void halt_summary(void) {
+    rz_stats_t s;
+    rz_stats_get(&s);
+    write_summary(rz__options(), &s);
 }
 
 static void arm(void) {
     rz__free_check_annotate();
+    rz__finding_on_halt(halt_summary);
     g_exit_pid = getpid();
     atexit(exit_scan);
 }

@@ -54,7 +54,7 @@ static void judge_freed_locked(const rz_zone_node_t *zone, const uint8_t *band, 
         return; /* reported by a launch check already, with its launch */
     /* band: the band after the end, then the front band (if any) right behind it */
     int bad = rz__band_judge_freed(zone, band, frames, nframes);
-    if (bad)
+    if (bad & RZ_JUDGE_REPORTED)
         rz__log("redzone: alloc#%llu was violated when it was freed", (unsigned long long)zone->index);
 }
 

@@ -313,6 +313,14 @@ int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t byt
     return 1;
 }
 
+const char *rz__attrib_writer(uint64_t *launch) {
+    const rz_check_t *c = t_judging;
+    if (c == NULL)
+        return NULL;
+    *launch = c->launch;
+    return c->kind == RZ_LAUNCH_GRAPH ? "(graph launch)" : c->name;
+}
+
 int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band) {
     int reported = 0, fresh = 0;
     for (int front = 0; front <= (z->front_units ? 1 : 0); front++) {

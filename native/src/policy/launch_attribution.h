@@ -11,6 +11,9 @@
  * check's, whose attribution lines it printed. */
 int rz__attrib_report(const rz_zone_node_t *z, const uint8_t *band, uint64_t bytes, int front);
 
+/* The kernel of the launch check being judged on this thread (rz_writer_fn, judge.h), NULL when none. */
+const char *rz__attrib_writer(uint64_t *launch);
+
 /* A free-time check read `band` (back band, then front band): 1 when a launch check reported exactly these
  * bytes already (the zone is not reported twice). Registry lock held. */
 int rz__attrib_freed_reported(const rz_zone_node_t *z, const uint8_t *band);

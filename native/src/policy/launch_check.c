@@ -603,6 +603,7 @@ void rz__launch_check_arm(void) {
     rz__attrib_arm(&g_counts);
     rz__bands_on_scan_begin(RZ_SCAN_BEGIN_LAUNCH_CHECKS, rz__launch_checks_locked);
     rz__judge_on_who_wrote(rz__attrib_report);
+    rz__judge_on_writer(rz__attrib_writer);
 }
 
 void rz__launch_checks_locked(void) {
