@@ -60,6 +60,9 @@ def main():
     check("free of a used buffer, no synchronisation: at most 1 added host wait per free", ow - bw <= n,
           "added %d waits in %d frees" % (ow - bw, n))
     pair(["used", str(n)])
+    bc, bw, oc, ow, _ = pair(["used", str(n)], suffix="-attrs")
+    check("lazy band install: at most 1 pointer-attribute query per zone (the block's context and start at once)",
+          oc - bc <= n, "%d queries for %d zones" % (oc - bc, n))
     bc, bw, oc, ow, _ = pair(["synced", str(n)], suffix="-free")
     check("free after a synchronisation: at most 1 added host wait per free", ow - bw <= n,
           "added %d waits in %d frees" % (ow - bw, n))

@@ -14,7 +14,8 @@
  *                         free is queued behind all the work before it; counts of the loop, then one
  *                         cuStreamSynchronize
  * Each mode prints `rzwaits: MODE: calls=C waits=W` (W: host waits); idle, used and synced first print
- * `rzwaits: MODE-free: ...`, the counts of the cuMemFree calls alone.
+ * `rzwaits: MODE-free: ...`, the counts of the cuMemFree calls alone, and `rzwaits: MODE-attrs: calls=N`, the
+ * pointer-attribute queries of the whole loop.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -86,6 +87,8 @@ int main(int argc, char **argv) {
             free_waits += cuEmuHostWaits(NULL) - w0;
         }
         printf("rzwaits: %s-free: calls=%llu waits=%llu\n", g_mode, free_calls, free_waits);
+        printf("rzwaits: %s-attrs: calls=%llu waits=0\n", g_mode,
+               cuEmuCallCount("cuPointerGetAttribute") + cuEmuCallCount("cuPointerGetAttributes"));
         print_counts();
     } else if (strcmp(g_mode, "churn") == 0) {
         rzcu_deviceptr *b = calloc((size_t)n, sizeof *b);

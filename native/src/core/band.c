@@ -198,9 +198,10 @@ static int install_pending_locked(void) {
         rzcu_result last_error = RZCUDA_SUCCESS;
         for (size_t i = 0; i < n; i++) {
             rz_zone_node_t *z = taken[i];
-            rzcu_result q = z->ctx ? RZCUDA_SUCCESS
-                                   : rz__dev_pointer_attribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
-            if (q == RZCUDA_ERROR_INVALID_VALUE || (q == RZCUDA_SUCCESS && other_block_at(z))) {
+            /* One driver call per zone: the block's context and start together. */
+            rz_devptr_t raw = z->ptr - rz__zone_front(z), start = raw;
+            rzcu_result q = z->ctx ? RZCUDA_SUCCESS : rz__dev_block_of(raw, &z->ctx, &start);
+            if (q == RZCUDA_ERROR_INVALID_VALUE || (q == RZCUDA_SUCCESS && start != raw)) {
                 /* The driver no longer knows the memory, or shows another allocation there (its context ended
                  * unseen): forget the zone, whose context the answer was not. */
                 rz__registry_drop_stale(z->ptr);

@@ -33,6 +33,28 @@ rzcu_result rz__dev_pointer_attribute(void *data, rzcu_pointer_attribute attribu
     return r;
 }
 
+rzcu_result rz__dev_block_of(rz_devptr_t ptr, void **ctx, rz_devptr_t *start) {
+    *start = ptr;
+    if (rz__drv.cuPointerGetAttributes == NULL) {
+        rzcu_result r = rz__dev_pointer_attribute(ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, ptr);
+        if (r == RZCUDA_SUCCESS && rz__dev_pointer_attribute(start, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr) !=
+                                       RZCUDA_SUCCESS)
+            *start = ptr; /* cannot say: taken as the block's own start */
+        return r;
+    }
+    rzcu_pointer_attribute a[2] = {RZCU_POINTER_ATTRIBUTE_CONTEXT, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+    rzcu_context c = NULL;
+    void *d[2] = {&c, start};
+    rzcu_capture_mode saved = rz__dev_quiet_begin();
+    rzcu_result r = rz__drv.cuPointerGetAttributes(2, a, d, ptr);
+    rz__dev_quiet_end(saved);
+    if (r == RZCUDA_SUCCESS && c == NULL)
+        return RZCUDA_ERROR_INVALID_VALUE; /* no allocation there: the attributes' NULL answer */
+    if (r == RZCUDA_SUCCESS)
+        *ctx = c;
+    return r;
+}
+
 /* cuStreamSynchronize of the library's own stream, in a quiet section. */
 static rzcu_result sync_own(rzcu_stream s) {
     rzcu_capture_mode saved = rz__dev_quiet_begin();

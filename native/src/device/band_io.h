@@ -9,6 +9,10 @@
 /* cuPointerGetAttribute in a quiet section. */
 rzcu_result rz__dev_pointer_attribute(void *data, rzcu_pointer_attribute attribute, rz_devptr_t ptr);
 
+/* The context and start of the driver's block holding ptr, in one driver call (cuPointerGetAttributes; two
+ * cuPointerGetAttribute calls without it): INVALID_VALUE when no allocation holds ptr. */
+rzcu_result rz__dev_block_of(rz_devptr_t ptr, void **ctx, rz_devptr_t *start);
+
 /* Page-lock p (portable), with the mode relaxed: the driver's answer (NOT_SUPPORTED without the entry point). */
 rzcu_result rz__dev_host_register(void *p, size_t bytes);
 
