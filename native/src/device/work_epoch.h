@@ -24,7 +24,7 @@ void rz__work_judged_all(uint64_t epoch);
  * last judgement left it (new zones start clean), so it needs no read. */
 int rz__work_none_since_clean(void);
 
-/* 1 when work on a stream handle (maybe non-blocking) was noted after `epoch`. */
+/* The work count at the last work noted on a stream handle (maybe a non-blocking stream). */
 uint64_t rz__work_named_stream_last(void);
 
 /* 1 when every work noted after `epoch` went to a default stream (legacy or per-thread), which the legacy

@@ -72,9 +72,7 @@ static struct async_check *g_deferred;
 static struct async_check **g_deferred_tail = &g_deferred;
 static _Atomic int g_have_deferred;
 
-void rz__free_check_annotate(void) {
-    RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
-}
+
 
 void rz__free_check_arm(void) {
     rz__alloc_on_free(rz__free_check);
@@ -219,6 +217,12 @@ static void capture_graph_check(const struct async_check *c, rzcu_stream s) {
 #define CHURN_MIN_ZONES 256 /* below: single reads cost less than a scan (and report at the free) */
 static _Atomic uint64_t g_last_read = UINT64_MAX; /* the work count at the last free that read its band */
 static _Atomic uint64_t g_same_reads;              /* frees in a row that read their band at that count */
+
+void rz__free_check_annotate(void) {
+    RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
+    RZ_ANNOTATE_ATOMIC(&g_last_read, sizeof g_last_read);
+    RZ_ANNOTATE_ATOMIC(&g_same_reads, sizeof g_same_reads);
+}
 
 /* 1: judged without reading (nothing could have written the band). */
 static int judged_unread(const rz_zone_node_t *zone) {
