@@ -24,6 +24,8 @@ def run(prog, lib, emu_dir, args, env_extra=None, suffix=""):
         env["METRALE_REDZONE"] = "64"
         env["METRALE_REDZONE_LOG"] = os.devnull
     env.update({k: v for k, v in (env_extra or {}).items() if lib or not k.startswith("METRALE_REDZONE")})
+    if env.get("METRALE_REDZONE_LOG") == "":
+        del env["METRALE_REDZONE_LOG"]  # the default: stderr
     p = subprocess.run([prog] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        universal_newlines=True, timeout=600)
     if p.returncode != 0:
@@ -83,6 +85,12 @@ def main():
         bc, bw, oc, ow, _ = pair(["async", str(n), "1000"], {"CUDA_EMU_KERNEL_HOLD": "1", "METRALE_REDZONE": band})
         check("%d stream-ordered frees with %s-byte bands queued behind held kernels: no host wait" % (n, band),
               ow == bw == 0, "bare %d, redzone %d waits" % (bw, ow))
+    for how in ("legacy", "ptsz", "stream"):
+        # The ordered read must still see what a kernel queued just before the free wrote past the end.
+        _, _, out = run(prog, lib, emu_dir, ["overrun", how], {"CUDA_EMU_KERNEL_HOLD": "1", "METRALE_REDZONE_LOG": ""})
+        check("an overrun by a kernel still queued on the %s stream at the free is reported" % how,
+              "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=64 : bytes [0..=0] past the end" in out
+              and "alloc#0 was violated when it was freed" in out, out.strip().replace("\n", " | "))
     if failures:
         sys.exit("%d checks failed" % failures)
     print("waits_check: all checks passed")

@@ -9,6 +9,10 @@
  *                         first: counts of the frees only
  *   rzwaits exit N        N allocations and exit, no device work: counts from after the allocations to the
  *                         end of the exit handlers (printed by the last one to run)
+ *   rzwaits overrun HOW   a kernel writes one byte past a 1000-byte buffer's end, launched on the legacy stream,
+ *                         the per-thread stream (cuLaunchKernel_ptsz) or a non-blocking stream (HOW: legacy,
+ *                         ptsz, stream), then cuMemFree at once: run with CUDA_EMU_KERNEL_HOLD=1 the kernel runs
+ *                         only once something waits for it, so a free-time read not ordered after it misses it
  *   rzwaits async N BYTES N times on one stream: cuMemAllocAsync of BYTES, launch, cuMemFreeAsync, with the
  *                         kernels held (CUDA_EMU_KERNEL_HOLD=1: nothing runs until someone waits), so every
  *                         free is queued behind all the work before it; counts of the loop, then one
@@ -107,6 +111,21 @@ int main(int argc, char **argv) {
             CHECK(cuMemAlloc_v2(&p, 1000));
         cuEmuResetCallCounts();
         return 0; /* print_counts runs last */
+    } else if (strcmp(g_mode, "overrun") == 0) {
+        const char *how = argv[2];
+        rzcu_stream s = NULL;
+        if (strcmp(how, "stream") == 0)
+            CHECK(cuStreamCreate(&s, 1 /* non-blocking */));
+        CHECK(cuMemAlloc_v2(&p, 1000));
+        rzcu_deviceptr end = p + 1000;
+        unsigned long long one = 1;
+        void *params[] = {&end, &one};
+        if (strcmp(how, "ptsz") == 0)
+            CHECK(cuLaunchKernel_ptsz(g_touch, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        else
+            CHECK(cuLaunchKernel(g_touch, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+        CHECK(cuMemFree_v2(p));
+        print_counts();
     } else if (strcmp(g_mode, "async") == 0 && argc > 3) {
         size_t bytes = (size_t)atol(argv[3]);
         rzcu_stream s;
