@@ -462,11 +462,12 @@ static int among(void *ctx, void *const *only, size_t n) {
     return 0;
 }
 
-/* Read and judge the bands of every watched zone (of the nonly contexts in `only`, sorted by handle, when
- * nonly > 0). Registry lock held, waiting bands installed. */
 /* Set by scan_all for one scan: zones whose writes the hooks see are clean without a read (no device work
  * since every such band was judged clean: work_epoch.h). Registry lock held. */
 static int g_seen_clean;
+
+/* Read and judge the bands of every watched zone (of the nonly contexts in `only`, sorted by handle, when
+ * nonly > 0). Registry lock held, waiting bands installed. */
 
 static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out) {
     uint64_t checked = 0, violated = 0, unread = 0;
