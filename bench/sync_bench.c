@@ -6,6 +6,15 @@
  *                                       context or in another one
  *   sync_bench free2 PAIRS              two threads at once, each allocating a 64-byte buffer, writing it
  *                                       (cuMemsetD8) and freeing it PAIRS times: wall time per pair
+ * Issue 29's patterns (run with CUDA_EMU_KERNEL_NS, so a host wait costs what the kernels take), each printing
+ * two numbers: host microseconds per step and host waits per step (cuEmuHostWaits):
+ *   sync_bench used N                   alloc, launch, launch, cuMemFree, no synchronisation (N times)
+ *   sync_bench churn N                  N buffers launched over, one cuCtxSynchronize, then all freed oldest
+ *                                       first: per free
+ *   sync_bench async N                  cuMemAllocAsync, launch, cuMemFreeAsync on one stream, N times, the
+ *                                       final cuStreamSynchronize not counted
+ *   sync_bench exit N                   N allocations, then exit, no device work: microseconds from the end
+ *                                       of main to the last exit handler
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -106,14 +115,81 @@ static double free2(long pairs) {
     return t[1];
 }
 
+static rzcu_function touch_kernel(void) {
+    rzcu_context ctx;
+    rzcu_module mod;
+    rzcu_function f;
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&f, mod, "sync_bench_touch"));
+    return f;
+}
+
+static void pattern(const char *mode, long n) {
+    rzcu_function f = touch_kernel();
+    rzcu_deviceptr p, *b = calloc((size_t)n, sizeof *b);
+    rzcu_stream s;
+    void *params[] = {&p};
+    CHECK(b == NULL);
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    if (strcmp(mode, "churn") == 0) {
+        for (long i = 0; i < n; i++) {
+            CHECK(cuMemAlloc_v2(&b[i], 64));
+            void *pi[] = {&b[i]};
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, pi, NULL));
+        }
+        CHECK(cuCtxSynchronize());
+    }
+    unsigned long long w0 = cuEmuHostWaits(NULL);
+    double t0 = now();
+    for (long i = 0; i < n; i++) {
+        if (strcmp(mode, "used") == 0) {
+            CHECK(cuMemAlloc_v2(&p, 64));
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+            CHECK(cuMemFree_v2(p));
+        } else if (strcmp(mode, "churn") == 0) {
+            CHECK(cuMemFree_v2(b[i]));
+        } else {
+            CHECK(cuMemAllocAsync(&p, 64, s));
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+            CHECK(cuMemFreeAsync(p, s));
+        }
+    }
+    double t = (now() - t0) * 1e6 / (double)n;
+    unsigned long long w = cuEmuHostWaits(NULL) - w0;
+    CHECK(cuStreamSynchronize(s));
+    printf("%.2f %.3f\n", t, (double)w / (double)n);
+    free(b);
+}
+
+static double g_main_end;
+
+static void exit_time(void) { printf("%.2f\n", (now() - g_main_end) * 1e6); } /* the last exit handler */
+
 int main(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[1], "exit") == 0)
+        atexit(exit_time); /* before any CUDA call: runs after the handlers registered later */
     CHECK(cuInit(0));
     if (argc == 4 && strcmp(argv[1], "launch") == 0)
         printf("%.2f\n", launch(atol(argv[2]), strcmp(argv[3], "same") == 0));
     else if (argc == 3 && strcmp(argv[1], "free2") == 0)
         printf("%.2f\n", free2(atol(argv[2])));
+    else if (argc == 3 && (strcmp(argv[1], "used") == 0 || strcmp(argv[1], "churn") == 0 ||
+                           strcmp(argv[1], "async") == 0))
+        pattern(argv[1], atol(argv[2]));
+    else if (argc == 3 && strcmp(argv[1], "exit") == 0) {
+        rzcu_context ctx;
+        rzcu_deviceptr p;
+        CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+        CHECK(cuCtxSetCurrent(ctx));
+        for (long i = 0; i < atol(argv[2]); i++)
+            CHECK(cuMemAlloc_v2(&p, 64));
+        g_main_end = now();
+    }
     else {
-        fprintf(stderr, "usage: sync_bench launch ZONES same|other | free2 PAIRS\n");
+        fprintf(stderr, "usage: sync_bench launch ZONES same|other | free2 PAIRS | used|churn|async|exit N\n");
         return 2;
     }
     return 0;

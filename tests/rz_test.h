@@ -71,6 +71,7 @@
 #include "sync_scan.h"
 #include "thread_state.h"
 #include "vmm.h"
+#include "work_epoch.h"
 #include "write_all.h"
 
 /* cuInit + primary context of device `dev` made current. */

@@ -335,3 +335,58 @@ Test(emu, async_alloc_fault_injection_by_env)
     FAILS(cuModuleGetFunction(&f, m, "emu_test_store"), RZCUDA_ERROR_NOT_FOUND);
     OK(cuModuleGetFunction(&f, m, "emu_test_store"));
 }
+
+/* Host waits (cuEmuHostWaits, issue 29): every call that by its contract returns only once device work has
+ * completed counts once, also when the work is done already; queued calls count none. A kernel given a
+ * duration (cuEmuSetKernelDuration) is still running when the launch returns: cuStreamQuery says so. */
+Test(emu_kernel, host_waits_counted_by_contract_and_kernel_durations)
+{
+    primary_current();
+    rzcu_function fill = get_kernel("emu_test_fill");
+    rzcu_stream s;
+    OK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr d;
+    OK(cuMemAlloc_v2(&d, 4096));
+    void *pinned;
+    OK(cuMemAllocHost_v2(&pinned, 4096));
+    static unsigned char pageable[4096];
+    size_t n = 4096;
+    unsigned char v = 7;
+    void *params[] = {&d, &n, &v};
+    cuEmuResetCallCounts();
+    OK(cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    OK(cuMemcpyDtoHAsync_v2(pinned, d, 64, s));
+    OK(cuMemsetD8Async(d, 1, 64, s));
+    rzcu_deviceptr a;
+    OK(cuMemAllocAsync(&a, 256, s));
+    OK(cuMemFreeAsync(a, s));
+    cr_assert_eq(cuEmuHostWaits(NULL), 0, "queued work is no host wait");
+    OK(cuStreamSynchronize(s));
+    OK(cuStreamSynchronize(s)); /* nothing left: still a wait by contract */
+    OK(cuMemcpyDtoHAsync_v2(pageable, d, 64, s));
+    OK(cuMemcpyDtoH_v2(pinned, d, 64));
+    OK(cuCtxSynchronize());
+    OK(cuMemFree_v2(d));
+    cr_assert_eq(cuEmuHostWaits("cuStreamSynchronize"), 2);
+    cr_assert_eq(cuEmuHostWaits("cuMemcpyDtoHAsync_v2"), 1, "the pageable one only");
+    cr_assert_eq(cuEmuHostWaits("cuMemcpyDtoH_v2"), 1);
+    cr_assert_eq(cuEmuHostWaits("cuCtxSynchronize"), 1);
+    cr_assert_eq(cuEmuHostWaits("cuMemFree_v2"), 1);
+    cr_assert_eq(cuEmuHostWaits("cuLaunchKernel") + cuEmuHostWaits("cuMemsetD8Async") +
+                     cuEmuHostWaits("cuMemAllocAsync") + cuEmuHostWaits("cuMemFreeAsync"), 0);
+    cr_assert_eq(cuEmuHostWaits(NULL), 6);
+    unsigned char one = 1;
+    cr_assert_eq(cuEmuDeviceStore(a, &one, 1), RZCUDA_ERROR_INVALID_VALUE, "freed");
+    cr_assert_eq(cuEmuHostWaits(NULL), 6, "an extension function's wait counts for no entry point");
+    cuEmuResetCallCounts();
+    cr_assert_eq(cuEmuHostWaits(NULL), 0, "reset with the call counts");
+    OK(cuMemAlloc_v2(&d, 4096));
+    cuEmuSetKernelDuration(2000000000ull); /* 2 s: far longer than the next two calls take */
+    OK(cuLaunchKernel(fill, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+    FAILS(cuStreamQuery(s), RZCUDA_ERROR_NOT_READY);
+    cuEmuSetKernelDuration(0);
+    OK(cuStreamSynchronize(s));
+    cr_assert_eq(cuEmuHostWaits(NULL), 1);
+    OK(cuMemFreeHost(pinned));
+    cr_assert_eq(cuEmuHostWaits("cuMemFreeHost"), 1);
+}

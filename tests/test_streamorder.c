@@ -273,3 +273,43 @@ Test(quiet, a_capture_begins_only_after_the_sections_in_flight) {
     cr_assert_eq(exchanges(), 0, "that section exchanged nothing");
     rz__capture_stream_gone(origin);
 }
+
+/* Page-locked slots for free checks (pinned_slots.c, issue 29): any band size gets one (a size class, or a
+ * region of its own past 1 MiB), registering memory waits for no device work, every slot is page-locked (so a
+ * copy into it is queued, never a host wait), all of them together stay within RZ_PINNED_BUDGET, and a slot
+ * given back is used again. */
+Test(streamorder, pinned_slots_any_size_bounded_no_wait, .timeout = 60) {
+    rzt_context(0);
+    cr_assert_eq(rz__dev_load(), RZ_OK);
+    enum { MAX = 4096 };
+    static void *got[MAX];
+    size_t sizes[] = {64, 4096, 5000, 70000, 1u << 20, (3u << 20) + 5};
+    size_t n = 0, bytes = 0;
+    cuEmuResetCallCounts();
+    for (size_t k = 0; n < MAX; k++) {
+        size_t want = sizes[k % (sizeof sizes / sizeof sizes[0])];
+        void *p = rz__dev_pinned_alloc(want);
+        if (p == NULL)
+            break;
+        memset(p, 0xab, want); /* the whole size is the caller's */
+        rz_devptr_t d;
+        cr_assert_eq(cuMemAlloc_v2(&d, 1), RZCUDA_SUCCESS);
+        cr_assert_eq(cuMemcpyDtoHAsync_v2(p, d, 1, NULL), RZCUDA_SUCCESS);
+        cr_assert_eq(cuEmuHostWaits("cuMemcpyDtoHAsync_v2"), 0, "a copy into a slot of %zu bytes waited", want);
+        cr_assert_eq(cuMemFree_v2(d), RZCUDA_SUCCESS);
+        got[n++] = p;
+        bytes += want;
+    }
+    cr_assert_lt(n, MAX, "the budget ended the loop");
+    cr_assert_leq(rz__dev_pinned_bytes(), RZ_PINNED_BUDGET);
+    cr_assert_geq(rz__dev_pinned_bytes(), RZ_PINNED_BUDGET - ((size_t)4 << 20), "%zu", rz__dev_pinned_bytes());
+    cr_assert_eq(cuEmuHostWaits("cuMemHostRegister_v2"), 0);
+    size_t held = rz__dev_pinned_bytes();
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(rz__dev_pinned_free(got[i]), 1);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_neq(rz__dev_pinned_alloc(sizes[i % (sizeof sizes / sizeof sizes[0])]), NULL, "slot %zu reused", i);
+    cr_assert_eq(rz__dev_pinned_bytes(), held, "no new region for slots given back");
+    int x;
+    cr_assert_eq(rz__dev_pinned_free(&x), 0, "not a slot");
+}

@@ -33,6 +33,9 @@
  *                          for another stream), as on a GPU busy with earlier work: a call that reads device
  *                          memory without first waiting for the kernels before it sees their effects never
  *                          (a program that polls for completion instead of waiting never finishes)
+ *   CUDA_EMU_KERNEL_NS=<n> every kernel takes n nanoseconds (0..60e9, default 0): its stream's worker sleeps
+ *                          that long after running it, so a host wait the program did not ask for shows in
+ *                          wall time too (see cuEmuHostWaits for the count)
  *   CUDA_EMU_TRACE=<path>  append a `dev` line to <path> (%p: the process id) for every device allocation,
  *                          free and write the driver performs, naming the entry point and the object (and
  *                          its exported function) that called it; see docs/emulated-driver.md
@@ -157,6 +160,15 @@ int cuEmuIsEmulated(void);
 unsigned long long cuEmuCallCount(const char *entry_point);
 /* Calls of every exported driver entry point together, since process start or the last reset. */
 unsigned long long cuEmuCallCountAll(void);
+/* Host waits since process start or the last reset: calls that, by their contract, return only once device
+ * work has completed (context, stream and recorded-event synchronisations, synchronous copies and memsets,
+ * asynchronous copies into pageable host memory, cuMemFree of memory not from the stream-ordered allocator,
+ * cuMemFreeHost, cuMemHostUnregister, a context's destruction, ...), counted once per call whether or not
+ * the work had completed (so the count is the same on every run). entry_point NULL: all of them; else those
+ * of that exported entry point (0 for an unknown name). Reset with the call counts. */
+unsigned long long cuEmuHostWaits(const char *entry_point);
+/* Gives every kernel launched from now on a duration of ns nanoseconds (as CUDA_EMU_KERNEL_NS). */
+void cuEmuSetKernelDuration(unsigned long long ns);
 /* Sets every call count to 0. Pending CUDA_EMU_FAIL failures then count from here; pending
  * cuEmuInjectFailure ones keep their distance (nth = 1 still means the next call). */
 void cuEmuResetCallCounts(void);

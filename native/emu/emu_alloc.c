@@ -146,8 +146,11 @@ EMU_API rzcu_result cuMemFree_v2(rzcu_deviceptr dptr)
         return RZCUDA_SUCCESS; /* an import's free (cuMemPoolImportPointer): the allocation stays */
     emu_pool_note_free(dptr);
     /* The driver's cuMemFree waits for the device, except for memory from the stream-ordered allocator. */
-    if (!pool_forget(dptr) && atomic_load(&emu_pending_ops))
-        emu_sync_all_contexts();
+    if (!pool_forget(dptr)) {
+        emu_host_wait(); /* by contract, also when nothing is outstanding */
+        if (atomic_load(&emu_pending_ops))
+            emu_sync_all_contexts();
+    }
     return emu_mem_free(dptr);
 }
 

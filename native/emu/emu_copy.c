@@ -161,6 +161,7 @@ rzcu_result cuEmuDeviceStore(rzcu_deviceptr dst, const void *src, size_t n)
     if (!emu_initialized())
         return RZCUDA_ERROR_NOT_INITIALIZED;
     emu_trace_enter(EP_cuMemcpyHtoD_v2, __builtin_return_address(0)); /* the trace names the caller */
+    emu_waits_enter(-1); /* not an entry point: its wait counts for none */
     return do_copy(HTOD, (uintptr_t)dst, (uintptr_t)src, n, false, NULL, false);
 }
 
@@ -169,6 +170,7 @@ rzcu_result cuEmuDeviceLoad(void *dst, rzcu_deviceptr src, size_t n)
     if (!emu_initialized())
         return RZCUDA_ERROR_NOT_INITIALIZED;
     emu_trace_enter(EP_cuMemcpyDtoH_v2, __builtin_return_address(0));
+    emu_waits_enter(-1);
     return do_copy(DTOH, (uintptr_t)dst, (uintptr_t)src, n, false, NULL, false);
 }
 

@@ -242,6 +242,7 @@ static void print_stats(void)
         if (n)
             fprintf(stderr, "cuda-emu: %s %llu\n", emu_ep_names[i], n);
     }
+    emu_waits_print(stderr);
 }
 
 static void read_config(void)
@@ -284,6 +285,16 @@ static void read_config(void)
         emu_cfg.sticky_faults = true;
     else if (v && strcmp(v, "0") != 0)
         warn("malformed CUDA_EMU_STICKY_FAULTS=\"%s\" (want 0 or 1); using 0", v);
+    v = getenv("CUDA_EMU_KERNEL_NS");
+    if (v) {
+        char *end;
+        errno = 0;
+        unsigned long long ns = strtoull(v, &end, 10);
+        if (errno || end == v || *end || *v == '-' || ns > 60000000000ull)
+            warn("malformed CUDA_EMU_KERNEL_NS=\"%s\" (want nanoseconds, 0..60000000000); using 0", v);
+        else
+            emu_set_kernel_ns(ns);
+    }
     v = getenv("CUDA_EMU_STATS");
     if (v && strcmp(v, "1") == 0)
         atexit(print_stats);
@@ -333,6 +344,7 @@ rzcu_result emu_enter(enum emu_ep ep, void *caller)
     if (ep == EP_cuStreamSynchronize || ep == EP_cuStreamSynchronize_ptsz || ep == EP_cuCtxSynchronize ||
         ep == EP_cuCtxSynchronize_v2 || ep == EP_cuEventSynchronize)
         emu_pool_at_sync(); /* pools above their release threshold release (emu_pool.c) */
+    emu_waits_enter((int)ep);
     if (emu_trace_on())
         emu_trace_enter(ep, caller);
     if (__builtin_expect(atomic_load_explicit(&shut_down, memory_order_relaxed), 0))
@@ -393,6 +405,7 @@ void cuEmuResetCallCounts(void)
     unsigned long long old[EP_COUNT];
     for (int i = 0; i < EP_COUNT; i++)
         old[i] = atomic_exchange(&call_counts[i], 0);
+    emu_waits_reset();
     for (size_t i = 0; i < nfailures; i++)
         if (failures[i].relative)
             failures[i].at = failures[i].at > old[failures[i].ep] ? failures[i].at - old[failures[i].ep] : 1;

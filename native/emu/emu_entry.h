@@ -31,6 +31,17 @@ enum emu_ep {
 extern const char *const emu_ep_names[EP_COUNT];
 int emu_ep_by_name(const char *name); /* -1 when unknown */
 
+/* Host waits (emu_waits.c): emu_enter notes each entry point call; emu_host_wait counts the calling entry
+ * point call as one that waits for device work (once per call, by its contract). */
+void emu_waits_enter(int ep);
+void emu_host_wait(void);
+void emu_waits_reset(void);
+void emu_set_kernel_ns(unsigned long long ns);
+/* In the stream's worker, after a kernel ran: its duration (CUDA_EMU_KERNEL_NS). */
+void emu_kernel_duration(void);
+#include <stdio.h>
+void emu_waits_print(FILE *f);
+
 /* ---- configuration, counting, fault injection (emu_entry.c) ---- */
 struct emu_config {
     int ndevices;

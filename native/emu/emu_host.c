@@ -18,6 +18,7 @@
 
 struct host_alloc {
     struct host_alloc *next;
+    struct host_alloc *all_next, **all_link; /* in host_all: every block, for the range question */
     void *p;
     size_t size;
     struct CUctx_st *ctx;
@@ -34,6 +35,25 @@ struct host_reg {
 
 static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct host_alloc *host_table[HOST_BUCKETS];
+/* Every block again, in one list: whether a host range is pinned walks the blocks alive (few, and none in most
+ * programs), not the 4,096 buckets (which every pageable copy from the device did). */
+static struct host_alloc *host_all;
+
+static void all_insert_locked(struct host_alloc *h)
+{
+    h->all_next = host_all;
+    h->all_link = &host_all;
+    if (host_all)
+        host_all->all_link = &h->all_next;
+    host_all = h;
+}
+
+static void all_remove_locked(struct host_alloc *h)
+{
+    *h->all_link = h->all_next;
+    if (h->all_next)
+        h->all_next->all_link = h->all_link;
+}
 static struct host_reg *host_regs;
 
 static size_t host_bucket(const void *p) { return ((uintptr_t)p >> 12) % HOST_BUCKETS; }
@@ -48,11 +68,12 @@ static rzcu_result host_alloc(struct CUctx_st *ctx, size_t size, unsigned flags,
         free(h);
         return RZCUDA_ERROR_OUT_OF_MEMORY;
     }
-    *h = (struct host_alloc){NULL, p, size, ctx, flags};
+    *h = (struct host_alloc){.p = p, .size = size, .ctx = ctx, .flags = flags};
     pthread_mutex_lock(&host_mu);
     size_t b = host_bucket(p);
     h->next = host_table[b];
     host_table[b] = h;
+    all_insert_locked(h);
     pthread_mutex_unlock(&host_mu);
     *out = p;
     return RZCUDA_SUCCESS;
@@ -99,8 +120,10 @@ static rzcu_result host_free(void *p)
     struct host_alloc **link = &host_table[host_bucket(p)], *h;
     while ((h = *link) && h->p != p)
         link = &h->next;
-    if (h)
+    if (h) {
         *link = h->next;
+        all_remove_locked(h);
+    }
     pthread_mutex_unlock(&host_mu);
     if (!h)
         return RZCUDA_ERROR_INVALID_VALUE;
@@ -117,6 +140,7 @@ void emu_host_free_context(struct CUctx_st *ctx)
         while ((h = *link)) {
             if (h->ctx == ctx) {
                 *link = h->next;
+                all_remove_locked(h);
                 free(h->p);
                 free(h);
             } else {
@@ -139,10 +163,9 @@ static long pinned_flags_locked(const void *p, size_t n)
     for (struct host_reg *h = host_regs; h; h = h->next)
         if (inside(b, n, h->p, h->size))
             return h->flags;
-    for (size_t k = 0; k < HOST_BUCKETS; k++) /* pinned blocks: few, in tests and tools */
-        for (struct host_alloc *h = host_table[k]; h; h = h->next)
-            if (inside(b, n, (uintptr_t)h->p, h->size))
-                return h->flags;
+    for (struct host_alloc *h = host_all; h; h = h->all_next) /* pinned blocks: few, in tests and tools */
+        if (inside(b, n, (uintptr_t)h->p, h->size))
+            return h->flags;
     return -1;
 }
 

@@ -82,6 +82,7 @@ static void hold_until_waited(const struct op *op)
 
 void emu_wait_seq(struct CUstream_st *s, uint64_t seq)
 {
+    emu_host_wait(); /* by contract, also when the work has completed already */
     if (emu_completed(s) >= seq)
         return;
     hold_release(); /* this thread now waits for device work: held kernels may start */
@@ -178,6 +179,7 @@ static void run_kernel(struct op *op)
 {
     if (!emu_cfg.sticky_faults) {
         op->kernel(&op->launch, op->kparams);
+        emu_kernel_duration();
         return;
     }
     pthread_once(&g_fault_once, install_fault_handler);
@@ -189,6 +191,7 @@ static void run_kernel(struct op *op)
         emu_set_sticky_error(RZCUDA_ERROR_ILLEGAL_ADDRESS);
     }
     t_kernel_jmp = NULL;
+    emu_kernel_duration();
 }
 
 /* cuMemsetD16/D32 and the pitched memsets: the element's bytes (little-endian), row by row. */
@@ -366,6 +369,8 @@ rzcu_result emu_submit_seq_ex(struct CUstream_st *s, struct op *op, bool wait, u
 {
     if (atomic_load(&s->capture))
         return emu_capture_record(s, op, wait); /* recorded into the graph, not run */
+    if (wait)
+        emu_host_wait(); /* a synchronous operation: returns once it (and what it waits for) completed */
     struct CUctx_st *ctx = s->ctx;
     size_t capacity = op->ndeps, nd = 0;
     pthread_mutex_lock(&ctx->mu);
@@ -482,6 +487,7 @@ void emu_stream_sync(struct CUstream_st *s)
 
 void emu_ctx_sync(struct CUctx_st *ctx)
 {
+    emu_host_wait();
     pthread_mutex_lock(&ctx->mu);
     size_t n = ctx->nstreams;
     struct dep *snap = malloc((n ? n : 1) * sizeof *snap);
@@ -513,6 +519,7 @@ void emu_ctx_sync(struct CUctx_st *ctx)
 
 void emu_sync_all_contexts(void)
 {
+    emu_host_wait();
     size_t n = atomic_load(&emu_nctx);
     for (size_t i = 0; i < n; i++) {
         struct CUctx_st *c = &emu_ctx_pool[i];
@@ -523,6 +530,7 @@ void emu_sync_all_contexts(void)
 
 void emu_sync_outstanding(void)
 {
+    emu_host_wait();
     if (atomic_load(&emu_pending_ops))
         emu_sync_all_contexts();
 }

@@ -49,6 +49,11 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
 
 #define RZ_ZONE_GUARD 0x8    /* a guard-page allocation (METRALE_REDZONE_GUARD): reserved0 = log2 granularity */
 
+/* reserved0 of a zone that is not RZ_ZONE_GUARD: an interposed allocation (not managed, not stream-ordered),
+ * whose every write the hooks see, so its band can change only after device work they note (work_epoch.h). */
+#define RZ_ZONE_SEEN 0x1
+static inline int rz__zone_seen(const rz_zone_node_t *z) { return !(z->flags & RZ_ZONE_GUARD) && (z->reserved0 & RZ_ZONE_SEEN); }
+
 #define RZ_ZONE_STREAM_ORDERED 0x10 /* from cuMemAllocAsync/FromPoolAsync: cuMemFree of it does not wait */
 
 #define RZ_ZONE_QUEUED 0x20 /* transient, registry lock held: kept once while compacting the pending list */

@@ -148,7 +148,7 @@ static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_
     if (RZ_UNLIKELY(r != RZCUDA_SUCCESS))
         return r == RZCUDA_ERROR_OUT_OF_MEMORY && pad ? alloc_general(dptr, bytes, req, index, 1) : (int)r;
     rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
-                           .flags = pad ? RZ_ZONE_PENDING : 0};
+                           .flags = pad ? RZ_ZONE_PENDING : 0, .reserved0 = pad ? RZ_ZONE_SEEN : 0};
     if (RZ_UNLIKELY(rz__registry_add(&zone) != RZ_OK)) {
         rz__warn("allocation #%llu: out of registry memory; not watched", (unsigned long long)index);
         if (pad)
@@ -276,6 +276,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
     rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
                            .front_units = (uint16_t)(front / RZ_FRONT_UNIT),
                            .flags = is_async(req) ? RZ_ZONE_STREAM_ORDERED : 0};
+    if (pad > 0 && req->interposed && !is_async(req) && req->kind != RZ_ALLOC_MANAGED)
+        zone.reserved0 = RZ_ZONE_SEEN;
     /* A lazy zone asks the driver for its context when its band is written, so one freed before then
      * never asks at all. */
     if (pad > 0 && (!lazy || !rz__dev_has_pointer_attribute()))

@@ -35,6 +35,7 @@
 #include "sticky_said.h"
 #include "stream_fills.h"
 #include "thread_state.h"
+#include "work_epoch.h"
 
 /*
  * Bounded batches (issue 20.8). One batch (per context one batch copy, then one synchronisation) covers at most
@@ -197,9 +198,10 @@ static int install_pending_locked(void) {
         rzcu_result last_error = RZCUDA_SUCCESS;
         for (size_t i = 0; i < n; i++) {
             rz_zone_node_t *z = taken[i];
-            rzcu_result q = z->ctx ? RZCUDA_SUCCESS
-                                   : rz__dev_pointer_attribute(&z->ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr);
-            if (q == RZCUDA_ERROR_INVALID_VALUE || (q == RZCUDA_SUCCESS && other_block_at(z))) {
+            /* One driver call per zone: the block's context and start together. */
+            rz_devptr_t raw = z->ptr - rz__zone_front(z), start = raw;
+            rzcu_result q = z->ctx ? RZCUDA_SUCCESS : rz__dev_block_of(raw, &z->ctx, &start);
+            if (q == RZCUDA_ERROR_INVALID_VALUE || (q == RZCUDA_SUCCESS && start != raw)) {
                 /* The driver no longer knows the memory, or shows another allocation there (its context ended
                  * unseen): forget the zone, whose context the answer was not. */
                 rz__registry_drop_stale(z->ptr);
@@ -313,9 +315,11 @@ void rz__bands_settle(void) {
         end();
         return;
     }
-    install_pending_locked(); /* a pending zone learns its context here */
+    uint64_t epoch = rz__work_now();
+    /* A zone still waiting for its band (lazy install) saw no device work since its allocation: nothing of
+     * it to wait for (its band is written by the scan that follows, if that one reads it at all). */
     for (rz_zone_node_t *z = rz__registry_first(); z && n < MAX_CTX; z = rz__registry_next(z)) {
-        if (!rz__zone_watched(z))
+        if (!rz__zone_watched(z) || (z->flags & RZ_ZONE_PENDING))
             continue;
         size_t i = 0;
         while (i < n && ctxs[i] != z->ctx)
@@ -325,8 +329,12 @@ void rz__bands_settle(void) {
     }
     rz__registry_unlock();
     /* Outside the lock: the program's host functions may need it while the device drains. */
+    int all = n < MAX_CTX;
     for (size_t i = 0; i < n; i++)
-        rz__dev_settle(ctxs[i]); /* a failure (a sticky error, a dead context) shows in the scan's reads */
+        if (rz__dev_settle(ctxs[i]) != RZCUDA_SUCCESS) /* a failure shows in the scan's reads */
+            all = 0;
+    if (all)
+        rz__work_completed(epoch); /* the work noted before the settles is done (work_epoch.h) */
     end();
 }
 
@@ -455,8 +463,13 @@ static int among(void *ctx, void *const *only, size_t n) {
     return 0;
 }
 
+/* Set by scan_all for one scan: zones whose writes the hooks see are clean without a read (no device work
+ * since every such band was judged clean: work_epoch.h). Registry lock held. */
+static int g_seen_clean;
+
 /* Read and judge the bands of every watched zone (of the nonly contexts in `only`, sorted by handle, when
  * nonly > 0). Registry lock held, waiting bands installed. */
+
 static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, uint64_t *violated_out) {
     uint64_t checked = 0, violated = 0, unread = 0;
     int rc = RZ_OK, rc_driver = RZ_OK;
@@ -470,6 +483,10 @@ static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, u
         if (!rz__zone_watched(z) || (nonly == 1 && z->ctx != only[0]) || (nonly > 1 && !among(z->ctx, only, nonly)) ||
             !band_in_place(z))
             continue;
+        if (g_seen_clean && rz__zone_seen(z) && !(z->flags & RZ_ZONE_VIOLATED)) {
+            checked++; /* nothing could have written its band since it was judged clean */
+            continue;
+        }
         size_t zone_bytes = z->pad_bytes + rz__zone_front(z), bands = z->front_units ? 2 : 1;
         if (n > 0 && (n + bands > g_io_cap || used + zone_bytes > g_staging.size)) {
             int brc = scan_batch(n, &violated, &unread);
@@ -503,11 +520,15 @@ static int scan_locked(void *const *only, size_t nonly, uint64_t *checked_out, u
 }
 
 #define SCAN_QUIET_EMPTY 2 /* no summary line when nothing was checked or found (the exit scan) */
+#define SCAN_AT_EXIT 4     /* zones still waiting for their band count as checked, unwritten (no device work) */
+#define SCAN_FOR_FREE 8    /* for a free (free_check.c): no summary line unless violated, not counted as a scan */
 static int scan_all(int how, rz_scan_some_t *some);
 
 RZ_EXPORT int rz_scan(void) { return scan_all(0, NULL); }
 
-int rz__scan_at_exit(void) { return scan_all(SCAN_QUIET_EMPTY, NULL); }
+int rz__scan_at_exit(void) { return scan_all(SCAN_QUIET_EMPTY | SCAN_AT_EXIT, NULL); }
+
+int rz__scan_for_free(void) { return scan_all(SCAN_FOR_FREE, NULL); }
 
 int rz__scan_some(rz_scan_some_t *req) { return scan_all(0, req); }
 
@@ -539,7 +560,15 @@ static int scan_all(int how, rz_scan_some_t *some) {
     }
     rz_reports_t reports;
     rz__reports_begin(&reports);
-    install_pending_locked();
+    /* At exit a zone still waiting for its band saw no device work since its allocation: nothing to read. */
+    uint64_t unwritten = (how & SCAN_AT_EXIT) ? rz__registry_pending() : 0;
+    if (!(how & SCAN_AT_EXIT))
+        install_pending_locked();
+    /* The work noted before the scan, and whether all of it had completed: then a clean full scan judged every
+     * band with nothing left that could still write one. */
+    uint64_t epoch = rz__work_now();
+    int complete = rz__work_done() >= epoch;
+    g_seen_clean = nonly == 0 && (how & (SCAN_AT_EXIT | SCAN_FOR_FREE)) && rz__work_none_since_clean();
     for (int i = 0; i < RZ_SCAN_BEGIN_SLOTS; i++) {
         rz_scan_begin_fn *fn = atomic_load_explicit(&g_scan_begin[i], memory_order_acquire);
         if (fn)
@@ -551,14 +580,21 @@ static int scan_all(int how, rz_scan_some_t *some) {
     g_last_read_error = RZCUDA_SUCCESS;
     uint64_t checked = 0, violated = 0;
     rc = scan_locked(some ? some->ctxs : NULL, nonly, &checked, &violated);
+    g_seen_clean = 0;
+    checked += unwritten;
+    if (rc == RZ_OK && nonly == 0 && complete && violated == 0 && g_last_unread == 0)
+        rz__work_judged_all(epoch);
     if (some)
         some->done(some->arg, rc); /* a failed one is tried again */
     RZ_STATE.last_scan_checked = checked;
     RZ_STATE.last_scan_violated = violated;
     rz__registry_unlock();
     rz__reports_end(&reports); /* the reports, symbolized, after the lock */
-    rz__count(RZ_C_scans, 1);
-    if (rc == RZ_OK && (how & SCAN_QUIET_EMPTY) && checked == 0 && violated == 0) {
+    if (!(how & SCAN_FOR_FREE))
+        rz__count(RZ_C_scans, 1);
+    if (rc == RZ_OK && (how & SCAN_FOR_FREE) && violated == 0) {
+        /* part of a free's check: said only when it found something */
+    } else if (rc == RZ_OK && (how & SCAN_QUIET_EMPTY) && checked == 0 && violated == 0) {
         /* The exit scan of a program whose zones were all freed (and judged then): a "0 zones checked, 0
          * violated" line right after a free-time report reads as a contradiction; the exit line follows. */
     } else if (rc == RZ_OK) {

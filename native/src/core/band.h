@@ -9,6 +9,11 @@
 /* rz_scan() for the exit scan: no summary line when it checked and found nothing (the exit line says it). */
 int rz__scan_at_exit(void);
 
+/* For free_check.c's churn: rz_scan() without its summary line unless a band differs, not counted as a scan;
+ * after rz__bands_settle, a clean one marks every band judged (work_epoch.h), so frees read none until the
+ * program's next device work. */
+int rz__scan_for_free(void);
+
 
 /* Write the bands of zones still waiting for them (lazy install); a no-op costing one load when none wait
  * or when called from inside a scan or poison on this thread. */

@@ -33,6 +33,28 @@ rzcu_result rz__dev_pointer_attribute(void *data, rzcu_pointer_attribute attribu
     return r;
 }
 
+rzcu_result rz__dev_block_of(rz_devptr_t ptr, void **ctx, rz_devptr_t *start) {
+    *start = ptr;
+    if (rz__drv.cuPointerGetAttributes == NULL) {
+        rzcu_result r = rz__dev_pointer_attribute(ctx, RZCU_POINTER_ATTRIBUTE_CONTEXT, ptr);
+        if (r == RZCUDA_SUCCESS && rz__dev_pointer_attribute(start, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr) !=
+                                       RZCUDA_SUCCESS)
+            *start = ptr; /* cannot say: taken as the block's own start */
+        return r;
+    }
+    rzcu_pointer_attribute a[2] = {RZCU_POINTER_ATTRIBUTE_CONTEXT, RZCU_POINTER_ATTRIBUTE_RANGE_START_ADDR};
+    rzcu_context c = NULL;
+    void *d[2] = {&c, start};
+    rzcu_capture_mode saved = rz__dev_quiet_begin();
+    rzcu_result r = rz__drv.cuPointerGetAttributes(2, a, d, ptr);
+    rz__dev_quiet_end(saved);
+    if (r == RZCUDA_SUCCESS && c == NULL)
+        return RZCUDA_ERROR_INVALID_VALUE; /* no allocation there: the attributes' NULL answer */
+    if (r == RZCUDA_SUCCESS)
+        *ctx = c;
+    return r;
+}
+
 /* cuStreamSynchronize of the library's own stream, in a quiet section. */
 static rzcu_result sync_own(rzcu_stream s) {
     rzcu_capture_mode saved = rz__dev_quiet_begin();
@@ -48,66 +70,6 @@ rzcu_result rz__dev_host_register(void *p, size_t bytes) {
     rzcu_result r = rz__drv.cuMemHostRegister_v2(p, bytes, RZCU_MEMHOSTREGISTER_PORTABLE);
     rz__dev_relaxed_end(saved);
     return r;
-}
-
-/*
- * Page-locked slots for band copies queued in the program's stream order (the check before a stream-ordered
- * free): a driver returns from a device-to-pageable copy only once it has completed, which would make
- * cuMemFreeAsync wait for all the stream's earlier work, a host wait the program never asked for. One
- * region registered (portable) on first use, with a context current; a band that does not fit a slot, or no
- * free slot, falls back to pageable memory (and that wait).
- */
-#define PINNED_SLOT ((size_t)4096)
-#define PINNED_SLOTS 256
-static pthread_mutex_t g_pinned_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint8_t *g_pinned;
-static int g_pinned_state; /* 0: not tried (or no context yet), 1: registered, -1: unavailable */
-static uint16_t g_pinned_free[PINNED_SLOTS];
-static int g_npinned_free;
-
-static void pinned_setup_locked(void) {
-    size_t size = PINNED_SLOT * PINNED_SLOTS;
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED || !rz__drv.cuMemHostRegister_v2) {
-        g_pinned_state = -1;
-        if (p != MAP_FAILED)
-            munmap(p, size);
-        return;
-    }
-    rzcu_result r = rz__dev_host_register(p, size);
-    if (r != RZCUDA_SUCCESS) {
-        munmap(p, size);
-        g_pinned_state = r == RZCUDA_ERROR_INVALID_CONTEXT ? 0 : -1; /* no context: try again later */
-        return;
-    }
-    g_pinned = p;
-    for (int i = 0; i < PINNED_SLOTS; i++)
-        g_pinned_free[i] = (uint16_t)(PINNED_SLOTS - 1 - i);
-    g_npinned_free = PINNED_SLOTS;
-    g_pinned_state = 1;
-}
-
-void *rz__dev_pinned_alloc(size_t bytes) {
-    if (bytes > PINNED_SLOT)
-        return NULL;
-    void *p = NULL;
-    pthread_mutex_lock(&g_pinned_lock);
-    if (g_pinned_state == 0)
-        pinned_setup_locked();
-    if (g_pinned_state == 1 && g_npinned_free > 0)
-        p = g_pinned + PINNED_SLOT * g_pinned_free[--g_npinned_free];
-    pthread_mutex_unlock(&g_pinned_lock);
-    return p;
-}
-
-int rz__dev_pinned_free(void *p) {
-    uint8_t *b = p;
-    pthread_mutex_lock(&g_pinned_lock);
-    int mine = g_pinned && b >= g_pinned && b < g_pinned + PINNED_SLOT * PINNED_SLOTS;
-    if (mine)
-        g_pinned_free[g_npinned_free++] = (uint16_t)((size_t)(b - g_pinned) / PINNED_SLOT);
-    pthread_mutex_unlock(&g_pinned_lock);
-    return mine;
 }
 
 /*
@@ -500,6 +462,26 @@ static rzcu_result per_ctx(rz_band_io_t *io, size_t n, band_op *op) {
 }
 
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n) { return per_ctx(io, n, read_ctx); }
+
+rzcu_result rz__dev_read_after_default(rz_band_io_t *io, size_t n) {
+    int pushed;
+    rzcu_result r = rz__sticky();
+    if (r == RZCUDA_SUCCESS && (n == 0 || rz__drv.cuMemcpyDtoH_v2 == NULL || rz__drv.cuMemcpyDtoHAsync_v2 == NULL))
+        r = RZCUDA_ERROR_NOT_SUPPORTED;
+    if (r == RZCUDA_SUCCESS)
+        r = rz__sticky_note(rz__dev_enter(io[0].ctx, &pushed));
+    if (r != RZCUDA_SUCCESS)
+        return r;
+    rzcu_capture_mode saved = rz__dev_quiet_begin(); /* no capture in progress: the caller checked */
+    for (size_t i = 0; i + 1 < n && r == RZCUDA_SUCCESS; i++)
+        if (io[i].bytes)
+            r = rz__drv.cuMemcpyDtoHAsync_v2(io[i].host, io[i].dev, io[i].bytes, NULL);
+    if (r == RZCUDA_SUCCESS)
+        r = rz__drv.cuMemcpyDtoH_v2(io[n - 1].host, io[n - 1].dev, io[n - 1].bytes);
+    rz__dev_quiet_end(saved);
+    rz__dev_leave(pushed);
+    return rz__sticky_note(r);
+}
 
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n) { return per_ctx(io, n, write_ctx); }
 

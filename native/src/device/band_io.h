@@ -9,6 +9,10 @@
 /* cuPointerGetAttribute in a quiet section. */
 rzcu_result rz__dev_pointer_attribute(void *data, rzcu_pointer_attribute attribute, rz_devptr_t ptr);
 
+/* The context and start of the driver's block holding ptr, in one driver call (cuPointerGetAttributes; two
+ * cuPointerGetAttribute calls without it): INVALID_VALUE when no allocation holds ptr. */
+rzcu_result rz__dev_block_of(rz_devptr_t ptr, void **ctx, rz_devptr_t *start);
+
 /* Page-lock p (portable), with the mode relaxed: the driver's answer (NOT_SUPPORTED without the entry point). */
 rzcu_result rz__dev_host_register(void *p, size_t bytes);
 
@@ -76,11 +80,25 @@ void rz__dev_release_retired(void);
 int rz__dev_staging_reserve(rz_staging_t *st, size_t bytes);
 
 
-/* A page-locked buffer of `bytes` (at most 4 KiB) for a copy queued in a program's stream, or NULL (use
- * pageable memory); give it back with rz__dev_pinned_free, which returns 0 for memory that is not one.
- * Both take only a mutex: callable from a stream's host function. */
+/* A page-locked buffer of `bytes` for a copy queued in a program's stream, or NULL (pinned_slots.c): out of
+ * the page-locked budget (RZ_PINNED_BUDGET in all), or none can be had (rz__dev_pinned_usable says 0: no
+ * driver registration; use pageable memory). Give it back with rz__dev_pinned_free, which returns 0 for
+ * memory that is not one. Both take only a mutex (the first use of a size may register memory, which
+ * waits for no device work): callable from a stream's host function. */
+#define RZ_PINNED_BUDGET ((size_t)64 << 20)
 void *rz__dev_pinned_alloc(size_t bytes);
 
 int rz__dev_pinned_free(void *p);
+
+int rz__dev_pinned_usable(void);
+
+/* Page-locked bytes the slots hold now (registered regions). */
+size_t rz__dev_pinned_bytes(void);
+
+/* A free's band read (n entries of one context, into page-locked memory where it can): every copy but the last
+ * queued on the legacy stream, the last a synchronous copy, so the read is ordered after the program's work
+ * on the default streams and every blocking stream (the legacy stream's semantics), in one host wait. Not
+ * during a capture (the caller checks). */
+rzcu_result rz__dev_read_after_default(rz_band_io_t *io, size_t n);
 
 #endif /* REDZONE_BAND_IO_H */

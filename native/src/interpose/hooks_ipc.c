@@ -57,13 +57,15 @@ rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) 
     rzcu_fn_cuIpcGetMemHandle *real = REAL(cuIpcGetMemHandle);
     if (real == NULL)
         return rz__hook_missing();
-    if (t_in_ipc || handle == NULL || rz__options()->front_bytes == 0)
+    if (t_in_ipc || handle == NULL)
         return real(handle, dptr);
     t_in_ipc = 1;
     uint64_t front = 0, user_bytes = 0, index = 0;
     rz__registry_lock();
-    const rz_zone_node_t *z = rz__registry_find(dptr); /* a zone's own pointer only: inner ones stay the driver's */
-    if (z && z->front_units && !(z->flags & RZ_ZONE_GUARD)) {
+    rz_zone_node_t *z = rz__registry_find(dptr); /* a zone's own pointer only: inner ones stay the driver's */
+    if (z && rz__zone_seen(z))
+        z->reserved0 &= (uint8_t)~RZ_ZONE_SEEN; /* another process's kernels may write it: no hook sees them */
+    if (z && rz__options()->front_bytes && z->front_units && !(z->flags & RZ_ZONE_GUARD)) {
         front = rz__zone_front(z);
         user_bytes = z->user_bytes;
         index = z->index;

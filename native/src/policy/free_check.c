@@ -31,6 +31,7 @@
 #include "sticky.h"
 #include "sticky_said.h"
 #include "stream_ops.h"
+#include "work_epoch.h"
 
 struct async_check {
     struct async_check *next; /* in the deferred list */
@@ -71,9 +72,7 @@ static struct async_check *g_deferred;
 static struct async_check **g_deferred_tail = &g_deferred;
 static _Atomic int g_have_deferred;
 
-void rz__free_check_annotate(void) {
-    RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
-}
+
 
 void rz__free_check_arm(void) {
     rz__alloc_on_free(rz__free_check);
@@ -203,18 +202,88 @@ static void capture_graph_check(const struct async_check *c, rzcu_stream s) {
                  (unsigned long long)zone->index, rz__cu_name(r));
 }
 
+/*
+ * A free's check without host waits the program did not ask for (work_epoch.h). A zone whose every write
+ * the hooks see (RZ_ZONE_SEEN) needs no read when no device work was noted since every such band was last
+ * judged clean. Otherwise its band is read once the work that could write it is done: when all the work
+ * since the last point everything was complete went to the default streams, one synchronous copy on the
+ * legacy stream is ordered after it (one host wait, where the driver's own cuMemFree waits anyway); else the
+ * context is synchronised first, as before. A run of frees with no device work between them (a program
+ * freeing its buffers after a synchronisation) turns into one batched scan of every zone after enough of
+ * them (live zones / CHURN_PER_ZONES, with at least CHURN_MIN_ZONES live), after which the rest read nothing;
+ * a violation that scan finds is reported by it (a scan line), not as a violation at the free.
+ */
+#define CHURN_PER_ZONES 64
+#define CHURN_MIN_ZONES 256 /* below: single reads cost less than a scan (and report at the free) */
+static _Atomic uint64_t g_last_read = UINT64_MAX; /* the work count at the last free that read its band */
+static _Atomic uint64_t g_same_reads;              /* frees in a row that read their band at that count */
+
+void rz__free_check_annotate(void) {
+    RZ_ANNOTATE_ATOMIC(&g_have_deferred, sizeof g_have_deferred); /* helgrind: read without the lock */
+    RZ_ANNOTATE_ATOMIC(&g_last_read, sizeof g_last_read);
+    RZ_ANNOTATE_ATOMIC(&g_same_reads, sizeof g_same_reads);
+}
+
+/* 1: judged without reading (nothing could have written the band). */
+static int judged_unread(const rz_zone_node_t *zone) {
+    return rz__zone_seen(zone) && rz__work_none_since_clean();
+}
+
+/* The read before a free that waits (cuMemFree of ordinary memory): how, see above. */
+static rzcu_result read_for_free(const rz_zone_node_t *zone, rz_band_io_t *io, size_t n) {
+    uint64_t now = rz__work_now();
+    int seen = rz__zone_seen(zone), capture = rz__capture_in_progress();
+    if (seen && !capture) {
+        uint64_t same = atomic_exchange(&g_last_read, now) == now ? atomic_fetch_add(&g_same_reads, 1) + 1 : 0;
+        if (same == 0)
+            atomic_store(&g_same_reads, 0);
+        uint64_t live = rz__registry_count();
+        if (live >= CHURN_MIN_ZONES && same + 1 >= live / CHURN_PER_ZONES) {
+            atomic_store(&g_same_reads, 0);
+            rz__bands_settle();   /* every context with zones: all work noted up to now is done */
+            rz__scan_for_free(); /* and every band judged: the next frees read nothing */
+        }
+        if (rz__work_done() >= now)
+            return rz__dev_read(io, n); /* nothing left running that could write it */
+        if (rz__work_default_streams_since(rz__work_done()))
+            return rz__dev_read_after_default(io, n);
+    }
+    if (!capture) {
+        rz__dev_settle(zone->ctx);
+    } else {
+        static atomic_int warned;
+        if (!atomic_exchange(&warned, 1))
+            rz__warn("a free during a graph capture is checked without waiting for the device (that would "
+                     "invalidate the capture): a kernel still running then may write past the end unseen");
+    }
+    return rz__dev_read(io, n);
+}
+
 void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     if (rz__sticky_say(1))
         return; /* no band can be read any more (sticky.c); the zone is out of the registry meanwhile */
+    int waits = !req->async && !(zone->flags & RZ_ZONE_STREAM_ORDERED);
+    if (waits && judged_unread(zone))
+        return; /* no driver call: nothing could have written its band since it was judged clean */
     rz_devptr_t band = zone->ptr + zone->user_bytes, front = zone->ptr - rz__zone_front(zone);
-    /* In stream order the band is copied into page-locked memory when it fits: a copy into pageable memory
-     * would return only once the stream's earlier work is done (a hidden host wait in cuMemFreeAsync). */
+    /* Into page-locked memory when there is some: a copy into pageable memory returns only once the
+     * stream's earlier work is done (a hidden host wait in cuMemFreeAsync, another one in a free's read). */
     size_t size = sizeof(struct async_check) + zone->pad_bytes + rz__zone_front(zone);
     rzcu_stream s = rz__stream_of(req->stream, req->per_thread);
     /* Captured: no pinned slot from the pool (its first use registers memory, which a capture in the global
      * mode refuses); the graph's check has slots of its own. */
     int captured = req->async && rz__stream_capturing(s);
-    struct async_check *c = req->async && !captured ? rz__dev_pinned_alloc(size) : NULL;
+    struct async_check *c = !captured ? rz__dev_pinned_alloc(size) : NULL;
+    if (c == NULL && req->async && !captured && rz__dev_pinned_usable()) {
+        /* Every page-locked byte the budget allows is in checks still queued: waiting for the stream here is
+         * what this must never do, so this free goes unchecked (said once). */
+        static atomic_int warned;
+        if (!atomic_exchange(&warned, 1))
+            rz__warn("alloc#%llu: %zu MiB of page-locked memory are in stream-ordered free checks still queued; "
+                     "this free and later ones while that lasts are not checked (a check would wait for the "
+                     "stream)", (unsigned long long)zone->index, RZ_PINNED_BUDGET >> 20);
+        return;
+    }
     if (c == NULL)
         c = malloc(size);
     if (c == NULL) {
@@ -255,27 +324,16 @@ void rz__free_check(const rz_zone_node_t *zone, const rz_free_req_t *req) {
             return;
         }
     }
-    /* The driver's cuMemFree waits for the device before it frees: wait first too, so what the program's
-     * in-flight kernels write past the end is in the band when it is read. Not for stream-ordered memory,
-     * whose cuMemFree waits for nothing (the program must have waited for its users): no hidden host wait.
-     * Not while a graph capture is in progress either (a free the driver allows then, from a thread in the
-     * relaxed mode): synchronising a context with a capturing stream invalidates the capture. */
-    if (!req->async && !(zone->flags & RZ_ZONE_STREAM_ORDERED)) {
-        if (!rz__capture_in_progress()) {
-            rz__dev_settle(zone->ctx);
-        } else {
-            static atomic_int warned;
-            if (!atomic_exchange(&warned, 1))
-                rz__warn("a free during a graph capture is checked without waiting for the device (that would "
-                         "invalidate the capture): a kernel still running then may write past the end unseen");
-        }
-    }
     rz_band_io_t io[2] = {{.ctx = zone->ctx, .dev = band, .bytes = zone->pad_bytes, .host = c->band},
                           {.ctx = zone->ctx, .dev = front, .bytes = rz__zone_front(zone), .host = c->band + zone->pad_bytes,
                            .front = 1}};
+    size_t n = zone->front_units ? 2 : 1;
     /* Without the registry lock: a read of one or two bands uses no scratch shared with scans (band_io.c),
-     * and on a GPU it is a device round trip that allocations and frees on other threads must not wait for. */
-    rzcu_result r = rz__dev_read(io, zone->front_units ? 2 : 1);
+     * and on a GPU it is a device round trip that allocations and frees on other threads must not wait for.
+     * The driver's cuMemFree waits for the device before it frees: the read waits for the work that could
+     * write the band (read_for_free). Stream-ordered memory's cuMemFree waits for nothing (the program must
+     * have waited for its users): read as it is, no hidden host wait. */
+    rzcu_result r = waits ? read_for_free(zone, io, n) : rz__dev_read(io, n);
     if (r == RZCUDA_SUCCESS)
         judge_freed(c);
     else if (!rz__sticky_failed(r, 1))

@@ -35,6 +35,7 @@
 #include "report.h"
 #include "rz_annotate.h"
 #include "stream_ops.h"
+#include "work_epoch.h"
 
 /* How a stream was named: a stream handle, the legacy default stream, a thread's per-thread default stream;
  * GONE: a destroyed stream whose work was still running (it can only be waited for with its context). */
@@ -88,6 +89,7 @@ void rz__sync_annotate(void) {
     RZ_ANNOTATE_ATOMIC(&g_seq, sizeof g_seq); /* helgrind: read without the lock by the idle test */
     RZ_ANNOTATE_ATOMIC(&g_clean, sizeof g_clean);
     RZ_ANNOTATE_ATOMIC(&g_untracked, sizeof g_untracked);
+    rz__work_annotate();
 }
 
 static int kind_of(rzcu_stream s, int per_thread) {
@@ -178,6 +180,7 @@ static void untracked(void) {
 
 /* ---- notes ------------------------------------------------------------------------------------------- */
 void rz__note_device_work(rzcu_stream s, int per_thread) {
+    rz__work_note(s, per_thread); /* what frees and the exit scan skip reads by */
     if (!(rz__options()->scan & RZ_SCAN_SYNC))
         return; /* only sync scans use the notes */
     int kind = kind_of(s, per_thread);

@@ -1,0 +1,146 @@
+/*
+ * The patterns real CUDA programs have, counted by the emulated driver (driver calls and host waits, see
+ * cuEmuHostWaits in cuda_emu.h), for tests/waits_check.py, which runs each mode bare and with libredzone.so
+ * preloaded and compares. It knows nothing of redzone.
+ *   rzwaits idle N        N times: alloc, free (no device work at all)
+ *   rzwaits used N        N times: alloc, launch, launch, free, no synchronisation (the default stream)
+ *   rzwaits synced N      N times: alloc, launch, cuCtxSynchronize, free
+ *   rzwaits churn N       N buffers allocated and launched over, one cuCtxSynchronize, then all freed oldest
+ *                         first: counts of the frees only
+ *   rzwaits exit N        N allocations and exit, no device work: counts from after the allocations to the
+ *                         end of the exit handlers (printed by the last one to run)
+ *   rzwaits overrun HOW   a kernel writes one byte past a 1000-byte buffer's end, launched on the legacy stream,
+ *                         the per-thread stream (cuLaunchKernel_ptsz) or a non-blocking stream (HOW: legacy,
+ *                         ptsz, stream), then cuMemFree at once: run with CUDA_EMU_KERNEL_HOLD=1 the kernel runs
+ *                         only once something waits for it, so a free-time read not ordered after it misses it
+ *   rzwaits async N BYTES N times on one stream: cuMemAllocAsync of BYTES, launch, cuMemFreeAsync, with the
+ *                         kernels held (CUDA_EMU_KERNEL_HOLD=1: nothing runs until someone waits), so every
+ *                         free is queued behind all the work before it; counts of the loop, then one
+ *                         cuStreamSynchronize
+ * Each mode prints `rzwaits: MODE: calls=C waits=W` (W: host waits); idle, used and synced first print
+ * `rzwaits: MODE-free: ...`, the counts of the cuMemFree calls alone, and `rzwaits: MODE-attrs: calls=N`, the
+ * pointer-attribute queries of the whole loop.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_emu.h"
+
+#define CHECK(call)                                                                                          \
+    do {                                                                                                     \
+        rzcu_result rc_ = (call);                                                                            \
+        if (rc_ != 0) {                                                                                      \
+            fprintf(stderr, "rzwaits:%d: %s failed: %u\n", __LINE__, #call, rc_);                            \
+            exit(100);                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+CUDA_EMU_KERNEL(touch, sizeof(rzcu_deviceptr), sizeof(unsigned long long)) {
+    unsigned char *buf = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    unsigned long long n = CUDA_EMU_PARAM(unsigned long long, 1);
+    for (unsigned long long i = 0; i < n; i++)
+        buf[i]++;
+}
+
+static rzcu_function g_touch;
+static const char *g_mode;
+
+static void launch(rzcu_deviceptr p, unsigned long long n, rzcu_stream s) {
+    void *params[] = {&p, &n};
+    CHECK(cuLaunchKernel(g_touch, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+}
+
+static void print_counts(void) {
+    printf("rzwaits: %s: calls=%llu waits=%llu\n", g_mode, cuEmuCallCountAll(), cuEmuHostWaits(NULL));
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: rzwaits idle|used|synced|churn|exit|async N [BYTES]\n");
+        return 2;
+    }
+    g_mode = argv[1];
+    long n = atol(argv[2]);
+    if (strcmp(g_mode, "exit") == 0)
+        atexit(print_counts); /* before any CUDA call: runs after every handler registered later */
+    rzcu_context ctx;
+    rzcu_module mod;
+    CHECK(cuInit(0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&g_touch, mod, "touch"));
+    rzcu_deviceptr p;
+    if (strcmp(g_mode, "idle") == 0 || strcmp(g_mode, "used") == 0 || strcmp(g_mode, "synced") == 0) {
+        unsigned long long free_calls = 0, free_waits = 0;
+        cuEmuResetCallCounts();
+        for (long i = 0; i < n; i++) {
+            CHECK(cuMemAlloc_v2(&p, 1000));
+            if (g_mode[0] != 'i')
+                launch(p, 1000, NULL);
+            if (g_mode[0] == 'u')
+                launch(p, 1000, NULL);
+            if (g_mode[0] == 's')
+                CHECK(cuCtxSynchronize());
+            unsigned long long c0 = cuEmuCallCountAll(), w0 = cuEmuHostWaits(NULL);
+            CHECK(cuMemFree_v2(p));
+            free_calls += cuEmuCallCountAll() - c0;
+            free_waits += cuEmuHostWaits(NULL) - w0;
+        }
+        printf("rzwaits: %s-free: calls=%llu waits=%llu\n", g_mode, free_calls, free_waits);
+        printf("rzwaits: %s-attrs: calls=%llu waits=0\n", g_mode,
+               cuEmuCallCount("cuPointerGetAttribute") + cuEmuCallCount("cuPointerGetAttributes"));
+        print_counts();
+    } else if (strcmp(g_mode, "churn") == 0) {
+        rzcu_deviceptr *b = calloc((size_t)n, sizeof *b);
+        for (long i = 0; i < n; i++) {
+            CHECK(cuMemAlloc_v2(&b[i], 1000));
+            launch(b[i], 1000, NULL);
+        }
+        CHECK(cuCtxSynchronize());
+        cuEmuResetCallCounts();
+        for (long i = 0; i < n; i++)
+            CHECK(cuMemFree_v2(b[i]));
+        print_counts();
+        free(b);
+    } else if (strcmp(g_mode, "exit") == 0) {
+        for (long i = 0; i < n; i++)
+            CHECK(cuMemAlloc_v2(&p, 1000));
+        cuEmuResetCallCounts();
+        return 0; /* print_counts runs last */
+    } else if (strcmp(g_mode, "overrun") == 0) {
+        const char *how = argv[2];
+        rzcu_stream s = NULL;
+        if (strcmp(how, "stream") == 0)
+            CHECK(cuStreamCreate(&s, 1 /* non-blocking */));
+        CHECK(cuMemAlloc_v2(&p, 1000));
+        rzcu_deviceptr end = p + 1000;
+        unsigned long long one = 1;
+        void *params[] = {&end, &one};
+        if (strcmp(how, "ptsz") == 0)
+            CHECK(cuLaunchKernel_ptsz(g_touch, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        else
+            CHECK(cuLaunchKernel(g_touch, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+        CHECK(cuMemFree_v2(p));
+        print_counts();
+    } else if (strcmp(g_mode, "async") == 0 && argc > 3) {
+        size_t bytes = (size_t)atol(argv[3]);
+        rzcu_stream s;
+        CHECK(cuStreamCreate(&s, 1 /* non-blocking */));
+        cuEmuResetCallCounts();
+        for (long i = 0; i < n; i++) {
+            CHECK(cuMemAllocAsync(&p, bytes, s));
+            launch(p, bytes, s);
+            CHECK(cuMemFreeAsync(p, s));
+        }
+        print_counts();
+        CHECK(cuStreamSynchronize(s));
+    } else {
+        fprintf(stderr, "rzwaits: unknown mode %s\n", g_mode);
+        return 2;
+    }
+    return 0;
+}
