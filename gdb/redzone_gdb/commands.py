@@ -20,7 +20,7 @@ def _guard(command, fn, argv):
         return fn(argv)
     except UsageError as e:
         if "--json" in argv:
-            raise gdb.GdbError(json_error(command, str(e))) from None
+            raise gdb.GdbError(json_error(command, str(e), usage=USAGE[command])) from None
         _fail(command, str(e))
     except (target.TargetError, OSError) as e:
         if "--json" in argv:
