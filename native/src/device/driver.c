@@ -39,9 +39,11 @@ void *rz__real_dlsym(void *handle, const char *name) {
  * driver depends on, a formatted error for each name the driver lacks), most of the library's start-up.
  * Looking each name up in the driver's GNU hash table costs a fifth of that, with the same answer for the
  * driver's entry points: a function the driver itself defines, at its default version (hidden versions are
- * not what dlsym returns); a name the driver does not define is NULL, as dlsym's search of the driver and
- * the libraries it depends on finds no cu* name elsewhere. A driver without a GNU hash table, and a name
- * that is an indirect function or has only a hidden version, are asked of dlsym, as before.
+ * not what dlsym returns). A name the driver itself does not define is looked up in the libraries it names
+ * as needed, as dlsym does (a shim driver forwards what it does not define to the one it wraps, as the
+ * emulated driver's trace shim does); a name none of them defines is NULL. A name that is an indirect
+ * function or has only a hidden version, and every name when the driver or one of those libraries has no GNU
+ * hash table, are asked of dlsym, as before.
  */
 struct elf_lookup {
     uintptr_t base;
@@ -84,8 +86,11 @@ static int elf_lookup_init(void *h, struct elf_lookup *e) {
     return 1;
 }
 
-/* The driver's definition of name; NULL when this table cannot say (then dlsym is asked). */
-static void *elf_lookup(const struct elf_lookup *e, void *h, const char *name) {
+#define FALLBACK ((void *)1) /* this table cannot say: ask dlsym */
+
+/* name's definition in one library's table: its address, NULL when the table has no such name, or
+ * FALLBACK. */
+static void *elf_find(const struct elf_lookup *e, const char *name) {
     uint32_t hash = 5381;
     for (const unsigned char *c = (const unsigned char *)name; *c; c++)
         hash = hash * 33 + *c;
@@ -93,7 +98,7 @@ static void *elf_lookup(const struct elf_lookup *e, void *h, const char *name) {
     ElfW(Addr) word = e->bloom[(hash / bits) % e->bloom_size];
     ElfW(Addr) mask = ((ElfW(Addr))1 << (hash % bits)) | ((ElfW(Addr))1 << ((hash >> e->bloom_shift) % bits));
     if ((word & mask) != mask)
-        return NULL; /* the driver does not define it (a cu* name no library it depends on defines either) */
+        return NULL;
     uint32_t i = e->buckets[hash % e->nbuckets];
     if (i < e->symoffset)
         return NULL;
@@ -104,13 +109,59 @@ static void *elf_lookup(const struct elf_lookup *e, void *h, const char *name) {
             if (strcmp(e->strtab + s->st_name, name) == 0 && s->st_shndx != SHN_UNDEF &&
                 (e->versym == NULL || !(e->versym[i] & 0x8000))) {
                 if (ELF64_ST_TYPE(s->st_info) != STT_FUNC)
-                    return rz__real_dlsym(h, name); /* an indirect function, an object: dlsym's business */
+                    return FALLBACK; /* an indirect function, an object: dlsym's business */
                 return (void *)(e->base + s->st_value);
             }
         }
         if (h2 & 1)
             return NULL;
     }
+}
+
+/* The driver and the libraries it names as needed, in dlsym's order (the driver, then its dependencies;
+ * theirs are not searched: a name none of these defines is asked of dlsym). */
+#define LOOKUP_LIBS 16
+struct driver_lookup {
+    struct elf_lookup lib[LOOKUP_LIBS];
+    int n;
+    int complete; /* every needed library has a table here */
+};
+
+static int driver_lookup_init(void *h, struct driver_lookup *d) {
+    d->n = 0;
+    d->complete = 0;
+    if (!elf_lookup_init(h, &d->lib[0]))
+        return 0;
+    d->n = 1;
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
+        return 1;
+    int complete = 1;
+    for (const ElfW(Dyn) *dy = lm->l_ld; dy->d_tag != DT_NULL; dy++) {
+        if (dy->d_tag != DT_NEEDED)
+            continue;
+        void *dep = d->n < LOOKUP_LIBS ? dlopen(d->lib[0].strtab + dy->d_un.d_val, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+        if (dep && elf_lookup_init(dep, &d->lib[d->n]))
+            d->n++;
+        else
+            complete = 0;
+        if (dep)
+            dlclose(dep); /* RTLD_NOLOAD took a reference to a library the driver keeps loaded */
+    }
+    d->complete = complete;
+    return 1;
+}
+
+/* The definition of name dlsym(h, name) would return. */
+static void *elf_lookup(const struct driver_lookup *d, void *h, const char *name) {
+    for (int i = 0; i < d->n; i++) {
+        void *p = elf_find(&d->lib[i], name);
+        if (p == FALLBACK)
+            return rz__real_dlsym(h, name);
+        if (p != NULL)
+            return p;
+    }
+    return d->complete ? NULL : rz__real_dlsym(h, name);
 }
 
 static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
@@ -126,8 +177,8 @@ static void load(void) {
         rz__warn("cannot load the CUDA driver libcuda.so.1 (%s)", err ? err : "unknown error");
         return;
     }
-    struct elf_lookup e;
-    int fast = elf_lookup_init(h, &e);
+    static struct driver_lookup e; /* once, under pthread_once */
+    int fast = driver_lookup_init(h, &e);
 #define find(e, h, name) (fast ? elf_lookup(e, h, name) : rz__real_dlsym(h, name))
 #define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, #name);
     RZCU_ENTRY_POINTS(RZ_RESOLVE)
