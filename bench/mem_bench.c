@@ -220,9 +220,11 @@ int main(int argc, char **argv) {
     in_child(bare, n, b, 1);
     in_child(ours, n, o, 5);
     printf("%-34s %9ld %12.1f %12.1f %8.2fx\n", "host B/zone after alloc (vs bare)", n, o[0], b[0], o[0] / b[0]);
-    printf("%-34s %9ld %12.1f %12.1f %8.2fx  <= 1.2x\n", "host B/zone after 1st scan", n, o[1], o[0], o[1] / o[0]);
-    printf("%-34s %9ld %12.1f %12.1f %8.2fx  <= 1.2x\n", "host B/zone after 6 scans", n, o[2], o[0], o[2] / o[0]);
-    printf("%-34s %9ld %12.2f %12.2f %8.2fx  <= 2x\n", "host ms, 1st scan (vs later)", n, o[3], o[4], o[3] / o[4]);
+    /* The targets are for 1M zones: --quick's 100k rows say so instead of standing beside them. */
+    const char *t12 = quick ? "(1M: <= 1.2x)" : "<= 1.2x", *t2 = quick ? "(1M: <= 2x)" : "<= 2x";
+    printf("%-34s %9ld %12.1f %12.1f %8.2fx  %s\n", "host B/zone after 1st scan", n, o[1], o[0], o[1] / o[0], t12);
+    printf("%-34s %9ld %12.1f %12.1f %8.2fx  %s\n", "host B/zone after 6 scans", n, o[2], o[0], o[2] / o[0], t12);
+    printf("%-34s %9ld %12.2f %12.2f %8.2fx  %s\n", "host ms, 1st scan (vs later)", n, o[3], o[4], o[3] / o[4], t2);
     long ns = quick ? 20000 : 100000;
     double s32[1], s0[1];
     in_child(stacks32, ns, s32, 1);

@@ -25,6 +25,8 @@
 #include "capture.h"
 #include "capture_mode.h"
 #include "check_kernel.h"
+#include "check_changed.h"
+#include "launch_names.h"
 #include "copy_check.h"
 #include "copy_ranges.h"
 #include "creation_index.h"

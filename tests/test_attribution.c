@@ -185,15 +185,16 @@ Test(launch, a_band_whose_fill_is_still_queued_is_left_out) {
 /* Three driver calls per checked launch while no capture is in progress (cuCtxGetCurrent, the batched copy, the
  * host function); four while one is, anywhere in the process: then every launch asks the driver whether its
  * stream is capturing. A capture begun through an entry point from cuGetProcAddress is seen too. */
-Test(launch, three_driver_calls_per_launch_outside_a_capture) {
+/* Compared on the device: cuCtxGetCurrent, the check kernel, the copy of the changed bands, cuLaunchHostFunc. */
+Test(launch, four_driver_calls_per_launch_outside_a_capture) {
     const char *argv[] = {RZLAUNCH, "calls", NULL};
     cr_assert_eq(run_launch("launch", "CUDA_EMU_KERNEL_HOLD=1", argv), 0, "%s", g_out);
-    cr_assert(strstr(g_out, "rzlaunch: no capture: 3.00 driver calls per launch, 0.00 of them cuStreamIsCapturing\n"),
+    cr_assert(strstr(g_out, "rzlaunch: no capture: 4.00 driver calls per launch, 0.00 of them cuStreamIsCapturing\n"),
               "%s", g_out);
-    cr_assert(strstr(g_out, "rzlaunch: while another stream is captured: 4.00 driver calls per launch, 1.00 of them "
+    cr_assert(strstr(g_out, "rzlaunch: while another stream is captured: 5.00 driver calls per launch, 1.00 of them "
                             "cuStreamIsCapturing\n"),
               "%s", g_out);
-    cr_assert(strstr(g_out, "rzlaunch: after the capture: 3.00 driver calls per launch, 0.00 of them "
+    cr_assert(strstr(g_out, "rzlaunch: after the capture: 4.00 driver calls per launch, 0.00 of them "
                             "cuStreamIsCapturing\n"),
               "%s", g_out);
     const char *warned = strstr(g_out, "launches into a stream being captured are not checked");
@@ -357,7 +358,10 @@ static unsigned long long violations(void) {
 
 static unsigned long long calls(const char *name) { return cuEmuCallCount(name); }
 
-static void count_per_launch(int zones) {
+/* device: compared on the device by the check kernel (the default; the emulated driver runs its host twin),
+ * else copied to the host. */
+static void count_per_launch(int zones, int device) {
+    rz__changed_enable(device);
     rzcu_stream s;
     cr_assert_eq(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING), RZCUDA_SUCCESS);
     rz_devptr_t p = 0;
@@ -386,24 +390,49 @@ static void count_per_launch(int zones) {
         if (calls(names[i]))
             snprintf(which + strlen(which), sizeof which - strlen(which), " %s=%llu", names[i], calls(names[i]));
     }
-    cr_assert_eq(calls("cuLaunchKernel"), LAUNCHES);
-    /* Per launch: cuCtxGetCurrent, cuStreamIsCapturing, cuMemcpyBatchAsync (one for every band), cuLaunchHostFunc;
+    uint64_t uploads = rz__changed_uploads();
+    cr_assert_eq(calls("cuLaunchKernel"), (device ? 2 : 1) * LAUNCHES);
+    /* Per launch on the device: cuCtxGetCurrent, cuStreamIsCapturing, the check kernel's cuLaunchKernel (the
+     * bands' table was uploaded by the first launches: no upload, no band copied), one cuMemcpyDtoHAsync_v2
+     * of the changed bands, cuLaunchHostFunc. Copied: cuMemcpyBatchAsync (one for every band) instead of the
+     * kernel and its copy.
+     * Per launch: cuCtxGetCurrent, cuStreamIsCapturing, cuMemcpyBatchAsync (one for every band), cuLaunchHostFunc;
      * the kernel's name was asked for once, at its first launch. cuStreamIsCapturing is asked because this test
      * links the library without its interposed entry points, so captures are not seen begin (under the preloaded
-     * library it is not asked while none is in progress: launch::three_driver_calls_per_launch_outside_a_capture). */
+     * library it is not asked while none is in progress: launch::four_driver_calls_per_launch_outside_a_capture). */
     cr_assert_eq(calls("cuCtxGetCurrent"), LAUNCHES);
     cr_assert_eq(calls("cuStreamIsCapturing"), LAUNCHES);
-    cr_assert_eq(calls(zones > 1 ? "cuMemcpyBatchAsync_v2" : "cuMemcpyDtoHAsync_v2"), LAUNCHES);
+    if (device) {
+        cr_assert_eq(calls("cuMemcpyDtoHAsync_v2"), LAUNCHES);
+        cr_assert_eq(calls("cuMemcpyBatchAsync_v2") + calls("cuMemcpyHtoDAsync_v2"), 0, "%s", which);
+        cr_assert_eq(rz__changed_uploads(), uploads, "the zones did not change: no table uploaded");
+    } else {
+        cr_assert_eq(calls(zones > 1 ? "cuMemcpyBatchAsync_v2" : "cuMemcpyDtoHAsync_v2"), LAUNCHES);
+    }
     cr_assert_eq(calls("cuLaunchHostFunc"), LAUNCHES);
     cr_assert_eq(calls("cuFuncGetName"), 0);
-    cr_assert_eq(total - LAUNCHES, 4 * LAUNCHES, "driver calls besides the launches: %llu:%s", total - LAUNCHES, which);
+    cr_assert_eq(total - LAUNCHES, (device ? 5 : 4) * LAUNCHES, "driver calls besides the launches: %llu:%s",
+                 total - LAUNCHES, which);
     cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
     rz__launch_checks();
     cr_assert_eq(violations(), 0, "every poke in bounds");
+    /* An overrun is seen by the next check, with its launch named. */
+    rz_devptr_t q;
+    cr_assert_eq(rz_mem_alloc(&q, 64), RZCUDA_SUCCESS);
+    launch_poke(s, q, 0);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    rz__launch_checks();
+    launch_poke(s, q, 64 + 3);
+    cr_assert_eq(cuStreamSynchronize(s), RZCUDA_SUCCESS);
+    rz__launch_checks();
+    cr_assert_eq(violations(), 1, "the poke past the end");
+    rz__changed_enable(1);
 }
 
-Test(launch_calls, one_zone) { count_per_launch(1); }
-Test(launch_calls, hundreds_of_zones_cost_the_same_calls) { count_per_launch(300); }
+Test(launch_calls, one_zone) { count_per_launch(1, 1); }
+Test(launch_calls, hundreds_of_zones_cost_the_same_calls) { count_per_launch(300, 1); }
+Test(launch_calls, one_zone_copied) { count_per_launch(1, 0); }
+Test(launch_calls, hundreds_of_zones_copied_cost_the_same_calls) { count_per_launch(300, 0); }
 
 Test(launch_calls, kernel_names_asked_again_after_an_unload) {
     rzcu_stream s;

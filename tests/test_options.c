@@ -494,6 +494,7 @@ ParameterizedTestParameters(options, every_warning_names_the_variable_and_the_va
         {"METRALE_REDZONE_SCAN", "x", "using free,exit,fatal"},
         {"METRALE_REDZONE_INSTALL", "x", "using lazy"},
         {"METRALE_REDZONE_CHECK_KERNEL", "x", "using 0"},
+        {"METRALE_REDZONE_LAUNCH_KERNEL", "x", "using 1"},
         {"METRALE_REDZONE_GUARD", "x", "using unset (no guard pages)"},
         {"METRALE_REDZONE_STACKS", "x", "using 0 (off)"},
         {"METRALE_REDZONE_LOG", "", "using stderr"},
@@ -531,7 +532,7 @@ Test(options, every_option_has_a_bad_value_case) {
 #define RZ_OPTION(field, var, type, shown, desc) n++;
 #include "options.inc"
 #undef RZ_OPTION
-    cr_assert_eq(n, 20, "a new option needs its case in every_warning_names_the_variable_and_the_value_used");
+    cr_assert_eq(n, 21, "a new option needs its case in every_warning_names_the_variable_and_the_value_used");
 }
 
 /* ---- issue 27 item 8: a set-uid or set-gid process takes no file names from the environment ----------- */

@@ -14,7 +14,11 @@ free checks the library deferred are judged by its next own scan.
 It refuses when a thread is in the middle of changing the registry (lock held or the change counter odd):
 what it read could be torn, and a write could be lost under the holder's."""
 
-from . import nvtx, view
+import operator
+from bisect import bisect_right
+from itertools import islice, repeat
+
+from . import bandio, nvtx, view
 
 EBUSY_TEXT = ("RZ_EBUSY: a thread is in the middle of changing the zone registry (it holds the registry "
               "lock); step or continue that thread past redzone, then try again")
@@ -98,7 +102,11 @@ class MemoryMethod:
     def scan(self):
         """(result, text): the library's report lines and summary; result as rz_scan's."""
         state = self._state()
-        ptrs, node, bands, checked = self._bands(state)
+        ptrs, read_chunk, node = self._registry(state)
+        try:
+            cols, checked, _pending = view.band_columns(state, read_chunk)
+        except view.ListError as e:
+            raise Failed(str(e)) from None
         launches = None
         if self.launches_addr:
             launches = self.host_read(self.launches_addr, view.size("launches"))
@@ -106,18 +114,10 @@ class MemoryMethod:
                 launches = None
         since = view.u64(launches, view.offset("launches.scan_start")) if launches else 0
 
-        datas = self.io.read_bands(bands)
         lines, records, refill = [], [], []
         violated_zones, unread_zones, violations = set(), set(), 0
-        clean = {}  # (expected, bytes) -> the clean band: one memcmp a band
-        for b, data in zip(bands, datas):
-            if data is not None:
-                key = (b[5], b[1])
-                want = clean.get(key)
-                if want is None:
-                    want = clean[key] = bytes([b[5]]) * b[1]
-                if data == want:
-                    continue
+        violated_bands = []
+        for b, data in self._changed_bands(cols):
             addr, n, index, id1, front, expected, flags = b
             if data is None:
                 if not front:
@@ -138,6 +138,7 @@ class MemoryMethod:
             if len(records) < view.LAST_VIOLATIONS:
                 records.append(record)
             violated_zones.add(id1)
+            violated_bands.append((id1, flags))
             refill.append((addr, bytes([expected]) * n))
         if self.nvtx_addr:  # pool sub-allocations through NVTX (nvtx.py): judged and re-filled as the library does
             nvtx_lines, nvtx_refill = nvtx.check(self.host_read, self.io.read, self.nvtx_addr)
@@ -164,11 +165,13 @@ class MemoryMethod:
                     state = self._state_after_counter(state, "page_reset_bytes", len(data))
             flag_v = view.size("flag.violated")
             marked = {}  # zones whose violated mark changes: id1 -> new flags
-            for b in bands:
-                if b[6] & flag_v and b[3] not in violated_zones:
-                    marked[b[3]] = b[6] & ~flag_v & 0xFF
-                elif b[3] in violated_zones and not b[6] & flag_v:
-                    marked[b[3]] = b[6] | flag_v
+            id1s, flag_col = cols[3], cols[6]
+            for i in _positions(flag_col, flag_v):  # marked violated before (few): no pass over every band
+                if id1s[i] not in violated_zones:
+                    marked[id1s[i]] = flag_col[i] & ~flag_v & 0xFF
+            for id1, flags in violated_bands:
+                if not flags & flag_v:
+                    marked[id1] = flags | flag_v
             for id1, flags in marked.items():
                 self._node_write(ptrs, id1, "node.flags", flags)
             base = view.offset("state.last_violations")
@@ -194,6 +197,73 @@ class MemoryMethod:
             lines.append(f"redzone scan: failed ({view.status_message(result)}) after {checked} zones checked, "
                          f"{len(violated_zones)} violated")
         return result, "".join(l + "\n" for l in lines)
+
+    def _changed_bands(self, cols):
+        """The bands of a scan that are not clean, as ((addr, bytes, index, id1, front, expected, flags), data
+        or None where unreadable), in the judging order. Linear in the bands, one comparison at C speed each
+        (bytes.startswith at the band's place in the span read), no object per clean band; bands are read in
+        spans as bandio.BandIO.read_bands reads them."""
+        addr, nb, index, id1, front, expected, flags = cols
+        n = len(addr)
+        if n == 0:
+            return []
+        ends = list(map(operator.add, addr, nb))
+        read, gap_max, span_max = self.io.read, bandio.GAP_MAX, bandio.SPAN_MAX
+        # The registry's order is usually the addresses' order, the bands apart: then the spans are found with
+        # bisect over the ends and a search of the gaps, at C speed; else one pass in address order.
+        ordered = all(map(operator.le, addr, islice(addr, 1, None))) and \
+            all(map(operator.le, ends, islice(ends, 1, None)))
+        if ordered:
+            order = range(n)
+            gaps = bytes(map(operator.gt, islice(addr, 1, None), map(operator.add, ends, repeat(gap_max))))
+        else:
+            order = sorted(range(n), key=addr.__getitem__)
+        uniform = len(set(nb)) == 1 and len(set(expected)) == 1
+        want_one = bytes([expected[0]]) * nb[0]
+        wants = {}
+        changed = []  # positions in the judging order
+        k = 0
+        while k < n:
+            if ordered:
+                start = addr[k]
+                j = max(bisect_right(ends, start + span_max, k + 1), k + 1)
+                g = gaps.find(1, k, j - 1)  # a gap before band g + 1
+                j = g + 1 if g >= 0 else j
+                end = ends[j - 1]
+            else:
+                first = order[k]
+                start, end = addr[first], ends[first]
+                j = k + 1
+                while j < n:
+                    i = order[j]
+                    if addr[i] > end + gap_max or ends[i] - start > span_max:
+                        break
+                    if ends[i] > end:
+                        end = ends[i]
+                    j += 1
+            span = read(start, end - start) if end > start else b""
+            group = order[k:j]
+            if span is None:
+                for i in group:  # one by one: only the unreadable ones fail
+                    data = read(addr[i], nb[i]) if j - k > 1 else None
+                    if data is None or data != bytes([expected[i]]) * nb[i]:
+                        changed.append((i, data))
+            elif uniform:
+                sw = span.startswith
+                changed += [(i, span[addr[i] - start:ends[i] - start]) for i in group
+                            if not sw(want_one, addr[i] - start)]
+            else:
+                sw = span.startswith
+                for i in group:
+                    key = (nb[i], expected[i])
+                    want = wants.get(key)
+                    if want is None:
+                        want = wants[key] = bytes([expected[i]]) * nb[i]
+                    if not sw(want, addr[i] - start):
+                        changed.append((i, span[addr[i] - start:ends[i] - start]))
+            k = j
+        changed.sort(key=lambda c: c[0])
+        return [((addr[i], nb[i], index[i], id1[i], front[i], expected[i], flags[i]), data) for i, data in changed]
 
     def _state_after_counter(self, state, counter, delta):
         """The state bytes with one counter advanced (so the next bump adds to the new value)."""
@@ -243,6 +313,16 @@ class MemoryMethod:
             return view.STATUS["RZ_EDRIVER"], (f"redzone: warning: {what}: filling {failed} bands failed (the "
                                                "debugger could not write that memory)\n")
         return 0, ""
+
+
+def _positions(col, bit):
+    """Positions in the bytes col whose value has bit set, found at C speed (a translation, then find)."""
+    marks = col.translate(bytes(1 if v & bit else 0 for v in range(256)))
+    out, at = [], marks.find(1)
+    while at >= 0:
+        out.append(at)
+        at = marks.find(1, at + 1)
+    return out
 
 
 def counter_index(state, name):

@@ -3,6 +3,7 @@ same bytes the library logs. No gdb import: tested with pytest on bytes."""
 import ctypes
 import os
 import struct
+import sys
 
 from . import paths
 
@@ -194,9 +195,8 @@ class _Band(ctypes.Structure):
                 ("flags", ctypes.c_uint8), ("reserved", ctypes.c_uint8)]
 
 
-def bands(state_bytes, read_chunk):
-    """The bands a memory scan reads, in the library's judging order: ([(addr, bytes, index, id1, front,
-    expected, flags)], zones checked, of which pending). read_chunk(c) -> bytes or None."""
+def _band_records(state_bytes, read_chunk):
+    """(the band records as bytes, how many, zones checked, of which pending)."""
     l = lib()
     if ctypes.sizeof(_Band) != size("band"):
         raise ListError("the view library's band record has another size than this plugin expects")
@@ -215,8 +215,29 @@ def bands(state_bytes, read_chunk):
         if rc == -2:
             raise ListError("the registry points outside its chunks (memory is corrupt)")
         raw = ctypes.string_at(ctypes.addressof(arr), n.value * ctypes.sizeof(_Band))
-        out = [t[:7] for t in struct.iter_unpack("<QQQIBBBB", raw)]  # C speed, not a ctypes access a field
-        return out, checked.value, pending.value
+        return raw, n.value, checked.value, pending.value
+
+
+def bands(state_bytes, read_chunk):
+    """The bands a memory scan reads, in the library's judging order: ([(addr, bytes, index, id1, front,
+    expected, flags)], zones checked, of which pending). read_chunk(c) -> bytes or None."""
+    raw, _n, checked, pending = _band_records(state_bytes, read_chunk)
+    out = [t[:7] for t in struct.iter_unpack("<QQQIBBBB", raw)]  # C speed, not a ctypes access a field
+    return out, checked, pending
+
+
+def band_columns(state_bytes, read_chunk):
+    """The same bands as columns, made at C speed (no tuple per band): ((addr, bytes, index, id1 lists; front,
+    expected, flags as bytes), zones checked, of which pending)."""
+    raw, n, checked, pending = _band_records(state_bytes, read_chunk)
+    if sys.byteorder != "little":  # the records are little-endian; a cast reads them in the host's order
+        rows = [t[:7] for t in struct.iter_unpack("<QQQIBBBB", raw)]
+        cols = tuple(list(c) for c in zip(*rows)) if rows else ([], [], [], [], [], [], [])
+        return (cols[0], cols[1], cols[2], cols[3], bytes(cols[4]), bytes(cols[5]), bytes(cols[6])), checked, pending
+    m = memoryview(raw)
+    q, w, b = m.cast("Q"), m.cast("I"), m.cast("B")
+    return ((q[0::4].tolist(), q[1::4].tolist(), q[2::4].tolist(), w[6::8].tolist(), bytes(b[28::32]),
+             bytes(b[29::32]), bytes(b[30::32])), checked, pending)
 
 
 def judge(node_bytes, band, front):

@@ -159,6 +159,8 @@ rzcu_result emu_module_new(struct CUctx_st *c, rzcu_module *pmod);
 rzcu_result emu_module_unload(rzcu_module hmod);
 rzcu_result emu_module_get_function(rzcu_function *pf, rzcu_module hmod, const char *name);
 rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn, const size_t **sizes, size_t *n);
+/* emu_twins.c: the host twin of a kernel of the library's module (false: none of that name). */
+bool emu_twin_lookup(const char *name, cuda_emu_kernel_fn **fn, const size_t **sizes, size_t *n);
 
 /* ---- libraries and their kernels (emu_library.c) ---- */
 bool emu_libraries_init(void);

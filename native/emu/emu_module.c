@@ -111,6 +111,8 @@ rzcu_result emu_kernel_lookup(const char *name, cuda_emu_kernel_fn **fn_out, con
     strcat(sym, CUDA_EMU_KERNEL_PARAMS_SUFFIX);
     const size_t *sizes = fn ? dlsym(RTLD_DEFAULT, sym) : NULL;
     free(sym);
+    if (!fn && *name && emu_twin_lookup(name, fn_out, sizes_out, n_out))
+        return RZCUDA_SUCCESS; /* a kernel of the library's own module (emu_twins.c) */
     if (!fn)
         return RZCUDA_ERROR_NOT_FOUND;
     size_t n = 0;

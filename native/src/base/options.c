@@ -419,6 +419,7 @@ void rz__options_parse_env(rz_getenv_fn getenv_fn, int secure, rz_options_t *out
     out->scan = RZ_SCAN_FREE | RZ_SCAN_EXIT | RZ_SCAN_FATAL;
     out->agent = true;
     out->check_kernel = false;
+    out->launch_kernel = true;
     out->help = false;
     char ignored[512] = "", defaults[256] = "";
     t_parse_env = getenv_fn;

@@ -55,6 +55,7 @@ typedef struct rz_options {
     bool install_eager;  /* METRALE_REDZONE_INSTALL=eager: fill each band at its allocation */
     rz_window_t poison;  /* METRALE_REDZONE_POISON: window applied from the first allocation on */
     bool check_kernel;   /* METRALE_REDZONE_CHECK_KERNEL: scans may use the device check kernel */
+    bool launch_kernel;  /* METRALE_REDZONE_LAUNCH_KERNEL: launch checks compare bands on the device */
     uint64_t stacks;     /* METRALE_REDZONE_STACKS: frames kept per allocation (0: off) */
     rz_guard_sel_t guard; /* METRALE_REDZONE_GUARD: which allocations get a hardware guard page */
     uint64_t min_idx;

@@ -36,6 +36,7 @@
 #include "common.h"
 #include "launch_attribution.h"
 #include "band_io.h"
+#include "check_changed.h"
 #include "format.h"
 #include "judge.h"
 #include "launch_check.h"
@@ -221,47 +222,63 @@ static int band_clean(const uint8_t *b, uint32_t bytes, uint8_t expected) {
     return bytes == 0 || (b[0] == expected && memcmp(b, b + 1, bytes - 1) == 0);
 }
 
+/* One band of check c's layout (m) that its copy or the device saw changed (band: its bytes then). */
+static void judge_band(rz_check_t *c, const rz_band_meta_t *m, const uint8_t *band) {
+    rz_zone_node_t *z = rz__registry_find(m->ptr);
+    int live = z != NULL && z->index == m->index;
+    /* Freed since the launch: a stream-ordered free may have run before the copy (its own check judges
+     * the band, in the freeing stream's order); cuMemFree waits for the device, so the copy came first. */
+    if (!live && (m->flags & RZ_ZONE_STREAM_ORDERED))
+        return;
+    /* Re-filled by a poison window since the layout was made: the copy may have raced with the fill. */
+    if (live && (!rz__zone_watched(z) || z->expected != m->expected))
+        return;
+    struct record *more = NULL;
+    uint64_t since = c->overlap_begin && c->overlap_begin < c->begin ? c->overlap_begin : c->begin;
+    enum seen seen = seen_before(m->index, m->front, since, 0, band, m->bytes, m->expected, &more);
+    if (seen == SEEN_BEFORE)
+        return;
+    if (seen == SEEN_MORE) {
+        char by[48];
+        snprintf(by, sizeof by, "by launch #%llu", (unsigned long long)c->launch);
+        note_more(more, band, m, by, c->overlap_last);
+        return;
+    }
+    uint64_t oldest = launch_oldest_unjudged();
+    rec_add(m->index, m->ptr, m->front, band, m->bytes, 0, oldest < c->begin ? oldest : c->begin, c->overlap_last);
+    rz_zone_node_t gone = {.ptr = m->ptr, .user_bytes = m->user_bytes, .index = m->index, .ctx = c->ctx,
+                           .pad_bytes = m->pad_bytes, .expected = m->expected, .front_units = m->front_units};
+    rz_zone_node_t *node = live ? z : &gone;
+    t_judging = c;
+    if (m->front)
+        rz__band_judge_front(node, band);
+    else
+        rz__band_judge(node, band);
+    t_judging = NULL;
+    if (live)
+        z->flags |= RZ_ZONE_VIOLATED;
+}
+
 void rz__attrib_judge_locked(rz_check_t *c) {
     const rz_layout_t *l = c->layout;
+    if (c->area) {
+        /* Compared on the device: only the bands that changed came back. One whose bytes did not fit is
+         * still changed on the device, so a later check (or scan) reports it. */
+        rz_changed_band_t changed[RZ_CHANGED_CAP];
+        uint32_t n = rz__changed_result(c->area, changed);
+        for (uint32_t k = 0; k < n && k < RZ_CHANGED_CAP; k++)
+            if (changed[k].pos < l->n && changed[k].bytes != NULL &&
+                !band_clean(changed[k].bytes, l->meta[changed[k].pos].bytes, l->meta[changed[k].pos].expected))
+                judge_band(c, &l->meta[changed[k].pos], changed[k].bytes);
+        return;
+    }
     const uint8_t *base = c->st->p;
     for (size_t i = 0; i < l->n; i++) {
         const rz_band_meta_t *m = &l->meta[i];
         const uint8_t *band = base + l->offs[i];
         if (RZ_LIKELY(band_clean(band, m->bytes, m->expected)))
             continue;
-        rz_zone_node_t *z = rz__registry_find(m->ptr);
-        int live = z != NULL && z->index == m->index;
-        /* Freed since the launch: a stream-ordered free may have run before the copy (its own check judges
-         * the band, in the freeing stream's order); cuMemFree waits for the device, so the copy came first. */
-        if (!live && (m->flags & RZ_ZONE_STREAM_ORDERED))
-            continue;
-        /* Re-filled by a poison window since the layout was made: the copy may have raced with the fill. */
-        if (live && (!rz__zone_watched(z) || z->expected != m->expected))
-            continue;
-        struct record *more = NULL;
-        uint64_t since = c->overlap_begin && c->overlap_begin < c->begin ? c->overlap_begin : c->begin;
-        enum seen seen = seen_before(m->index, m->front, since, 0, band, m->bytes, m->expected, &more);
-        if (seen == SEEN_BEFORE)
-            continue;
-        if (seen == SEEN_MORE) {
-            char by[48];
-            snprintf(by, sizeof by, "by launch #%llu", (unsigned long long)c->launch);
-            note_more(more, band, m, by, c->overlap_last);
-            continue;
-        }
-        uint64_t oldest = launch_oldest_unjudged();
-        rec_add(m->index, m->ptr, m->front, band, m->bytes, 0, oldest < c->begin ? oldest : c->begin, c->overlap_last);
-        rz_zone_node_t gone = {.ptr = m->ptr, .user_bytes = m->user_bytes, .index = m->index, .ctx = c->ctx,
-                               .pad_bytes = m->pad_bytes, .expected = m->expected, .front_units = m->front_units};
-        rz_zone_node_t *node = live ? z : &gone;
-        t_judging = c;
-        if (m->front)
-            rz__band_judge_front(node, band);
-        else
-            rz__band_judge(node, band);
-        t_judging = NULL;
-        if (live)
-            z->flags |= RZ_ZONE_VIOLATED;
+        judge_band(c, m, band);
     }
 }
 

@@ -41,10 +41,12 @@
 #include "band_io.h"
 #include "capture.h"
 #include "capture_mode.h"
+#include "check_changed.h"
 #include "device_ctx.h"
 #include "driver.h"
 #include "judge.h"
 #include "launch_attribution.h"
+#include "launch_names.h"
 #include "launch_ring.h"
 #include "options.h"
 #include "registry.h"
@@ -375,45 +377,6 @@ void rz__launch_forget_ctx(void *ctx) {
     rz__registry_unlock();
 }
 
-/* ---- kernel names, cached: a launch asks the driver once per kernel ------------------------------------- */
-/* Kernel handles stay valid until their module or library is unloaded or their context ends; any of those
- * forgets every name (a later kernel may get a freed handle). */
-#define NAME_SLOTS 256
-static pthread_mutex_t g_name_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    rzcu_function f;
-    uint64_t gen;
-    char name[RZ_KERNEL_NAME];
-} g_names[NAME_SLOTS];
-static uint64_t g_name_gen = 1; /* entries of older generations are empty */
-
-void rz__launch_names_forget(void) {
-    pthread_mutex_lock(&g_name_lock);
-    g_name_gen++;
-    pthread_mutex_unlock(&g_name_lock);
-}
-
-/* The kernel's name into out (RZ_KERNEL_NAME bytes). */
-static void launch_kernel_name(rzcu_function f, char *out) {
-    size_t slot = (size_t)(((uintptr_t)f >> 4) * UINT64_C(0x9E3779B97F4A7C15) >> 56) % NAME_SLOTS;
-    pthread_mutex_lock(&g_name_lock);
-    if (g_names[slot].f == f && g_names[slot].gen == g_name_gen) {
-        memcpy(out, g_names[slot].name, RZ_KERNEL_NAME);
-        pthread_mutex_unlock(&g_name_lock);
-        return;
-    }
-    uint64_t gen = g_name_gen;
-    pthread_mutex_unlock(&g_name_lock);
-    snprintf(out, RZ_KERNEL_NAME, "%s", rz__launch_kernel_name(f));
-    pthread_mutex_lock(&g_name_lock);
-    if (gen == g_name_gen) { /* no unload meanwhile */
-        g_names[slot].f = f;
-        g_names[slot].gen = gen;
-        memcpy(g_names[slot].name, out, RZ_KERNEL_NAME);
-    }
-    pthread_mutex_unlock(&g_name_lock);
-}
-
 /* ---- the host stack of the launch call ------------------------------------------------------------------ */
 /*
  * Unwinding (DWARF call frame information) costs thousands of instructions a frame, at every launch. A
@@ -509,6 +472,8 @@ void rz__check_release(rz_check_t *c) {
         return;
     layout_unref(c->layout);
     staging_give(c->st);
+    rz__changed_table_release(c->tab, c->completed != 0);
+    rz__changed_area_release(c->area, c->completed != 0);
     free(c);
 }
 
@@ -689,6 +654,34 @@ one_by_one:
     return RZCUDA_SUCCESS;
 }
 
+static void fill_descs(rz_check_desc_t *d, size_t n, const void *arg) {
+    const rz_layout_t *l = arg;
+    for (size_t i = 0; i < n; i++)
+        d[i] = (rz_check_desc_t){.band = l->srcs[i], .bytes = (uint32_t)l->sizes[i], .expected = l->meta[i].expected};
+}
+
+/* Compare c's bands on the device (check_changed.c) when the check kernel runs in its context: 1 with *q the
+ * result of queueing it; 0 when the bands are to be copied instead. */
+static int on_device(rz_check_t *c, rzcu_stream s, rzcu_result *q) {
+    if (!rz__changed_available(c->ctx))
+        return 0;
+    c->tab = rz__changed_table(c->ctx, c->layout->id, c->layout->n, fill_descs, c->layout, s, c->skey);
+    c->area = c->tab ? rz__changed_area(c->ctx) : NULL;
+    if (c->tab && c->area == NULL) {
+        /* Checks in flight hold every result area: wait for this context's work, judge them, try again. */
+        rz__dev_settle(c->ctx);
+        rz__launch_checks();
+        c->area = rz__changed_area(c->ctx);
+    }
+    if (c->area == NULL) {
+        rz__changed_table_release(c->tab, 0);
+        c->tab = NULL;
+        return 0;
+    }
+    *q = rz__changed_queue(c->tab, c->area, s);
+    return 1;
+}
+
 static void enqueue_failed(const char *what, rzcu_result r) {
     static atomic_int warned;
     if (rz__sticky_failed(r, 0))
@@ -712,7 +705,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
             rz__launch_record_name(rz__launch_kernel_name(call->f));
             return;
         }
-        launch_kernel_name(call->f, name);
+        rz__launch_kernel_name_cached(call->f, name);
     }
     uint64_t launch = rz__launch_record_name(name);
     if (c == NULL)
@@ -730,22 +723,23 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
         drop(c); /* no band in this context: nothing it could have written past */
         return;
     }
-    c->st = staging_take(c->layout->bytes, c->layout->id);
-    if (c->st == NULL) {
-        /* Checks in flight hold all the staging: wait for this context's work, judge them, try again. */
-        rz__dev_settle(c->ctx);
-        rz__launch_checks();
-        c->st = staging_take(c->layout->bytes, c->layout->id);
-    }
-    if (c->st == NULL || !staging_lay_out(c->st, c->layout)) {
-        enqueue_failed("making room for a band copy", RZCUDA_ERROR_OUT_OF_MEMORY);
-        drop(c);
-        return;
-    }
     rzcu_stream s = c->stream;
     rzcu_result q = s == NULL ? follower(c->ctx, &s) : RZCUDA_SUCCESS;
-    if (q == RZCUDA_SUCCESS)
+    if (q == RZCUDA_SUCCESS && !on_device(c, s, &q)) {
+        c->st = staging_take(c->layout->bytes, c->layout->id);
+        if (c->st == NULL) {
+            /* Checks in flight hold all the staging: wait for this context's work, judge them, try again. */
+            rz__dev_settle(c->ctx);
+            rz__launch_checks();
+            c->st = staging_take(c->layout->bytes, c->layout->id);
+        }
+        if (c->st == NULL || !staging_lay_out(c->st, c->layout)) {
+            enqueue_failed("making room for a band copy", RZCUDA_ERROR_OUT_OF_MEMORY);
+            drop(c);
+            return;
+        }
         q = copy_bands(c, s);
+    }
     if (q != RZCUDA_SUCCESS) {
         enqueue_failed("queueing the band copy", q);
         drop(c);

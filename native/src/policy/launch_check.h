@@ -132,7 +132,9 @@ typedef struct rz_check {
     uint32_t nframes;
     void *frames[RZ_LAUNCH_FRAMES];
     rz_layout_t *layout;
-    rz_staging_buf_t *st;
+    rz_staging_buf_t *st;         /* bands copied to the host (NULL when compared on the device) */
+    struct rz_changed_table *tab; /* compared on the device (check_changed.c): the bands' table */
+    struct rz_changed_area *area; /* and the result, the changed bands */
     uint64_t overlap_begin;       /* the smallest begin counter of those overlapping launches (0: none) */
     uint64_t overlap_last;        /* and the largest */
     uint32_t noverlap, overlap_more;
