@@ -100,6 +100,22 @@ def test_log_file_is_an_alias_of_log(tmp_path):
     assert "REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" in log.read_text()
 
 
+def test_every_file_name_flag_is_made_absolute_for_the_program(tmp_path):
+    # the program may change directory before its first report: --log, --report and --suppressions name files
+    # relative to where redzone was started, as the help says
+    paths = [o for o in table() if o[1] == "PATH" and o[0] != "METRALE_REDZONE_SUMMARY"]
+    assert {"METRALE_REDZONE_LOG", "METRALE_REDZONE_REPORT", "METRALE_REDZONE_SUPPRESSIONS"} <= {o[0] for o in paths}
+    (tmp_path / "rules").write_text("")
+    args = []
+    for var, *_ in paths:
+        args += [flag_of(var), "rules" if var == "METRALE_REDZONE_SUPPRESSIONS" else f"{var.lower()}.out"]
+    rc, out, err = redzone("run", "--emulated-device", *args, "--", "env", cwd=str(tmp_path))
+    assert rc == 0, err
+    env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    for var, *_ in paths:
+        assert os.path.isabs(env[var]) and env[var].startswith(str(tmp_path)), (var, env[var])
+
+
 def test_help_points_at_the_docs_that_are_there():
     rc, out, err = redzone("--help")
     assert rc == 0, err

@@ -36,7 +36,7 @@ NOT_FLAGS = {
 # What a value looks like, by the table's type; a type not here shows its own name.
 METAVARS = {"BAND": "N", "FRONT": "N", "INDEX": "N", "OPTINDEX": "N", "BYTE": "B", "PATH": "PATH",
             "BOOL": "0|1", "SCANLIST": "LIST", "INSTALL": "lazy|eager", "WINDOW": "LO:HI", "GUARD": "N|idx:I,J",
-            "DEPTH": "N"}
+            "DEPTH": "N", "COUNT": "N"}
 # Short --help lines for the flags the launcher had before they came from the table; every other option's
 # line is the first sentence of its description in the table (the man page and docs/options.md have it all).
 SHORT_HELP = {
@@ -124,7 +124,7 @@ def program_env(args, flags, emulated_device):
     if "METRALE_REDZONE" not in env:
         env["METRALE_REDZONE"] = DEFAULT_BYTES
         origin["METRALE_REDZONE"] = "the default"
-    for var in ("METRALE_REDZONE_LOG", "METRALE_REDZONE_SUMMARY"):
+    for var in ["METRALE_REDZONE_SUMMARY"] + [o.var for o in run_options() if o.kind == "PATH"]:
         if env.get(var) and not os.path.isabs(env[var]):
             env[var] = os.path.abspath(env[var])  # the program may change directory before its first report
     add_preload(env)
