@@ -37,7 +37,12 @@ int rz__scan_some(rz_scan_some_t *req);
  * checks it queued while the lock was busy (free_check.c's stream-ordered checks first, then launch_check.c's
  * launch checks, which also write back the bands they reported). Registered by the policy at start-up
  * (rz__free_check_arm, rz__launch_check_arm); run in slot order, an empty slot skipped. */
-typedef enum { RZ_SCAN_BEGIN_FREE_CHECKS, RZ_SCAN_BEGIN_LAUNCH_CHECKS, RZ_SCAN_BEGIN_SLOTS } rz_scan_begin_slot_t;
+typedef enum {
+    RZ_SCAN_BEGIN_FREE_CHECKS,
+    RZ_SCAN_BEGIN_LAUNCH_CHECKS,
+    RZ_SCAN_BEGIN_QUARANTINE, /* quarantine.c: the held blocks, checked for writes after free */
+    RZ_SCAN_BEGIN_SLOTS
+} rz_scan_begin_slot_t;
 
 typedef void rz_scan_begin_fn(void);
 

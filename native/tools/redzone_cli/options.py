@@ -33,6 +33,10 @@ RUN_OPTIONS = [
      "write reports to PATH instead of stderr (%%p = pid; relative to where redzone was started)"),
     ("--poison", "METRALE_REDZONE_POISON", "LO:HI",
      "poison window: bands of allocations #LO..#HI-1 get 0xEE, all others 0x00 (0:0: every band 0x00)"),
+    ("--quarantine", "METRALE_REDZONE_QUARANTINE", "BYTES",
+     "freed bytes held back to catch writes after free (K/M/G suffix; default 64M; 0 = off)"),
+    ("--leak-check", "METRALE_REDZONE_LEAK_CHECK", "0|1",
+     "1: report allocations still live at exit as leaks, counted for --error-exitcode"),
 ]
 BISECT_FLAGS = ("--bytes", "--min-idx")
 DEFAULT_BYTES = "64"
