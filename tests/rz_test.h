@@ -67,6 +67,9 @@
 #include "thread_state.h"
 #include "vmm.h"
 #include "write_all.h"
+#include "quarantine.h"
+#include "bad_free.h"
+#include "leak_check.h"
 
 /* cuInit + primary context of device `dev` made current. */
 static inline rzcu_context rzt_context(int dev) {

@@ -11,6 +11,10 @@
  *   rzfree leak         four buffers left live at exit: three from one call site, one from another
  *   rzfree churn N      N allocations of 1 MiB, each freed at once, then a 1 MiB store into the last one freed
  *                       still inside the quarantine's bound (none): the quarantine stays bounded
+ *   rzfree evict        the stale store into a freed buffer, then two 4096-byte buffers allocated and freed
+ *                       (run with a small quarantine: the first block leaves it, checked, before "evicted")
+ *   rzfree ctxend       the stale store, then the primary context released (it ends), retained again, and a
+ *                       buffer allocated and freed in the new one
  *   rzfree oom          (run with CUDA_EMU_MEM=64M) 48 MiB freed, then 48 MiB allocated: succeeds
  * Each prints what the driver answered, and "rzfree: done".
  */
@@ -116,6 +120,22 @@ int main(int argc, char **argv) {
             rzcu_deviceptr p = alloc((size_t)1 << 20);
             CHECK(cuMemsetD8_v2(p, 3, (size_t)1 << 20));
             CHECK(cuMemFree_v2(p));
+        }
+    } else if (strcmp(mode, "evict") == 0 || strcmp(mode, "ctxend") == 0) {
+        rzcu_deviceptr a = alloc(256);
+        CHECK(cuMemFree_v2(a));
+        stale_store(a);
+        CHECK(cuCtxSynchronize());
+        if (mode[0] == 'e') {
+            for (int i = 0; i < 2; i++)
+                CHECK(cuMemFree_v2(alloc(4096)));
+            printf("rzfree: evicted\n");
+        } else {
+            CHECK(cuDevicePrimaryCtxRelease(0));
+            printf("rzfree: context ended\n");
+            CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
+            CHECK(cuCtxSetCurrent(ctx));
+            CHECK(cuMemFree_v2(alloc(256)));
         }
     } else if (strcmp(mode, "oom") == 0) {
         rzcu_deviceptr a = alloc((size_t)48 << 20);

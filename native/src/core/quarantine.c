@@ -399,7 +399,7 @@ void rz__quarantine_at_exit(int check) {
 
 /* Its memory is still there: what it holds is checked (the band engine waited for its work before). */
 static void ctx_ending(void *ctx) {
-    if (ctx && rz__quarantine_bytes())
+    if (ctx && rz__quarantine_bytes() && rz__options()->scan != 0) /* SCAN=none: nothing is checked */
         check_held(ctx);
 }
 
@@ -451,6 +451,42 @@ int rz__quarantine_freed(rz_devptr_t p, rz_qentry_t *out) {
     return found;
 }
 
+/* Pointers handed to cuIpcGetMemHandle (under g_freed_lock): freed at once, so a handle stops opening. */
+static uint64_t *g_exports;
+static size_t g_nexports, g_cap_exports;
+
+void rz__quarantine_exported(uint64_t ptr) {
+    pthread_mutex_lock(&g_freed_lock);
+    int known = 0;
+    for (size_t i = 0; i < g_nexports && !known; i++)
+        known = g_exports[i] == ptr;
+    if (!known && g_nexports == g_cap_exports) {
+        size_t cap = g_cap_exports ? g_cap_exports * 2 : 16;
+        uint64_t *p = realloc(g_exports, cap * sizeof *p);
+        if (p) {
+            g_exports = p;
+            g_cap_exports = cap;
+        }
+    }
+    if (!known && g_nexports < g_cap_exports)
+        g_exports[g_nexports++] = ptr;
+    pthread_mutex_unlock(&g_freed_lock);
+}
+
+/* Whether ptr was exported; forgotten (it is being freed). */
+static int exported_forget(uint64_t ptr) {
+    int found = 0;
+    pthread_mutex_lock(&g_freed_lock);
+    for (size_t i = 0; i < g_nexports && !found; i++) {
+        if (g_exports[i] == ptr) {
+            g_exports[i] = g_exports[--g_nexports];
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&g_freed_lock);
+    return found;
+}
+
 int rz__quarantine_take(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     const rz_options_t *o = rz__options();
     uint64_t kept[RZ_STACK_MAX];
@@ -466,8 +502,8 @@ int rz__quarantine_take(const rz_zone_node_t *zone, const rz_free_req_t *req) {
         h.free_stack = n > 0 ? rz__depot_put(kept, (uint32_t)n) : 0;
     }
     note_freed(&h);
-    if (o->quarantine == 0 || (zone->flags & (RZ_ZONE_GUARD | RZ_ZONE_GRAPH)))
-        return 0;
+    if (o->quarantine == 0 || (zone->flags & (RZ_ZONE_GUARD | RZ_ZONE_GRAPH)) || exported_forget(zone->ptr))
+        return 0; /* an exported block: its handle must stop opening at the free, as without redzone */
     return rz__quarantine_hold(&h, req->async, rz__stream_of(req->stream, req->per_thread));
 }
 

@@ -37,6 +37,9 @@ int rz__quarantine_hold(const rz_qhold_t *h, int ordered, rzcu_stream s);
 struct rz_free_req;
 int rz__quarantine_take(const rz_zone_node_t *zone, const struct rz_free_req *req);
 
+/* ptr was exported (cuIpcGetMemHandle): its free is not held, so a handle to it opens no more once freed. */
+void rz__quarantine_exported(uint64_t ptr);
+
 /* Whether p is a held block's pointer or inside a held range (a free of it is a bad free): fills *out. */
 int rz__quarantine_find(rz_devptr_t p, rz_qentry_t *out);
 

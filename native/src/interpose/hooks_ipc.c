@@ -22,6 +22,7 @@
 #include "registry.h"
 #include "report.h"
 #include "state.h"
+#include "quarantine.h"
 #include "thread_state.h"
 
 /* A driver calling back into these names goes straight through (in the thread-state record, thread_state.h). */
@@ -57,8 +58,12 @@ rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) 
     rzcu_fn_cuIpcGetMemHandle *real = REAL(cuIpcGetMemHandle);
     if (real == NULL)
         return rz__hook_missing();
-    if (t_in_ipc || handle == NULL || rz__options()->front_bytes == 0)
-        return real(handle, dptr);
+    if (t_in_ipc || handle == NULL || rz__options()->front_bytes == 0) {
+        rzcu_result r = real(handle, dptr);
+        if (r == RZCUDA_SUCCESS && !t_in_ipc)
+            rz__quarantine_exported(dptr); /* its free goes to the driver at once: the handle stops opening */
+        return r;
+    }
     t_in_ipc = 1;
     uint64_t front = 0, user_bytes = 0, index = 0;
     rz__registry_lock();
@@ -72,6 +77,8 @@ rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) 
     rzcu_result r = real(handle, dptr - front);
     if (r == RZCUDA_SUCCESS && front)
         exported(handle, dptr, index, front, user_bytes);
+    if (r == RZCUDA_SUCCESS)
+        rz__quarantine_exported(dptr);
     t_in_ipc = 0;
     return r;
 }
