@@ -286,11 +286,11 @@ int rz__quarantine_hold(const rz_qhold_t *h, int ordered, rzcu_stream s) {
     pthread_mutex_lock(&g_lock);
     int room = grow_locked();
     if (room) {
+        n = take_locked(out, OUT, o->quarantine - e.bytes, 0); /* room first: the bound is never passed */
         changing();
         *at(Q.count++) = e;
         count_bytes((int64_t)e.bytes);
         changing();
-        n = take_locked(out, OUT, o->quarantine, 0);
     }
     pthread_mutex_unlock(&g_lock);
     if (!room)
