@@ -422,33 +422,51 @@ static void ctx_ended(void *ctx) {
     pthread_mutex_unlock(&g_lock);
 }
 
-/* The newest frees, held or not, for a later double free's report (bad_free.c). */
+/* The newest frees, held or not, for a later double free's report (bad_free.c): a ring written without a
+ * lock (every free passes here), each slot behind its own sequence word (odd while written). */
 #define FREED_MAX 4096
-static rz_qentry_t g_freed[FREED_MAX];
-static uint64_t g_nfreed; /* frees noted so far, under g_freed_lock: g_freed[i % FREED_MAX] */
-static pthread_mutex_t g_freed_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct freed {
+    _Atomic uint64_t seq;
+    _Atomic uint64_t ptr, user_bytes, index;
+    _Atomic uint32_t alloc_stack, free_stack;
+} g_freed[FREED_MAX];
+static _Atomic uint64_t g_nfreed;
+static pthread_mutex_t g_freed_lock = PTHREAD_MUTEX_INITIALIZER; /* the exports list below */
+
+#define RLX memory_order_relaxed
 
 static void note_freed(const rz_qhold_t *h) {
-    pthread_mutex_lock(&g_freed_lock);
-    g_freed[g_nfreed++ % FREED_MAX] = (rz_qentry_t){.base = h->base, .bytes = h->bytes, .ptr = h->ptr,
-                                                    .user_bytes = h->user_bytes, .index = h->index, .ctx = h->ctx,
-                                                    .alloc_stack = h->alloc_stack, .free_stack = h->free_stack};
-    pthread_mutex_unlock(&g_freed_lock);
+    uint64_t n = atomic_fetch_add_explicit(&g_nfreed, 1, RLX);
+    struct freed *f = &g_freed[n % FREED_MAX];
+    atomic_store_explicit(&f->seq, 2 * n + 1, RLX);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&f->ptr, h->ptr, RLX);
+    atomic_store_explicit(&f->user_bytes, h->user_bytes, RLX);
+    atomic_store_explicit(&f->index, h->index, RLX);
+    atomic_store_explicit(&f->alloc_stack, h->alloc_stack, RLX);
+    atomic_store_explicit(&f->free_stack, h->free_stack, RLX);
+    atomic_store_explicit(&f->seq, 2 * n + 2, memory_order_release);
 }
 
 int rz__quarantine_freed(rz_devptr_t p, rz_qentry_t *out) {
-    int found = 0;
-    pthread_mutex_lock(&g_freed_lock);
-    uint64_t n = g_nfreed < FREED_MAX ? g_nfreed : FREED_MAX;
-    for (uint64_t k = 0; k < n && !found; k++) {
-        const rz_qentry_t *f = &g_freed[(g_nfreed - 1 - k) % FREED_MAX];
-        if (f->ptr == p) {
-            *out = *f;
-            found = 1;
-        }
+    uint64_t total = atomic_load_explicit(&g_nfreed, memory_order_acquire);
+    uint64_t n = total < FREED_MAX ? total : FREED_MAX;
+    for (uint64_t k = 0; k < n; k++) {
+        struct freed *f = &g_freed[(total - 1 - k) % FREED_MAX];
+        uint64_t seq = atomic_load_explicit(&f->seq, memory_order_acquire);
+        if (seq & 1 || atomic_load_explicit(&f->ptr, RLX) != p)
+            continue;
+        rz_qentry_t e = {.ptr = p, .user_bytes = atomic_load_explicit(&f->user_bytes, RLX),
+                         .index = atomic_load_explicit(&f->index, RLX),
+                         .alloc_stack = atomic_load_explicit(&f->alloc_stack, RLX),
+                         .free_stack = atomic_load_explicit(&f->free_stack, RLX)};
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&f->seq, RLX) != seq)
+            continue; /* rewritten meanwhile: another, newer free */
+        *out = e;
+        return 1;
     }
-    pthread_mutex_unlock(&g_freed_lock);
-    return found;
+    return 0;
 }
 
 /* Pointers handed to cuIpcGetMemHandle (under g_freed_lock): freed at once, so a handle stops opening. */
@@ -490,7 +508,7 @@ static int exported_forget(uint64_t ptr) {
 int rz__quarantine_take(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     const rz_options_t *o = rz__options();
     uint64_t kept[RZ_STACK_MAX];
-    uint32_t nkept = rz__registry_removed_stack(zone->index, kept, RZ_STACK_MAX);
+    uint32_t nkept = o->stacks ? rz__registry_removed_stack(zone->index, kept, RZ_STACK_MAX) : 0;
     rz_qhold_t h = {.base = zone->ptr - rz__zone_front(zone), .bytes = rz__zone_mapped_bytes(zone), .ptr = zone->ptr,
                     .user_bytes = zone->user_bytes, .index = zone->index, .ctx = zone->ctx,
                     .alloc_stack = nkept ? rz__depot_put(kept, nkept) : 0};
