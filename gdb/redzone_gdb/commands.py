@@ -4,7 +4,7 @@ import json
 
 import gdb
 
-from . import agent, args, debugger, settings, stops, target, view
+from . import quarantine, agent, args, debugger, settings, stops, target, view
 from .args import USAGE, UsageError
 from .settings import SETTING_NAMES, SETTINGS
 from .ui import write as _write
@@ -108,6 +108,18 @@ Reads memory only: works on a core file."""
             _write(rows.rstrip("\n"))
         more = f" (showing {shown}; --limit 0 for all)" if shown < total else ""
         _write(f"{total} zone(s){more}")
+        _write_held(limit)
+
+
+def _write_held(limit):
+    """The freed blocks the quarantine holds (issue 32), oldest first, after the zones."""
+    try:
+        held = quarantine.read(target.read, target.symbol_address("__redzone_quarantine"))
+    except target.TargetError:
+        held = None
+    if held and held[1]:
+        _write("\n".join(quarantine.rows(held[1], limit)))
+        _write(f"{len(held[1])} freed block(s) held in the quarantine, {held[0]['bytes']} bytes")
 
 
 class ScanCommand(gdb.Command):

@@ -14,7 +14,7 @@ free checks the library deferred are judged by its next own scan.
 It refuses when a thread is in the middle of changing the registry (lock held or the change counter odd):
 what it read could be torn, and a write could be lost under the holder's."""
 
-from . import view
+from . import quarantine, view
 
 EBUSY_TEXT = ("RZ_EBUSY: a thread is in the middle of changing the zone registry (it holds the registry "
               "lock); step or continue that thread past redzone, then try again")
@@ -30,7 +30,7 @@ class Failed(Exception):
 
 class MemoryMethod:
     def __init__(self, host_read, host_write, bands, state_addr, launches_addr=None, stack_lines=None,
-                 read_only=False):
+                 read_only=False, quarantine_addr=None):
         self.host_read = host_read      # (addr, n) -> bytes (raises on failure)
         self.host_write = host_write    # (addr, data) -> None (raises on failure)
         self.io = bands                 # bandio.BandIO
@@ -38,6 +38,7 @@ class MemoryMethod:
         self.launches_addr = launches_addr
         self.stack_lines = stack_lines  # (state bytes, node id + 1, index) -> [lines] (allocation stack)
         self.read_only = read_only      # a core file: judge and report, write nothing
+        self.quarantine_addr = quarantine_addr  # __redzone_quarantine: held freed blocks (issue 32)
 
     # ---- state access ----------------------------------------------------------------------------------
     def _state(self):
@@ -138,6 +139,7 @@ class MemoryMethod:
                 records.append(record)
             violated_zones.add(id1)
             refill.append((addr, bytes([expected]) * n))
+        violations += self._quarantine(lines, records)
         if unread_zones:
             lines.append(f"redzone: warning: scan: reading {len(unread_zones)} bands failed (the debugger "
                          "could not read that memory)")
@@ -186,6 +188,31 @@ class MemoryMethod:
             lines.append(f"redzone scan: failed ({view.status_message(result)}) after {checked} zones checked, "
                          f"{len(violated_zones)} violated")
         return result, "".join(l + "\n" for l in lines)
+
+    def _quarantine(self, lines, records):
+        """Judge the held freed blocks whose fill the library saw done, as its scan does (a changed byte is
+        written after free; re-filled unless read-only); returns the reports made."""
+        held = quarantine.read(self.host_read, self.quarantine_addr)
+        made, filling = 0, 0
+        for e in held[1] if held else []:
+            if e["flags"] & quarantine.FILLING:
+                filling += 1
+                continue
+            data = self.io.read(e["base"], e["bytes"])
+            verdict = quarantine.judge(e, data) if data is not None else None
+            if verdict is None:
+                continue
+            record, line = verdict
+            lines.append(line)
+            made += 1
+            if len(records) < view.LAST_VIOLATIONS:
+                records.append(record)
+            if not self.read_only:
+                self.io.write(e["base"], bytes([e["byte"]]) * e["bytes"])
+        if filling:
+            lines.append(f"redzone: {filling} freed block(s) in the quarantine not checked: their fill may still "
+                         "be queued (the library checks them at its next scan)")
+        return made
 
     def _state_after_counter(self, state, counter, delta):
         """The state bytes with one counter advanced (so the next bump adds to the new value)."""

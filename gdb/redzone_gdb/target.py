@@ -279,8 +279,12 @@ def memory_method():
         launches = None
     io = debugger.band_io()
     LAST_METHOD["io"] = io
+    try:
+        held = symbol_address("__redzone_quarantine")
+    except TargetError:
+        held = None
     return memscan.MemoryMethod(read, write, io, symbol_address("__redzone_state"), launches, stack_lines,
-                                read_only=is_core())
+                                read_only=is_core(), quarantine_addr=held)
 
 
 def _commands_note():

@@ -15,6 +15,9 @@
  *                       (run with a small quarantine: the first block leaves it, checked, before "evicted")
  *   rzfree ctxend       the stale store, then the primary context released (it ends), retained again, and a
  *                       buffer allocated and freed in the new one
+ *   rzfree gdb          (tests/gdb/case_quarantine.py, METRALE_REDZONE_SCAN=sync) a buffer freed, a synchronisation,
+ *                       the stale store, rzfree_stop(1); the stale store again, a synchronisation (its scan
+ *                       reports), then the buffer freed again
  *   rzfree oom          (run with CUDA_EMU_MEM=64M) 48 MiB freed, then 48 MiB allocated: succeeds
  * Each prints what the driver answered, and "rzfree: done".
  */
@@ -65,6 +68,10 @@ static void stale_store(rzcu_deviceptr p) {
     memset(bytes, 0x2a, sizeof bytes);
     printf("rzfree: stale store: %u\n", (unsigned)cuEmuDeviceStore(p + 16, bytes, sizeof bytes));
 }
+
+/* A debugger stops here (tests/gdb/case_quarantine.py). */
+__attribute__((noinline)) void rzfree_stop(int where);
+__attribute__((noinline)) void rzfree_stop(int where) { __asm__ volatile("" : : "r"(where) : "memory"); }
 
 static rzcu_deviceptr leak_here(void) { return alloc(1024); }
 
@@ -137,6 +144,18 @@ int main(int argc, char **argv) {
             CHECK(cuCtxSetCurrent(ctx));
             CHECK(cuMemFree_v2(alloc(256)));
         }
+    } else if (strcmp(mode, "gdb") == 0) {
+        rzcu_deviceptr a = alloc(256), other = alloc(256);
+        CHECK(cuMemFree_v2(a));
+        CHECK(cuMemsetD8_v2(other, 0, 256));
+        CHECK(cuCtxSynchronize());
+        stale_store(a);
+        rzfree_stop(1);
+        stale_store(a);
+        CHECK(cuMemsetD8_v2(other, 0, 256));
+        CHECK(cuCtxSynchronize());
+        printf("rzfree: second free: %u\n", (unsigned)cuMemFree_v2(a));
+        CHECK(cuMemFree_v2(other));
     } else if (strcmp(mode, "oom") == 0) {
         rzcu_deviceptr a = alloc((size_t)48 << 20);
         CHECK(cuMemFree_v2(a));

@@ -36,6 +36,8 @@
 #include "stream_fills.h"
 #include "stream_ops.h"
 #include "symbolize.h"
+#include "judge.h"
+#include "thread_state.h"
 
 RZ_EXPORT rz_quarantine_t __redzone_quarantine = {
     .magic = RZ_QUARANTINE_MAGIC,
@@ -145,12 +147,19 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
                         .changed = changed, .first_bad = bad, .expected = e->byte, .after_free = 1};
     char line[512];
     rz__format_violation(&v, line, sizeof line);
+    /* A scan holds its lines back until it lets the registry go (judge.c); this report goes out now, before
+     * its hook, so a debugger stopped there has it (the scan's own held lines follow later). */
+    struct rz_reports *held = rz__thread.reports;
+    if (held)
+        rz__log_hold(NULL);
     rz__log("%s", line);
     print_depot_stack(e->alloc_stack, "allocated", e->index);
     print_depot_stack(e->free_stack, "freed", e->index);
     launches_since(e);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     __redzone_violation(&v);
+    if (held)
+        rz__log_hold(&held->lines);
 }
 
 /* Check entry e (a copy) whose fill is done: read its range chunk by chunk, report a change once, fill it
