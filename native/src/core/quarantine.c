@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "common.h"
 #include "quarantine.h"
@@ -165,8 +166,12 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
 /* Check entry e (a copy) whose fill is done: read its range chunk by chunk, report a change once, fill it
  * again so it is not reported twice. g_check_lock held. Returns 1 when it was written. */
 static int check_entry(rz_qentry_t *e) {
-    if (g_buf == NULL && (g_buf = malloc(CHUNK)) == NULL)
-        return 0;
+    if (g_buf == NULL) { /* mapped, not malloc'd: the fatal-signal scan may be the first check */
+        void *p = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return 0;
+        g_buf = p;
+    }
     uint64_t first = UINT64_MAX, last = 0, changed = 0;
     uint8_t bad = 0;
     for (uint64_t off = 0; off < e->bytes; off += CHUNK) {
@@ -372,10 +377,24 @@ int rz__quarantine_drain(void) {
     return drain() || any;
 }
 
-/* Check the done entries (of ctx, or every one) in place. The caller holds the registry lock or none. */
-static void check_held(void *ctx) {
-    pthread_mutex_lock(&g_check_lock);
-    pthread_mutex_lock(&g_lock);
+/* Check the done entries (of ctx, or every one) in place. The caller holds the registry lock or none. With
+ * `try`, a lock another thread holds for more than 2 s skips the check (a scan from the fatal-signal handler
+ * must not wait for good for a thread that may be the one that crashed holding it). */
+static void check_held_with(void *ctx, int try) {
+    if (try) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += 2;
+        if (pthread_mutex_timedlock(&g_check_lock, &until) != 0)
+            return;
+        if (pthread_mutex_timedlock(&g_lock, &until) != 0) {
+            pthread_mutex_unlock(&g_check_lock);
+            return;
+        }
+    } else {
+        pthread_mutex_lock(&g_check_lock);
+        pthread_mutex_lock(&g_lock);
+    }
     for (uint64_t i = 0; i < Q.count; i++) {
         rz_qentry_t *e = at(i);
         if ((ctx && e->ctx != ctx) || !filled(e))
@@ -392,10 +411,13 @@ static void check_held(void *ctx) {
     pthread_mutex_unlock(&g_check_lock);
 }
 
+static void check_held(void *ctx) { check_held_with(ctx, 0); }
+
 void rz__quarantine_scan_locked(void) {
     if (rz__quarantine_bytes() == 0)
         return;
-    check_held(NULL);
+    /* Another thread's hold or check is short (a check reads at most the bound): waited for, boundedly. */
+    check_held_with(NULL, 1);
 }
 
 void rz__quarantine_at_exit(int check) {
