@@ -32,7 +32,9 @@ check(int(gdb.parse_and_eval("refusal->how")) == 4 and int(gdb.parse_and_eval("r
       int(gdb.parse_and_eval("refusal->result")) == 1, "the record: a double free of alloc#0, the driver's answer")
 ex("redzone break off")
 text = go("continue")
-check(gdb.selected_inferior().pid == 0, f"off: runs to the end: {text}")
+check(gdb.selected_frame().name() == "rzfree_stop" and int(gdb.parse_and_eval("where")) == 2,
+      f"off: runs on to the last stop: {text}")
+ex("kill")
 if core:
     # The core file made at the first stop reads the same: the held block listed, judged read-only.
     ex(f"core-file {core}")

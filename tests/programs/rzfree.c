@@ -17,7 +17,7 @@
  *                       buffer allocated and freed in the new one
  *   rzfree gdb          (tests/gdb/case_quarantine.py, METRALE_REDZONE_SCAN=sync) a buffer freed, a synchronisation,
  *                       the stale store, rzfree_stop(1); the stale store again, a synchronisation (its scan
- *                       reports), then the buffer freed again
+ *                       reports), then the buffer freed again, rzfree_stop(2)
  *   rzfree oom          (run with CUDA_EMU_MEM=64M) 48 MiB freed, then 48 MiB allocated: succeeds
  * Each prints what the driver answered, and "rzfree: done".
  */
@@ -156,6 +156,7 @@ int main(int argc, char **argv) {
         CHECK(cuCtxSynchronize());
         printf("rzfree: second free: %u\n", (unsigned)cuMemFree_v2(a));
         CHECK(cuMemFree_v2(other));
+        rzfree_stop(2);
     } else if (strcmp(mode, "oom") == 0) {
         rzcu_deviceptr a = alloc((size_t)48 << 20);
         CHECK(cuMemFree_v2(a));
