@@ -413,8 +413,10 @@ static void check_held_with(void *ctx, int try) {
 
 static void check_held(void *ctx) { check_held_with(ctx, 0); }
 
+static _Atomic int g_checked_at_exit; /* the exit handler checked them: its scan need not read them again */
+
 void rz__quarantine_scan_locked(void) {
-    if (rz__quarantine_bytes() == 0)
+    if (rz__quarantine_bytes() == 0 || atomic_load_explicit(&g_checked_at_exit, memory_order_relaxed))
         return;
     /* Another thread's hold or check is short (a check reads at most the bound): waited for, boundedly. */
     check_held_with(NULL, 1);
@@ -424,8 +426,10 @@ void rz__quarantine_at_exit(int check) {
     if (rz__quarantine_bytes() == 0 || rz__dev_deinitialized() || rz__sticky() != RZCUDA_SUCCESS)
         return;
     settle_filling();
-    if (check)
+    if (check) {
         check_held(NULL);
+        atomic_store_explicit(&g_checked_at_exit, 1, memory_order_relaxed);
+    }
 }
 
 /* Its memory is still there: what it holds is checked (the band engine waited for its work before). */

@@ -54,7 +54,8 @@ int rz__quarantine_drain(void);
 void rz__quarantine_scan_locked(void);
 
 /* At exit, before the exit scan: wait for the contexts whose fills are still queued (the driver's teardown
- * waits too); with `check` (no exit scan will run) check the held blocks now. */
+ * waits too); with `check` (any policy but none) check the held blocks now, whether or not an exit scan
+ * follows (it may read nothing when no device work was noted; then it leaves them alone). */
 void rz__quarantine_at_exit(int check);
 
 /* Bytes held now. */

@@ -61,7 +61,7 @@ static void exit_scan(void) {
         return; /* a forked child: the zones and the driver state are its parent's */
     rz__free_checks_deferred();
     const rz_options_t *o = rz__options();
-    rz__quarantine_at_exit(o->scan && !(o->scan & RZ_SCAN_EXIT)); /* the exit scan checks held blocks when it runs */
+    rz__quarantine_at_exit(o->scan != 0); /* the held freed blocks, checked once (not again by the exit scan) */
     rz__leak_check_at_exit();
     rz_stats_t s;
     if ((o->scan & RZ_SCAN_LAUNCH) && !rz__dev_deinitialized()) {
