@@ -75,6 +75,9 @@
 #include "vmm.h"
 #include "work_epoch.h"
 #include "write_all.h"
+#include "quarantine.h"
+#include "bad_free.h"
+#include "leak_check.h"
 
 /* cuInit + primary context of device `dev` made current. */
 static inline rzcu_context rzt_context(int dev) {

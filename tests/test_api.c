@@ -228,6 +228,7 @@ Test(api, free_of_unknown_pointer_passes_through) {
 
 Test(api, failed_free_counts_the_call_and_keeps_the_zone) {
     setenv("METRALE_REDZONE", "32", 1);
+    setenv("METRALE_REDZONE_QUARANTINE", "0", 1); /* the driver is asked at the free, not when it leaves */
     rzt_context(0);
     rz_devptr_t p;
     cr_assert_eq(rz_mem_alloc(&p, 100), RZCUDA_SUCCESS);
@@ -415,7 +416,13 @@ Test(api, concurrent_alloc_free_with_scans_and_poisons, .timeout = 300) {
     cr_assert_eq(s.map_calls, rz_next_index());
     size_t free_bytes = 0, total = 0;
     cr_assert_eq(cuMemGetInfo_v2(&free_bytes, &total), RZCUDA_SUCCESS);
-    cr_assert_eq(free_bytes, total, "the driver got every byte back");
+    cr_assert_leq(s.quarantine_bytes, (uint64_t)64 << 20, "the quarantine is bounded");
+    cr_assert_lt(free_bytes, total, "the quarantine holds freed blocks");
+    cr_assert_eq(rz__quarantine_drain(), 1);
+    rz_stats_get(&s);
+    cr_assert_eq(s.quarantine_bytes, 0);
+    cr_assert_eq(cuMemGetInfo_v2(&free_bytes, &total), RZCUDA_SUCCESS);
+    cr_assert_eq(free_bytes, total, "the driver got every byte back once the quarantine was drained");
 }
 
 /* What cuGetProcAddress hands out for the interposed names, by version and per-thread flag (cudaTypedefs.h),

@@ -506,6 +506,9 @@ ParameterizedTestParameters(options, every_warning_names_the_variable_and_the_va
         {"METRALE_REDZONE_PRINT_SUPPRESSIONS", "x", "using 0"},
         {"METRALE_REDZONE_PRINT_LIMIT", "x", "using 0 (no limit)"},
         {"METRALE_REDZONE_HALT_ON_ERROR", "x", "using 0"},
+        {"METRALE_REDZONE_FREE_FILL", "x", "using 221"},
+        {"METRALE_REDZONE_QUARANTINE", "8X", "using 67108864 (64 MiB)"},
+        {"METRALE_REDZONE_LEAK_CHECK", "x", "using 0"},
     };
     /* A path longer than RZ_PATH_MAX: was "using the default", which said neither the value nor the default. */
     for (int i = 11; i <= 12; i++) {
@@ -532,7 +535,23 @@ Test(options, every_option_has_a_bad_value_case) {
 #define RZ_OPTION(field, var, type, shown, desc) n++;
 #include "options.inc"
 #undef RZ_OPTION
-    cr_assert_eq(n, 21, "a new option needs its case in every_warning_names_the_variable_and_the_value_used");
+    cr_assert_eq(n, 24, "a new option needs its case in every_warning_names_the_variable_and_the_value_used");
+}
+
+/* ---- issue 32: the quarantine's size (K/M/G suffixes) and the free fill, distinct from the band fill ---- */
+Test(options, quarantine_size_takes_suffixes_and_the_free_fill_differs_from_the_band_fill) {
+    cr_assert_eq(parse_one("METRALE_REDZONE_QUARANTINE", "8K").quarantine, 8192);
+    cr_assert_eq(parse_one("METRALE_REDZONE_QUARANTINE", "3m").quarantine, (uint64_t)3 << 20);
+    cr_assert_eq(parse_one("METRALE_REDZONE_QUARANTINE", "1G").quarantine, (uint64_t)1 << 30);
+    cr_assert_eq(parse_one("METRALE_REDZONE_QUARANTINE", "0").quarantine, 0);
+    cr_assert_eq(parse_one("METRALE_REDZONE_QUARANTINE", "12345").quarantine, 12345);
+    cr_assert_eq(parse_one("METRALE_REDZONE_QUARANTINE", "K").quarantine, (uint64_t)64 << 20);
+    cr_assert_eq(parse_one("METRALE_REDZONE_QUARANTINE", "99999999999999999999G").quarantine, (uint64_t)64 << 20);
+    cr_assert_eq(parse_one("METRALE_REDZONE_QUARANTINE", "").quarantine, (uint64_t)64 << 20);
+    cr_assert_eq(parse_one("METRALE_REDZONE_FILL", "1").free_fill, 0xDD);
+    cr_assert_eq(parse_one("METRALE_REDZONE_FILL", "221").free_fill, 222, "unset: never the band fill");
+    cr_assert_eq(parse_one("METRALE_REDZONE_FREE_FILL", "238").free_fill, 238, "set: as given, even the band fill");
+    cr_assert_eq(parse_one("METRALE_REDZONE_LEAK_CHECK", "1").leak_check, 1);
 }
 
 /* ---- issue 27 item 8: a set-uid or set-gid process takes no file names from the environment ----------- */

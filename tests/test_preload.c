@@ -360,7 +360,8 @@ Test(preload, sync_scan_reads_only_the_contexts_with_work) {
 /* Lazy install: a band is written just before the program's next copy, memset or launch, in batches; an
  * allocation freed before any of them costs no driver call at all. */
 Test(preload, bands_are_installed_lazily_before_device_work) {
-    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", NULL};
+    /* The band's cost alone: the quarantine's fill of each freed block is counted in test_quarantine.c. */
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_QUARANTINE=0", NULL};
     const char *argv[] = {RZPROG, "lazy", NULL};
     run(&R, env, argv);
     cr_assert_eq(R.status, 0, "%s", R.out);
@@ -388,7 +389,8 @@ Test(preload, eager_install_writes_the_band_at_the_allocation) {
 }
 
 Test(preload, bad_install_value_warns_once_and_stays_lazy) {
-    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_INSTALL=sometimes", NULL};
+    const char *env[] = {PRELOAD, EMU, "METRALE_REDZONE=64", "METRALE_REDZONE_INSTALL=sometimes",
+                         "METRALE_REDZONE_QUARANTINE=0", NULL};
     const char *argv[] = {RZPROG, "lazy", NULL};
     run(&R, env, argv);
     cr_assert_eq(R.status, 0, "%s", R.out);

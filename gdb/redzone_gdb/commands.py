@@ -5,7 +5,7 @@ import re
 
 import gdb
 
-from . import agent, args, completion, debugger, nvtx, session, settings, stepping, stops, target, view
+from . import agent, args, completion, debugger, nvtx, quarantine, session, settings, stepping, stops, target, view
 from .args import USAGE, UsageError
 from .settings import SETTING_NAMES, SETTINGS
 from .ui import write as _write
@@ -123,6 +123,7 @@ Reads memory only: works on a core file."""
             _write(rows.rstrip("\n"))
         more = f" (showing {shown}; --limit 0 for all)" if shown < total else ""
         _write(f"{total} zone(s){more}")
+        _write_held(limit)
         if not opts["--violated"] and opts["--from"] is None and opts["--to"] is None:
             _nvtx_regions()
 
@@ -140,6 +141,17 @@ def _nvtx_regions():
         raise target.TargetError(str(e)) from None
     if lines:
         _write("\n".join(lines))
+
+
+def _write_held(limit):
+    """The freed blocks the quarantine holds (issue 32), oldest first, after the zones."""
+    try:
+        held = quarantine.read(target.read, target.symbol_address("__redzone_quarantine"))
+    except target.TargetError:
+        held = None
+    if held and held[1]:
+        _write("\n".join(quarantine.rows(held[1], limit)))
+        _write(f"{len(held[1])} freed block(s) held in the quarantine, {held[0]['bytes']} bytes")
 
 
 class ScanCommand(gdb.Command):

@@ -18,7 +18,7 @@ import operator
 from bisect import bisect_right
 from itertools import islice, repeat
 
-from . import bandio, nvtx, view
+from . import bandio, nvtx, quarantine, view
 
 EBUSY_TEXT = ("RZ_EBUSY: a thread is in the middle of changing the zone registry (it holds the registry "
               "lock); step or continue that thread past redzone, then try again")
@@ -34,7 +34,7 @@ class Failed(Exception):
 
 class MemoryMethod:
     def __init__(self, host_read, host_write, bands, state_addr, launches_addr=None, stack_lines=None,
-                 read_only=False, nvtx_addr=None):
+                 read_only=False, nvtx_addr=None, quarantine_addr=None):
         self.host_read = host_read      # (addr, n) -> bytes (raises on failure)
         self.host_write = host_write    # (addr, data) -> None (raises on failure)
         self.io = bands                 # bandio.BandIO
@@ -43,6 +43,7 @@ class MemoryMethod:
         self.stack_lines = stack_lines  # (state bytes, node id + 1, index) -> [lines] (allocation stack)
         self.read_only = read_only      # a core file: judge and report, write nothing
         self.nvtx_addr = nvtx_addr      # __redzone_nvtx, when the library has it (NVTX regions)
+        self.quarantine_addr = quarantine_addr  # __redzone_quarantine: held freed blocks (issue 32)
 
     # ---- state access ----------------------------------------------------------------------------------
     def _state(self):
@@ -144,6 +145,7 @@ class MemoryMethod:
             nvtx_lines, nvtx_refill = nvtx.check(self.host_read, self.io.read, self.nvtx_addr)
             lines += nvtx_lines
             violations += len(nvtx_lines)
+        violations += self._quarantine(lines, records)
         if unread_zones:
             lines.append(f"redzone: warning: scan: reading {len(unread_zones)} bands failed (the debugger "
                          "could not read that memory)")
@@ -264,6 +266,29 @@ class MemoryMethod:
             k = j
         changed.sort(key=lambda c: c[0])
         return [((addr[i], nb[i], index[i], id1[i], front[i], expected[i], flags[i]), data) for i, data in changed]
+
+    def _quarantine(self, lines, records):
+        """Judge the held freed blocks whose fill the library saw done, as its scan does (a changed byte is
+        written after free; re-filled unless read-only); returns the reports made."""
+        held = quarantine.read(self.host_read, self.quarantine_addr)
+        made = 0
+        for e in held[1] if held else []:
+            if e["flags"] & quarantine.FILLING:
+                continue
+            data = self.io.read(e["base"], e["bytes"])
+            verdict = quarantine.judge(e, data) if data is not None else None
+            if verdict is None:
+                continue
+            record, line = verdict
+            lines.append(line)
+            made += 1
+            if len(records) < view.LAST_VIOLATIONS:
+                records.append(record)
+            if not self.read_only:
+                self.io.write(e["base"], bytes([e["byte"]]) * e["bytes"])
+        # `filling` blocks are left for the library's next scan (`redzone list` shows them as such): a line
+        # here at every scan would say it at every stop under autoscan.
+        return made
 
     def _state_after_counter(self, state, counter, delta):
         """The state bytes with one counter advanced (so the next bump adds to the new value)."""

@@ -19,6 +19,10 @@ HOOKS = (VIOLATION, REFUSAL)
 
 # rz_refusal_t.how (redzone.h): RZ_REFUSED_READ, RZ_REFUSED_WRITTEN, RZ_REFUSED_SET, RZ_REFUSED_FREE.
 _REFUSED_CALL = {0: "copy", 1: "copy", 2: "memset", 3: "free"}
+# The other bad frees (issue 32): a double free, inside an allocation, inside a freed block, foreign.
+_BAD_FREES = {4: "a double free", 5: "a free inside an allocation", 6: "a free inside a freed block",
+              7: "a free of a pointer no allocation holds"}
+_REFUSED_CALL.update({k: "free" for k in _BAD_FREES})
 
 
 def refused_call(how):
@@ -92,6 +96,14 @@ def stop_sentence(kind, frame=None, how=None, check=None):
         return (f"{head}; frame #{level}, {name or '??'}{where}, the program's call that led to it, is selected "
                 "(`bt` shows the whole host stack, `frame 0` the library's report call)")
     call = refused_call(how)
+    if how in _BAD_FREES:
+        head = (f"redzone: stopped at a bad free ({_BAD_FREES[how]}): the program gets the driver's answer, "
+                "CUDA_ERROR_INVALID_VALUE, when it goes on")
+        if frame is None:
+            return f"{head}; `bt` shows the host stack"
+        level, name, where = frame
+        return (f"{head}; frame #{level}, {name or '??'}{where}, the program's call, is selected (`bt` shows the "
+                "whole host stack, `frame 0` the library's hook)")
     if call == "free":
         what = "its pointer is in a front band, before the buffer's start, so nothing is freed"
     else:

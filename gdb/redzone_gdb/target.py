@@ -285,8 +285,13 @@ def memory_method():
         nvtx_regions = None
     io = debugger.band_io()
     LAST_METHOD["io"] = io
+    try:
+        held = symbol_address("__redzone_quarantine")
+    except TargetError:
+        held = None
     return memscan.MemoryMethod(read, write, io, symbol_address("__redzone_state"), launches, stack_lines,
-                                read_only=is_core(), nvtx_addr=nvtx_regions)
+                                read_only=is_core(), nvtx_addr=nvtx_regions,
+                                quarantine_addr=held)
 
 
 def _commands_note():

@@ -95,7 +95,9 @@ RZ_API int rz_unpoison(void);
     X(scans, counter, "full scans run (rz_scan: exit, fatal, sync, gdb, the API), failed ones included; free-time checks are not scans") \
     X(violations, counter, "violation reports: REDZONE VIOLATION lines (changed bands found by scans, by checks before frees and before a context ends; a zone with both bands changed counts twice), bad frees, and copies and memsets refused for leaving their buffer (one per side)")                                      \
     X(unpadded_allocs, counter, "allocations that should have had a band but got none (out of memory, size overflow, failed fill)") \
-    X(stale_zones, counter, "zones forgotten without a free: their context ended (destroyed, released or reset), or the driver handed their address out again or no longer knows it")
+    X(stale_zones, counter, "zones forgotten without a free: their context ended (destroyed, released or reset), or the driver handed their address out again or no longer knows it") \
+    X(quarantine_bytes, gauge, "device bytes of freed blocks held in the quarantine now (METRALE_REDZONE_QUARANTINE), not in current_mapped_bytes") \
+    X(peak_quarantine_bytes, peak, "highest quarantine_bytes so far; never regresses")
 
 typedef struct rz_stats {
 #define RZ_STATS_FIELD(name, kind, desc) uint64_t name;
@@ -146,7 +148,9 @@ typedef struct rz_violation {
     uint8_t first_bad;    /* value found at `first` */
     uint8_t expected;     /* value the band should hold */
     uint8_t front;        /* 1: the front band (bytes before the start) was written */
-    uint8_t reserved[5];
+    uint8_t after_free;   /* 1: a block held in the quarantine was written after its free: first and last are
+                           * offsets from ptr (negative in its front band), pad_bytes the bytes held */
+    uint8_t reserved[4];
 } rz_violation_t;
 
 /* Called once per violated zone found by a scan, before the zone is re-filled. Break here in a debugger. */
@@ -154,6 +158,11 @@ RZ_API void __redzone_violation(const rz_violation_t *violation);
 
 /* rz_refusal_t.how: the side of the call that leaves its buffer, or a free of a pointer in a front band. */
 enum { RZ_REFUSED_READ = 0, RZ_REFUSED_WRITTEN = 1, RZ_REFUSED_SET = 2, RZ_REFUSED_FREE = 3 };
+
+/* rz_refusal_t.how for the other bad frees (the `bad free` lines): a free of a pointer freed already (a double
+ * free: index names the freed allocation), of one inside an allocation but not its start (first: its offset),
+ * of one inside a freed block held in the quarantine, and of one no allocation redzone knows holds. */
+enum { RZ_REFUSED_DOUBLE_FREE = 4, RZ_REFUSED_INTERIOR_FREE = 5, RZ_REFUSED_FREED_INTERIOR = 6, RZ_REFUSED_FOREIGN_FREE = 7 };
 
 /*
  * Fixed-layout record of one copy or memset refused for leaving its buffer (the `copy past the end of

@@ -402,6 +402,35 @@ static void parse_COUNT(rz_options_t *o, const char *name, const char *value, ui
     *field = v;
 }
 
+/* Bytes, decimal, with an optional K, M or G suffix (powers of 1024). */
+static void parse_SIZE(rz_options_t *o, const char *name, const char *value, uint64_t *field) {
+    char digits[32];
+    size_t n = strlen(value);
+    unsigned shift = 0;
+    if (n > 0 && n < sizeof digits) {
+        char last = value[n - 1];
+        shift = last == 'K' || last == 'k' ? 10 : last == 'M' || last == 'm' ? 20 : last == 'G' || last == 'g' ? 30 : 0;
+    }
+    uint64_t v;
+    if (n == 0 || n >= sizeof digits) {
+        v = UINT64_MAX;
+    } else {
+        memcpy(digits, value, n + 1);
+        if (shift)
+            digits[n - 1] = '\0';
+        if (parse_u64(digits, &v) != 0 || (shift && v > (UINT64_MAX >> shift)))
+            v = UINT64_MAX;
+        else
+            v <<= shift;
+    }
+    if (v == UINT64_MAX) {
+        warn_line(o, "redzone: warning: %s=%s is not a byte count (decimal, K/M/G suffix); using %s", name,
+                  QUOTED(value), shown_default(name));
+        return;
+    }
+    *field = v;
+}
+
 static void parse_BOOL(rz_options_t *o, const char *name, const char *value, bool *field) {
     if (strcmp(value, "0") == 0 || strcmp(value, "1") == 0) {
         *field = value[0] == '1';
@@ -416,6 +445,8 @@ void rz__options_parse_env(rz_getenv_fn getenv_fn, int secure, rz_options_t *out
     out->min_idx = 0;
     out->trace_idx = RZ_INDEX_NONE;
     out->fill = RZ_FILL_DEFAULT;
+    out->free_fill = RZ_FREE_FILL_DEFAULT;
+    out->quarantine = RZ_QUARANTINE_DEFAULT;
     out->scan = RZ_SCAN_FREE | RZ_SCAN_EXIT | RZ_SCAN_FATAL;
     out->agent = true;
     out->check_kernel = false;
@@ -437,6 +468,8 @@ void rz__options_parse_env(rz_getenv_fn getenv_fn, int secure, rz_options_t *out
     }
 #include "options.inc"
 #undef RZ_OPTION
+    if (getenv_fn("METRALE_REDZONE_FREE_FILL") == NULL && out->free_fill == out->fill)
+        out->free_fill = (uint8_t)(out->fill + 1); /* distinct from the band fill unless both are set */
     if (ignored[0])
         warn_line(out, "redzone: warning: %s ignored: a set-uid or set-gid program (secure execution) takes no "
                   "file names from the environment; using %s", ignored, defaults);
@@ -514,6 +547,8 @@ static const char *type_name(const char *t) {
         return "lazy/eager";
     if (strcmp(t, "COUNT") == 0)
         return "count";
+    if (strcmp(t, "SIZE") == 0)
+        return "bytes";
     return "0|1";
 }
 

@@ -10,6 +10,10 @@
 
 #define RZ_FILL_DEFAULT 0xEE
 
+#define RZ_FREE_FILL_DEFAULT 0xDD
+
+#define RZ_QUARANTINE_DEFAULT ((uint64_t)64 << 20)
+
 #define RZ_POISON_IN 0xEE
 
 #define RZ_POISON_OUT 0x00
@@ -61,6 +65,9 @@ typedef struct rz_options {
     uint64_t min_idx;
     uint64_t trace_idx;  /* RZ_INDEX_NONE: off */
     uint8_t fill;
+    uint8_t free_fill;   /* METRALE_REDZONE_FREE_FILL (quarantine.c) */
+    uint64_t quarantine; /* METRALE_REDZONE_QUARANTINE: bytes held at most; 0: off */
+    bool leak_check;     /* METRALE_REDZONE_LEAK_CHECK */
     bool help;
     char log_path[RZ_PATH_MAX];     /* empty: stderr */
     char summary_path[RZ_PATH_MAX]; /* empty: no summary file */

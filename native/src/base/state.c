@@ -57,7 +57,7 @@ _Static_assert(offsetof(rz_state_t, depot_chunks) == offsetof(rz_state_t, stack_
                "stack block");
 _Static_assert(offsetof(rz_state_t, guard_live) == offsetof(rz_state_t, depot_chunks) + 8 * RZ_DEPOT_CHUNKS,
                "guard block follows the stacks");
-_Static_assert(RZ_NCOUNTERS == 15, "counter list changed: bump RZ_STATE_VERSION and the gdb plugin");
+_Static_assert(RZ_NCOUNTERS == 17, "counter list changed: bump RZ_STATE_VERSION and the gdb plugin");
 PIN(rz_zone_node_t, ptr, 0);
 PIN(rz_zone_node_t, user_bytes, 8);
 PIN(rz_zone_node_t, index, 16);
@@ -81,6 +81,19 @@ PIN(rz_violation_t, changed, 48);
 PIN(rz_violation_t, first_bad, 56);
 PIN(rz_violation_t, expected, 57);
 PIN(rz_violation_t, front, 58);
+PIN(rz_violation_t, after_free, 59);
+PIN(rz_qentry_t, base, 0); /* gdb/redzone_gdb/quarantine.py reads these */
+PIN(rz_qentry_t, launch_seq, 48);
+PIN(rz_qentry_t, alloc_stack, 56);
+PIN(rz_qentry_t, fill, 64);
+PIN(rz_qentry_t, byte, 66);
+PIN(rz_qentry_t, flags, 67);
+PIN(rz_quarantine_t, ring, 24);
+PIN(rz_quarantine_t, count, 48);
+PIN(rz_quarantine_t, bound, 72);
+PIN(rz_quarantine_t, entry_size, 80);
+PIN(rz_quarantine_t, byte, 84);
+_Static_assert(sizeof(rz_quarantine_t) == 88, "the quarantine header's size");
 _Static_assert(sizeof(rz_violation_t) == 64, "violation record size");
 PIN(rz_refusal_t, index, 0);
 PIN(rz_refusal_t, ptr, 8);

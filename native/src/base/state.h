@@ -96,7 +96,7 @@ static inline int rz__zone_watched(const rz_zone_node_t *z) { return z->pad_byte
 
 #define RZ_STATE_MAGIC UINT64_C(0x3145544154535a52) /* the bytes "RZSTATE1" in memory order */
 
-#define RZ_STATE_VERSION 5
+#define RZ_STATE_VERSION 6
 
 #define RZ_LAST_VIOLATIONS 16
 
@@ -202,5 +202,45 @@ typedef struct rz_launches {
         char name[56];
     } ring[RZ_LAUNCH_RING];
 } rz_launches_t;
+
+#define RZ_QUARANTINE_MAGIC UINT64_C(0x3151544e41555152) /* the bytes "RQUANTQ1" in memory order */
+
+#define RZ_QUARANTINE_VERSION 1
+
+#define RZ_QENTRY_FILLING 0x1 /* its free-fill event is not seen done: not checked yet */
+#define RZ_QENTRY_VIOLATED 0x2 /* a check found it written after free (and filled it again) */
+
+/* One block held in the quarantine (core/quarantine.c). Layout read by the debugger. */
+typedef struct rz_qentry {
+    uint64_t base;       /* held range [base, base + bytes), filled with the free byte */
+    uint64_t bytes;
+    uint64_t ptr;        /* the program's pointer */
+    uint64_t user_bytes;
+    uint64_t index;      /* creation index */
+    void *ctx;
+    uint64_t launch_seq; /* launches recorded (__redzone_launches.seq) when it was freed */
+    uint32_t alloc_stack, free_stack; /* depot ids (0: none) */
+    uint16_t fill;       /* RZ_QENTRY_FILLING: the fill event's slot and generation (stream_fills.c) */
+    uint8_t byte;        /* the free byte it holds */
+    uint8_t flags;       /* RZ_QENTRY_* */
+    uint32_t reserved;
+    void (*release)(uint64_t base, uint64_t bytes, void *arg);
+    void *arg;
+} rz_qentry_t;
+
+/* The quarantine, exported (`__redzone_quarantine`): held blocks oldest first, ring[(head + i) % cap] for i
+ * in [0, count). Changed under the quarantine's lock; seq is odd while it changes. */
+typedef struct rz_quarantine {
+    uint64_t magic;   /* RZ_QUARANTINE_MAGIC */
+    uint32_t version; /* RZ_QUARANTINE_VERSION */
+    uint32_t size;    /* sizeof(rz_quarantine_t) */
+    _Atomic uint64_t seq;
+    rz_qentry_t *ring;
+    uint64_t cap, head, count;
+    uint64_t bytes, peak_bytes, bound; /* held now, most ever held, METRALE_REDZONE_QUARANTINE */
+    uint32_t entry_size; /* sizeof(rz_qentry_t) */
+    uint8_t byte;        /* the free byte */
+    uint8_t reserved[3];
+} rz_quarantine_t;
 
 #endif /* REDZONE_STATE_H */

@@ -12,6 +12,7 @@
 #include "common.h"
 #include "alloc.h"
 #include "alloc_trace.h"
+#include "bad_free.h"
 #include "band.h"
 #include "band_fill.h"
 #include "band_io.h"
@@ -26,6 +27,7 @@
 #include "ipc_records.h"
 #include "memory.h"
 #include "options.h"
+#include "quarantine.h"
 #include "registry.h"
 #include "report.h"
 #include "state.h"
@@ -146,7 +148,8 @@ static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_
     rz_devptr_t p = 0;
     rzcu_result r = rz__dev_mem_alloc(&p, bytes + pad);
     if (RZ_UNLIKELY(r != RZCUDA_SUCCESS))
-        return r == RZCUDA_ERROR_OUT_OF_MEMORY && pad ? alloc_general(dptr, bytes, req, index, 1) : (int)r;
+        return r == RZCUDA_ERROR_OUT_OF_MEMORY && (pad || rz__quarantine_bytes()) ? alloc_general(dptr, bytes, req, index, 1)
+                                                                                 : (int)r;
     rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
                            .flags = pad ? RZ_ZONE_PENDING : 0, .reserved0 = pad ? RZ_ZONE_SEEN : 0};
     if (RZ_UNLIKELY(rz__registry_add(&zone) != RZ_OK)) {
@@ -253,6 +256,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
     rz_devptr_t p = 0;
     rzcu_result r =
         padded_oom ? RZCUDA_ERROR_OUT_OF_MEMORY : raw_alloc(req, &p, bytes + pad + front, extra_rows);
+    if (r == RZCUDA_ERROR_OUT_OF_MEMORY && rz__quarantine_drain()) /* freed blocks held back: give them up */
+        r = raw_alloc(req, &p, bytes + pad + front, extra_rows);
     if (r == RZCUDA_ERROR_OUT_OF_MEMORY && pad > 0) {
         rz__warn("allocation #%llu of %zu bytes: out of memory with %llu pad bytes; retrying without a band",
                  (unsigned long long)index, bytes, (unsigned long long)(pad + front));
@@ -377,6 +382,9 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
     if (!known && RZ_UNLIKELY(o->front_bytes) && bad_free_in_front(dptr, req->async ? "cuMemFreeAsync" : "cuMemFree"))
         return RZCUDA_ERROR_INVALID_VALUE;
+    int held_answer; /* a double free, or a free inside a freed block the quarantine holds (bad_free.c) */
+    if (!known && rz__bad_free_held(dptr, req, &held_answer))
+        return held_answer;
     rz_free_req_t ordered;
     rzcu_stream fill_stream;
     if (known && !req->async && (zone.flags & RZ_ZONE_FILLING) && !rz__zone_filled(&zone) &&
@@ -405,12 +413,14 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
     rz_devptr_t raw = known ? dptr - rz__zone_front(&zone) : dptr; /* what the driver handed out */
     if (RZ_UNLIKELY(known && (zone.flags & RZ_ZONE_GUARD)))
         return free_guarded(&zone);
-    if (req->async)
+    if (known && rz__quarantine_take(&zone, req))
+        r = RZCUDA_SUCCESS; /* held (quarantine.c): given back to the driver when it leaves the quarantine */
+    else if (req->async)
         r = rz__dev_mem_free_async(raw, req->stream, req->per_thread);
     else
         r = rz__dev_mem_free(raw);
     if (!known)
-        return (int)r;
+        return rz__bad_free_refused(dptr, (int)r, req); /* reported when the driver refused it */
     if (r != RZCUDA_SUCCESS) {
         rz__record_unmap_failure();
         /* In stream order the check is queued behind the program's work: a band written back now could

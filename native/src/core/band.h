@@ -46,6 +46,7 @@ typedef enum {
     RZ_SCAN_BEGIN_FREE_CHECKS,
     RZ_SCAN_BEGIN_LAUNCH_CHECKS,
     RZ_SCAN_BEGIN_NVTX_REGIONS, /* policy/nvtx_regions.c: the NVTX regions' slack and unregistered regions */
+    RZ_SCAN_BEGIN_QUARANTINE, /* quarantine.c: the held blocks, checked for writes after free */
     RZ_SCAN_BEGIN_SLOTS
 } rz_scan_begin_slot_t;
 

@@ -34,6 +34,7 @@
 #include "launch_ring.h"
 #include "options.h"
 #include "proc_names.h"
+#include "quarantine.h"
 #include "registry.h"
 #include "state.h"
 #include "sticky.h"
@@ -169,6 +170,11 @@ rzcu_result cuMemGetAddressRange_v2(rzcu_deviceptr *pbase, size_t *psize, rzcu_d
     rzcu_result r = real(&base, &size, dptr);
     if (r != RZCUDA_SUCCESS || t_in_hook)
         goto out;
+    rz_qentry_t held;
+    if (RZ_UNLIKELY(rz__quarantine_find(dptr, &held))) {
+        r = RZCUDA_ERROR_NOT_FOUND; /* freed by the program, held in the quarantine: the driver's answer then */
+        goto out;
+    }
     rz__registry_lock();
     const rz_zone_node_t *z = rz__zone_of_block(base, dptr);
     if (z && size < rz__zone_mapped_bytes(z))

@@ -22,6 +22,7 @@
 #include "registry.h"
 #include "report.h"
 #include "state.h"
+#include "quarantine.h"
 #include "thread_state.h"
 
 /* A driver calling back into these names goes straight through (in the thread-state record, thread_state.h). */
@@ -74,6 +75,8 @@ rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) 
     rzcu_result r = real(handle, dptr - front);
     if (r == RZCUDA_SUCCESS && front)
         exported(handle, dptr, index, front, user_bytes);
+    if (r == RZCUDA_SUCCESS)
+        rz__quarantine_exported(dptr);
     t_in_ipc = 0;
     return r;
 }

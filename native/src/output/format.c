@@ -14,6 +14,15 @@
 static size_t clamp(int n, size_t cap) { return n < 0 ? 0 : ((size_t)n < cap ? (size_t)n : (cap ? cap - 1 : 0)); }
 
 size_t rz__format_violation(const rz_violation_t *v, char *out, size_t cap) {
+    if (v->after_free) { /* a block held in the quarantine (core/quarantine.c) */
+        int n = snprintf(out, cap,
+                         "REDZONE VIOLATION alloc#%llu user_bytes=%llu : bytes [%lld..=%lld] were written after free "
+                         "(%llu of %llu freed bytes changed), first bad value 0x%02x",
+                         (unsigned long long)v->index, (unsigned long long)v->user_bytes, (long long)v->first,
+                         (long long)v->last, (unsigned long long)v->changed, (unsigned long long)v->pad_bytes,
+                         (unsigned)v->first_bad);
+        return clamp(n, cap);
+    }
     if (v->front) {
         int n = snprintf(out, cap,
                          "REDZONE VIOLATION alloc#%llu user_bytes=%llu front=%llu : bytes [-%llu..=-%llu] before the "
@@ -182,6 +191,25 @@ size_t rz__format_bad_free(uint64_t ptr, uint64_t index, uint64_t user_bytes, ui
     return clamp(n, cap);
 }
 
+size_t rz__format_bad_free_kind(const rz_refusal_t *r, const char *driver_answer, char *out, size_t cap) {
+    unsigned long long p = r->addr, idx = r->index, ub = r->user_bytes;
+    long long off = (long long)r->first;
+    int n;
+    if (r->how == RZ_REFUSED_DOUBLE_FREE)
+        n = snprintf(out, cap, "redzone: bad free of 0x%llx: double free of alloc#%llu (user_bytes=%llu), freed already; "
+                     "%s returned as without redzone", p, idx, ub, driver_answer);
+    else if (r->how == RZ_REFUSED_INTERIOR_FREE)
+        n = snprintf(out, cap, "redzone: bad free of 0x%llx: %lld bytes into alloc#%llu (user_bytes=%llu), not its "
+                     "start; %s returned as without redzone", p, off, idx, ub, driver_answer);
+    else if (r->how == RZ_REFUSED_FREED_INTERIOR)
+        n = snprintf(out, cap, "redzone: bad free of 0x%llx: %lld bytes into alloc#%llu (user_bytes=%llu), freed "
+                     "already; %s returned as without redzone", p, off, idx, ub, driver_answer);
+    else
+        n = snprintf(out, cap, "redzone: bad free of 0x%llx: no allocation redzone knows of holds it; %s returned as "
+                     "without redzone", p, driver_answer);
+    return clamp(n, cap);
+}
+
 size_t rz__format_out_of_range(int how, const char *entry, uint64_t index, uint64_t user_bytes, int64_t first,
                                int64_t last, const char *driver_answer, char *out, size_t cap) {
     int n = snprintf(out, cap,
@@ -197,6 +225,8 @@ size_t rz__format_refusal(const rz_refusal_t *r, const char *driver_answer, char
     char entry[sizeof r->entry + 1]; /* a record read from a program: its name may lack its NUL */
     memcpy(entry, r->entry, sizeof r->entry);
     entry[sizeof r->entry] = '\0';
+    if (r->how >= RZ_REFUSED_DOUBLE_FREE)
+        return rz__format_bad_free_kind(r, driver_answer, out, cap);
     if (r->how == RZ_REFUSED_FREE)
         return rz__format_bad_free(r->addr, r->index, r->user_bytes, 0 - (uint64_t)r->first, driver_answer, out, cap);
     return rz__format_out_of_range(r->how, entry, r->index, r->user_bytes, r->first, r->last, driver_answer, out, cap);

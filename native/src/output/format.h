@@ -29,6 +29,9 @@ size_t rz__format_out_of_range(int how, const char *entry, uint64_t index, uint6
                                int64_t last, const char *driver_answer, char *out, size_t cap);
 
 /* The same line from the record passed to __redzone_refused (the gdb plugin formats it through the view). */
+/* The bad-free lines but the front band's (rz_refusal_t.how >= RZ_REFUSED_DOUBLE_FREE). */
+size_t rz__format_bad_free_kind(const rz_refusal_t *r, const char *driver_answer, char *out, size_t cap);
+
 size_t rz__format_refusal(const rz_refusal_t *r, const char *driver_answer, char *out, size_t cap);
 
 /* A CUresult's name from the table in cu.h, without asking a driver ("CUDA_ERROR_(unknown)" outside it). */

@@ -20,7 +20,9 @@
 #include "finding.h"
 #include "free_check.h"
 #include "launch_check.h"
+#include "leak_check.h"
 #include "options.h"
+#include "quarantine.h"
 #include "registry.h"
 #include "report.h"
 #include "rz_annotate.h"
@@ -60,6 +62,8 @@ static void exit_scan(void) {
         return; /* a forked child: the zones and the driver state are its parent's */
     rz__free_checks_deferred();
     const rz_options_t *o = rz__options();
+    rz__quarantine_at_exit(o->scan != 0); /* the held freed blocks, checked once (not again by the exit scan) */
+    rz__leak_check_at_exit();
     rz_stats_t s;
     if ((o->scan & RZ_SCAN_LAUNCH) && !rz__dev_deinitialized()) {
         rz__bands_settle(); /* launch checks still in flight complete, and are judged */

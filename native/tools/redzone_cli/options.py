@@ -36,7 +36,7 @@ NOT_FLAGS = {
 # What a value looks like, by the table's type; a type not here shows its own name.
 METAVARS = {"BAND": "N", "FRONT": "N", "INDEX": "N", "OPTINDEX": "N", "BYTE": "B", "PATH": "PATH",
             "BOOL": "0|1", "SCANLIST": "LIST", "INSTALL": "lazy|eager", "WINDOW": "LO:HI", "GUARD": "N|idx:I,J",
-            "DEPTH": "N", "COUNT": "N"}
+            "DEPTH": "N", "COUNT": "N", "SIZE": "BYTES"}
 # Short --help lines for the flags the launcher had before they came from the table; every other option's
 # line is the first sentence of its description in the table (the man page and docs/options.md have it all).
 SHORT_HELP = {

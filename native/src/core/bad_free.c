@@ -1,0 +1,102 @@
+/*
+ * Bad frees: a free of a pointer that is no live allocation's start. One inside a block held in the quarantine
+ * (a double free, or a pointer inside a freed block) is answered as the driver answers memory it freed, the
+ * block left held; any other goes to the driver, and when the driver refuses it the report says what the
+ * pointer points into: a zone freed recently (a double free), a live zone (not its start), or nothing redzone
+ * knows (foreign). Each report gives the stacks kept (the free's, the earlier free's, the allocation's), is
+ * counted as a violation and calls __redzone_refused (how: RZ_REFUSED_*_FREE) with no lock held. The driver's
+ * answer reaches the program unchanged.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+#include "bad_free.h"
+#include "depot.h"
+#include "format.h"
+#include "options.h"
+#include "quarantine.h"
+#include "registry.h"
+#include "report.h"
+#include "stats.h"
+#include "symbolize.h"
+
+static void print_stack(uint32_t id, const char *what) {
+    const uint64_t *kept;
+    uint32_t n = id ? rz__depot_get(id, &kept) : 0;
+    if (n == 0)
+        return;
+    void *frames[RZ_STACK_MAX];
+    n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
+    for (uint32_t i = 0; i < n; i++)
+        frames[i] = (void *)(uintptr_t)kept[i];
+    rz__log("  %s", what);
+    rz__symbolize_frames(frames, (int)n);
+}
+
+static void report(rz_refusal_t *r, const rz_free_req_t *req, uint32_t earlier_free, uint32_t alloc_stack) {
+    snprintf(r->entry, sizeof r->entry, "%s", req->async ? "cuMemFreeAsync" : "cuMemFree");
+    char line[512];
+    rz__format_refusal(r, rz__cu_name(r->result), line, sizeof line);
+    rz__log("%s", line);
+    const rz_options_t *o = rz__options();
+    if (o->stacks) {
+        void *frames[RZ_STACK_MAX];
+        int n = rz__capture_stack(frames, (int)o->stacks);
+        if (n > 0) {
+            rz__log("  this free:");
+            rz__symbolize_frames(frames, n);
+        }
+    }
+    char what[96];
+    snprintf(what, sizeof what, "alloc#%llu was freed at:", (unsigned long long)r->index);
+    print_stack(earlier_free, what);
+    snprintf(what, sizeof what, "alloc#%llu was allocated at:", (unsigned long long)r->index);
+    print_stack(alloc_stack, what);
+    rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
+    __redzone_refused(r);
+}
+
+int rz__bad_free_held(rz_devptr_t dptr, const rz_free_req_t *req, int *answer) {
+    rz_qentry_t e;
+    if (RZ_LIKELY(!rz__quarantine_find(dptr, &e)))
+        return 0;
+    rz_refusal_t r = {.index = e.index, .ptr = e.ptr, .user_bytes = e.user_bytes, .addr = dptr,
+                      .first = (int64_t)(dptr - e.ptr), .result = RZCUDA_ERROR_INVALID_VALUE,
+                      .how = dptr == e.ptr ? RZ_REFUSED_DOUBLE_FREE : RZ_REFUSED_FREED_INTERIOR};
+    report(&r, req, e.free_stack, e.alloc_stack);
+    *answer = RZCUDA_ERROR_INVALID_VALUE;
+    return 1;
+}
+
+int rz__bad_free_refused(rz_devptr_t dptr, int result, const rz_free_req_t *req) {
+    if (RZ_LIKELY(result == RZCUDA_SUCCESS) || result != RZCUDA_ERROR_INVALID_VALUE || dptr == 0)
+        return result; /* a sticky error, a context that is gone, a NULL pointer: not a bad free */
+    rz_refusal_t r = {.addr = dptr, .result = result, .how = RZ_REFUSED_FOREIGN_FREE};
+    uint32_t earlier = 0, alloc_stack = 0;
+    rz_qentry_t f;
+    if (rz__quarantine_freed(dptr, &f)) {
+        r.how = RZ_REFUSED_DOUBLE_FREE;
+        r.index = f.index;
+        r.ptr = f.ptr;
+        r.user_bytes = f.user_bytes;
+        earlier = f.free_stack;
+        alloc_stack = f.alloc_stack;
+    } else {
+        rz__registry_lock();
+        for (const rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
+            if (dptr > z->ptr && dptr - z->ptr < z->user_bytes + z->pad_bytes) {
+                r.how = RZ_REFUSED_INTERIOR_FREE;
+                r.index = z->index;
+                r.ptr = z->ptr;
+                r.user_bytes = z->user_bytes;
+                r.first = (int64_t)(dptr - z->ptr);
+                alloc_stack = rz__registry_stack_id(z);
+                break;
+            }
+        }
+        rz__registry_unlock();
+    }
+    report(&r, req, earlier, alloc_stack);
+    return result;
+}

@@ -1,0 +1,69 @@
+/*
+ * The quarantine of freed blocks (quarantine.c): writes after free.
+ */
+#ifndef REDZONE_QUARANTINE_H
+#define REDZONE_QUARANTINE_H
+
+#include "common.h"
+#include "state.h"
+
+/* Called once a held range left the quarantine, after its check: gives the range back (NULL in
+ * rz_qhold_t: cuMemFree of its base). Called with no lock of the quarantine held. */
+typedef void rz_qrelease_fn(uint64_t base, uint64_t bytes, void *arg);
+
+/* A range to hold (the reusable API: an allocation's whole block, or a pool's region). */
+typedef struct rz_qhold {
+    rz_devptr_t base;   /* held range [base, base + bytes), filled with the free byte */
+    uint64_t bytes;
+    rz_devptr_t ptr;    /* the program's pointer: reports give offsets from it */
+    uint64_t user_bytes;
+    uint64_t index;     /* creation index */
+    void *ctx;          /* its context (NULL: the current one, asked of the driver) */
+    uint32_t alloc_stack; /* depot ids (depot.h), 0: none */
+    uint32_t free_stack;
+    rz_qrelease_fn *release;
+    void *arg;
+} rz_qhold_t;
+
+/* Hold h: its range is filled with the free byte in the order of stream s (`ordered`; else the legacy stream,
+ * which follows the earlier work of every blocking stream), an event recorded after, and queued; the oldest
+ * blocks leave (checked, then released) while the held bytes exceed METRALE_REDZONE_QUARANTINE. 1: held (the
+ * caller gives nothing back to the driver); 0: not held (off, larger than the bound, a capture in progress, a
+ * sticky error, no event slot): the caller frees it as before. Never waits for the device. */
+int rz__quarantine_hold(const rz_qhold_t *h, int ordered, rzcu_stream s);
+
+/* The free of zone (out of the registry, its band checked) as the free path (alloc.c) asks it: held (1), or
+ * not (0: free it as before). */
+struct rz_free_req;
+int rz__quarantine_take(const rz_zone_node_t *zone, const struct rz_free_req *req);
+
+/* ptr was exported (cuIpcGetMemHandle): its free is not held, so a handle to it opens no more once freed. */
+void rz__quarantine_exported(uint64_t ptr);
+
+/* Whether p is a held block's pointer or inside a held range (a free of it is a bad free): fills *out. */
+int rz__quarantine_find(rz_devptr_t p, rz_qentry_t *out);
+
+/* Whether p is the pointer of one of the newest frees (held or not; 4096 kept): fills *out (no flags). */
+int rz__quarantine_freed(rz_devptr_t p, rz_qentry_t *out);
+
+/* Out of device memory: every held block whose fill is done leaves (checked, released). 1 when any left. */
+int rz__quarantine_drain(void);
+
+/* Under the registry lock, at the start of a scan: check every held block whose fill is done (a changed byte
+ * is reported as written after free, and the block filled again). */
+void rz__quarantine_scan_locked(void);
+
+/* At exit, before the exit scan: wait for the contexts whose fills are still queued (the driver's teardown
+ * waits too); with `check` (any policy but none) check the held blocks now, whether or not an exit scan
+ * follows (it may read nothing when no device work was noted; then it leaves them alone). */
+void rz__quarantine_at_exit(int check);
+
+/* Bytes held now. */
+uint64_t rz__quarantine_bytes(void);
+
+/* METRALE_REDZONE_FREE_FILL as used (distinct from the band fill when not set). */
+uint8_t rz__quarantine_byte(void);
+
+extern rz_quarantine_t __redzone_quarantine;
+
+#endif /* REDZONE_QUARANTINE_H */
