@@ -312,8 +312,9 @@ EMU_API rzcu_result cuMemPoolSetAttribute(rzcu_mem_pool pool, int attr, void *va
     struct CUmemPoolHandle_st *p = lookup(pool);
     rzcu_result r = RZCUDA_ERROR_INVALID_VALUE;
     if (p && p->kind != POOL_IMPORTED) {
-        uint64_t v64;
-        memcpy(&v64, value, sizeof v64);
+        uint64_t v64 = 0; /* the 64-bit attributes' value; the REUSE_* flags are an int, read as such */
+        if (attr > CUDA_EMU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)
+            memcpy(&v64, value, sizeof v64);
         r = RZCUDA_SUCCESS;
         switch (attr) {
         case CUDA_EMU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
