@@ -137,6 +137,29 @@ def memory(a):
           rc == 0 and "rzfree: done" in out and "REDZONE" not in out, out)
 
 
+def records(a):
+    """The new kinds go through the one findings path (output/finding.c, issue 31): each is a record of its kind in
+    the report file, and a kind: rule suppresses it (neither reported nor counted)."""
+    import json
+    with tempfile.TemporaryDirectory() as d:
+        for mode, kind, env in (("stale", "write-after-free", {}), ("double", "bad-free", {}),
+                                ("interior", "bad-free", {}), ("leak", "leak", {"METRALE_REDZONE_LEAK_CHECK": "1"})):
+            rep, summary, rules = (os.path.join(d, n) for n in (f"{mode}.jsonl", f"{mode}.sum", f"{mode}.supp"))
+            rc, out = run(a, mode, dict(env, METRALE_REDZONE_REPORT=rep))
+            recs = [json.loads(l) for l in open(rep).read().splitlines()] if os.path.exists(rep) else []
+            found = [r for r in recs if r.get("type") == "finding"]
+            check(f"{mode}: its finding is a '{kind}' record in the report file, and the summary counts it",
+                  rc == 0 and found and all(r["kind"] == kind for r in found) and
+                  recs[-1].get("type") == "summary" and recs[-1]["kinds"].get(kind) == len(found), out + str(recs))
+            with open(rules, "w") as f:
+                f.write(f"# {mode}\nkind:{kind}\n")
+            rc, out = run(a, mode, dict(env, METRALE_REDZONE_SUPPRESSIONS=rules, METRALE_REDZONE_SUMMARY=summary))
+            text = open(summary).read() if os.path.exists(summary) else ""
+            check(f"{mode}: kind:{kind} suppresses it: no report, not counted, the exit line says so",
+                  rc == 0 and "REDZONE VIOLATION" not in out and "bad free of" not in out and
+                  "redzone: leak:" not in out and "violations=0 " in text and "suppressed" in out, out + text)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rzfree", required=True)
@@ -144,7 +167,7 @@ def main():
     ap.add_argument("--emu", required=True)
     ap.add_argument("only", nargs="*")
     a = ap.parse_args()
-    for fn in (stale, bad_frees, leaks, memory):
+    for fn in (stale, bad_frees, leaks, memory, records):
         if not a.only or fn.__name__ in a.only:
             fn(a)
     if failures:

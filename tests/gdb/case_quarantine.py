@@ -20,7 +20,7 @@ check("REDZONE VIOLATION alloc#0 user_bytes=256 : bytes [16..=31] were written a
 check("after free" not in ex("redzone scan"), "re-filled: a second scan finds nothing")
 check("redzone break: on" in ex("redzone break on"), "break on")
 text = go("continue")
-check("stopped where the library found this violation" in text,
+check("stopped where the library's scan after a synchronisation found this violation" in text,
       f"stops at the write after free the sync scan finds: {text}")
 ex("frame 0")
 check(int(gdb.parse_and_eval("violation->after_free")) == 1 and int(gdb.parse_and_eval("violation->index")) == 0,

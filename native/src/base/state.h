@@ -53,6 +53,10 @@ static inline uint64_t rz__zone_front(const rz_zone_node_t *z) { return (uint64_
  * whose every write the hooks see, so its band can change only after device work they note (work_epoch.h). */
 #define RZ_ZONE_SEEN 0x1
 static inline int rz__zone_seen(const rz_zone_node_t *z) { return !(z->flags & RZ_ZONE_GUARD) && (z->reserved0 & RZ_ZONE_SEEN); }
+/* reserved0 of a zone that is not RZ_ZONE_GUARD: from cuMemAllocFromPoolAsync, a memory pool the program made and
+ * manages itself (its trim, release threshold and used-memory attributes): its free goes to that pool at once,
+ * never held in the quarantine (docs/design.md). */
+#define RZ_ZONE_OWN_POOL 0x2
 
 #define RZ_ZONE_STREAM_ORDERED 0x10 /* from cuMemAllocAsync/FromPoolAsync: cuMemFree of it does not wait */
 

@@ -283,6 +283,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
                            .flags = is_async(req) ? RZ_ZONE_STREAM_ORDERED : 0};
     if (pad > 0 && req->interposed && !is_async(req) && req->kind != RZ_ALLOC_MANAGED)
         zone.reserved0 = RZ_ZONE_SEEN;
+    if (req->kind == RZ_ALLOC_POOL)
+        zone.reserved0 |= RZ_ZONE_OWN_POOL;
     /* A lazy zone asks the driver for its context when its band is written, so one freed before then
      * never asks at all. */
     if (pad > 0 && (!lazy || !rz__dev_has_pointer_attribute()))

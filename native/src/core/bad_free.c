@@ -13,6 +13,7 @@
 #include "common.h"
 #include "bad_free.h"
 #include "depot.h"
+#include "finding.h"
 #include "format.h"
 #include "options.h"
 #include "quarantine.h"
@@ -38,6 +39,17 @@ static void report(rz_refusal_t *r, const rz_free_req_t *req, uint32_t earlier_f
     snprintf(r->entry, sizeof r->entry, "%s", req->async ? "cuMemFreeAsync" : "cuMemFree");
     char line[512];
     rz__format_refusal(r, rz__cu_name(r->result), line, sizeof line);
+    const uint64_t *kept = NULL;
+    uint32_t nkept = alloc_stack ? rz__depot_get(alloc_stack, &kept) : 0;
+    rz_finding_t f = {.kind = RZ_FINDING_BAD_FREE, .alloc = r->index, .ptr = r->ptr, .user_bytes = r->user_bytes,
+                      .pad = RZ_FINDING_NONE, .first = r->ptr ? r->first : RZ_FINDING_NONE,
+                      .last = r->ptr ? r->first : RZ_FINDING_NONE, .changed = RZ_FINDING_NONE,
+                      .first_bad = RZ_FINDING_NONE, .addr = r->addr, .bytes = 0, .entry = r->entry, .text = line,
+                      .alloc_frames = kept, .nalloc = nkept};
+    int fate = rz__finding_admit(&f);
+    if (fate == RZ_FINDING_SUPPRESSED)
+        return; /* the driver's answer still reaches the program: only the report and count are left out */
+    rz__log_mute(fate != RZ_FINDING_REPORT);
     rz__log("%s", line);
     const rz_options_t *o = rz__options();
     if (o->stacks) {
@@ -53,8 +65,10 @@ static void report(rz_refusal_t *r, const rz_free_req_t *req, uint32_t earlier_f
     print_stack(earlier_free, what);
     snprintf(what, sizeof what, "alloc#%llu was allocated at:", (unsigned long long)r->index);
     print_stack(alloc_stack, what);
+    rz__log_mute(0);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     __redzone_refused(r);
+    rz__finding_done(fate);
 }
 
 int rz__bad_free_held(rz_devptr_t dptr, const rz_free_req_t *req, int *answer) {

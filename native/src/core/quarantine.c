@@ -25,6 +25,7 @@
 #include "device_ctx.h"
 #include "driver_info.h"
 #include "events.h"
+#include "finding.h"
 #include "format.h"
 #include "fork.h"
 #include "launch_ring.h"
@@ -148,19 +149,38 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
                         .changed = changed, .first_bad = bad, .expected = e->byte, .after_free = 1};
     char line[512];
     rz__format_violation(&v, line, sizeof line);
+    const uint64_t *kept = NULL;
+    uint32_t nkept = e->alloc_stack ? rz__depot_get(e->alloc_stack, &kept) : 0;
+    rz_finding_t f = {.kind = RZ_FINDING_WRITE_AFTER_FREE, .alloc = e->index, .ptr = e->ptr,
+                      .user_bytes = e->user_bytes, .pad = (int64_t)e->bytes, .first = (int64_t)v.first,
+                      .last = (int64_t)v.last, .changed = (int64_t)changed, .first_bad = bad, .addr = e->base,
+                      .bytes = e->bytes, .text = line, .alloc_frames = kept, .nalloc = nkept};
+    const rz_launches_t *l = &__redzone_launches;
+    for (uint64_t seq = l->seq, k = 0; seq > e->launch_seq + k && k < RZ_FINDING_KERNELS; k++) {
+        const struct rz_launch *x = &l->ring[(seq - 1 - k) % RZ_LAUNCH_RING];
+        size_t n = sizeof x->name < RZ_FINDING_NAME - 1 ? sizeof x->name : RZ_FINDING_NAME - 1;
+        memcpy(f.kernels[f.nkernels], x->name, n);
+        f.kernels[f.nkernels++][n] = '\0';
+    }
+    int fate = rz__finding_admit(&f);
+    if (fate == RZ_FINDING_SUPPRESSED)
+        return; /* neither reported nor counted; the block is filled again by its check all the same */
     /* A scan holds its lines back until it lets the registry go (judge.c); this report goes out now, before
      * its hook, so a debugger stopped there has it (the scan's own held lines follow later). */
     struct rz_reports *held = rz__thread.reports;
     if (held)
         rz__log_hold(NULL);
+    rz__log_mute(fate != RZ_FINDING_REPORT);
     rz__log("%s", line);
     print_depot_stack(e->alloc_stack, "allocated", e->index);
     print_depot_stack(e->free_stack, "freed", e->index);
     launches_since(e);
+    rz__log_mute(0);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     __redzone_violation(&v);
     if (held)
         rz__log_hold(&held->lines);
+    rz__finding_done(fate);
 }
 
 /* Check entry e (a copy) whose fill is done: read its range chunk by chunk, report a change once, fill it
@@ -557,6 +577,8 @@ int rz__quarantine_take(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     note_freed(&h);
     if (o->quarantine == 0 || (zone->flags & (RZ_ZONE_GUARD | RZ_ZONE_GRAPH)) || exported_forget(zone->ptr))
         return 0; /* an exported block: its handle must stop opening at the free, as without redzone */
+    if (zone->reserved0 & RZ_ZONE_OWN_POOL)
+        return 0; /* the program's own pool: what it reports (used memory) and trims stays as without redzone */
     return rz__quarantine_hold(&h, req->async, rz__stream_of(req->stream, req->per_thread));
 }
 

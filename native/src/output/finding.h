@@ -17,7 +17,11 @@
     X(OVERRUN, "overrun", "bytes past the end of a device allocation were written")                         \
     X(UNDERRUN, "underrun", "bytes before the start of a device allocation were written")                   \
     X(COPY_REFUSED, "copy-refused", "a copy or memset reaching outside its device buffer was refused")      \
-    X(BAD_FREE, "bad-free", "a free of a pointer that is not the start of a device allocation")
+    X(BAD_FREE, "bad-free", "a free of a pointer that is not the start of a device allocation")             \
+    X(WRITE_AFTER_FREE, "write-after-free", "bytes of a freed device allocation were written after its free") \
+    X(LEAK, "leak", "device allocations still live at exit (METRALE_REDZONE_LEAK_CHECK)")                    \
+    X(REGION_OVERRUN, "region-overrun", "bytes past the end of a pool region registered through NVTX were written") \
+    X(REGION_AFTER_FREE, "region-write-after-free", "bytes of a pool region were written after NVTX unregistered it")
 
 enum {
 #define RZ_FINDING_ENUM(id, name, desc) RZ_FINDING_##id,

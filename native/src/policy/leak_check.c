@@ -5,11 +5,13 @@
  * its stack symbolized when kept, and counted as a violation, so `redzone run --error-exitcode` fails on it.
  * Without the option nothing is reported or counted (the exit line's `live` count says it still).
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common.h"
 #include "leak_check.h"
 #include "depot.h"
+#include "finding.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
@@ -73,11 +75,21 @@ void rz__leak_check_at_exit(void) {
         rz__log("redzone: leak check: %llu bytes in %llu allocations still live at exit (METRALE_REDZONE_STACKS "
                 "groups them by allocation stack)", (unsigned long long)bytes, (unsigned long long)count);
     for (size_t i = 0; i < n; i++) {
-        const uint64_t *kept;
+        const uint64_t *kept = NULL;
         uint32_t nf = g[i].stack ? rz__depot_get(g[i].stack, &kept) : 0;
-        rz__log("redzone: leak: %llu bytes in %llu allocation%s (first alloc#%llu)%s",
-                (unsigned long long)g[i].bytes, (unsigned long long)g[i].count, g[i].count == 1 ? "" : "s",
-                (unsigned long long)g[i].first, nf ? " allocated at:" : "");
+        char line[256];
+        snprintf(line, sizeof line, "redzone: leak: %llu bytes in %llu allocation%s (first alloc#%llu)%s",
+                 (unsigned long long)g[i].bytes, (unsigned long long)g[i].count, g[i].count == 1 ? "" : "s",
+                 (unsigned long long)g[i].first, nf ? " allocated at:" : "");
+        rz_finding_t f = {.kind = RZ_FINDING_LEAK, .alloc = g[i].first, .user_bytes = g[i].bytes,
+                          .pad = RZ_FINDING_NONE, .first = RZ_FINDING_NONE, .last = RZ_FINDING_NONE,
+                          .changed = RZ_FINDING_NONE, .first_bad = RZ_FINDING_NONE, .bytes = g[i].count,
+                          .text = line, .alloc_frames = kept, .nalloc = nf};
+        int fate = rz__finding_admit(&f);
+        if (fate == RZ_FINDING_SUPPRESSED)
+            continue; /* neither reported nor counted */
+        rz__log_mute(fate != RZ_FINDING_REPORT);
+        rz__log("%s", line);
         if (nf) {
             void *frames[RZ_STACK_MAX];
             nf = nf < RZ_STACK_MAX ? nf : RZ_STACK_MAX;
@@ -85,7 +97,9 @@ void rz__leak_check_at_exit(void) {
                 frames[k] = (void *)(uintptr_t)kept[k];
             rz__symbolize_frames(frames, (int)nf);
         }
+        rz__log_mute(0);
         rz__count(RZ_C_violations, 1);
+        rz__finding_done(fate);
     }
     if (nomem)
         rz__warn("leak check: out of host memory while grouping; some allocations are in no group above");

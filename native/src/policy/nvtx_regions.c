@@ -23,6 +23,7 @@
 #include "band.h"
 #include "band_io.h"
 #include "device_ctx.h"
+#include "finding.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
@@ -114,19 +115,29 @@ static int judge(const heap_t *h, size_t i, const uint8_t *got) {
     }
     if (!changed)
         return 0;
-    char what[160];
+    char what[160], line[512];
     describe(h, e, what, sizeof what);
     if (e->live)
-        rz__log("REDZONE VIOLATION %s : bytes [%llu..=%llu] past the end were written (%llu of %llu slack bytes "
-                "changed), first bad value 0x%02x",
-                what, (unsigned long long)first, (unsigned long long)last, (unsigned long long)changed,
-                (unsigned long long)e->filled, bad);
+        snprintf(line, sizeof line, "REDZONE VIOLATION %s : bytes [%llu..=%llu] past the end were written (%llu of "
+                 "%llu slack bytes changed), first bad value 0x%02x",
+                 what, (unsigned long long)first, (unsigned long long)last, (unsigned long long)changed,
+                 (unsigned long long)e->filled, bad);
     else
-        rz__log("REDZONE VIOLATION %s : bytes [%llu..=%llu] were written after it was unregistered (%llu of %llu "
-                "bytes checked changed), first bad value 0x%02x",
-                what, (unsigned long long)first, (unsigned long long)last, (unsigned long long)changed,
-                (unsigned long long)e->filled, bad);
+        snprintf(line, sizeof line, "REDZONE VIOLATION %s : bytes [%llu..=%llu] were written after it was "
+                 "unregistered (%llu of %llu bytes checked changed), first bad value 0x%02x",
+                 what, (unsigned long long)first, (unsigned long long)last, (unsigned long long)changed,
+                 (unsigned long long)e->filled, bad);
+    rz_finding_t f = {.kind = e->live ? RZ_FINDING_REGION_OVERRUN : RZ_FINDING_REGION_AFTER_FREE,
+                      .alloc = h->zone_index, .ptr = e->start, .user_bytes = e->size, .pad = (int64_t)e->filled,
+                      .first = (int64_t)first, .last = (int64_t)last, .changed = (int64_t)changed,
+                      .first_bad = bad, .text = line};
+    int fate = rz__finding_admit(&f);
+    if (fate == RZ_FINDING_SUPPRESSED)
+        return 1; /* re-filled all the same, neither reported nor counted */
+    if (fate == RZ_FINDING_REPORT)
+        rz__log("%s", line);
     rz__count(RZ_C_violations, 1);
+    rz__finding_done(fate);
     return 1;
 }
 
