@@ -62,6 +62,9 @@ def main():
     check("free of a used buffer, no synchronisation: at most 1 added host wait per free", ow - bw <= n,
           "added %d waits in %d frees" % (ow - bw, n))
     pair(["used", str(n)])
+    bc, bw, oc, ow, _ = pair(["named", str(n)], suffix="-free")
+    check("free of a buffer used on a non-blocking stream, no synchronisation: at most 1 added host wait per free",
+          ow - bw <= n, "added %d waits in %d frees" % (ow - bw, n))
     bc, bw, oc, ow, _ = pair(["used", str(n)], suffix="-attrs")
     check("lazy band install: at most 1 pointer-attribute query per zone (the block's context and start at once)",
           oc - bc <= n, "%d queries for %d zones" % (oc - bc, n))
@@ -85,7 +88,7 @@ def main():
         bc, bw, oc, ow, _ = pair(["async", str(n), "1000"], {"CUDA_EMU_KERNEL_HOLD": "1", "METRALE_REDZONE": band})
         check("%d stream-ordered frees with %s-byte bands queued behind held kernels: no host wait" % (n, band),
               ow == bw == 0, "bare %d, redzone %d waits" % (bw, ow))
-    for how in ("legacy", "ptsz", "stream"):
+    for how in ("legacy", "ptsz", "stream", "streams"):
         # The ordered read must still see what a kernel queued just before the free wrote past the end.
         _, _, out = run(prog, lib, emu_dir, ["overrun", how], {"CUDA_EMU_KERNEL_HOLD": "1", "METRALE_REDZONE_LOG": ""})
         check("an overrun by a kernel still queued on the %s stream at the free is reported" % how,
