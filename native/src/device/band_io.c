@@ -517,7 +517,9 @@ rzcu_result rz__dev_read_after_streams(rz_band_io_t *io, size_t n, const rzcu_st
     return rz__sticky_note(r);
 }
 
-rzcu_result rz__dev_read_after_default(rz_band_io_t *io, size_t n) { return rz__dev_read_after_streams(io, n, NULL, 0); }
+rzcu_result rz__dev_read_after_default(rz_band_io_t *io, size_t n) {
+    return rz__dev_read_after_streams(io, n, NULL, 0);
+}
 
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n) { return per_ctx(io, n, write_ctx); }
 

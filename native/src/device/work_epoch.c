@@ -105,6 +105,14 @@ size_t rz__work_named_streams(void *ctx, uint64_t epoch, rzcu_stream *out, size_
     return n;
 }
 
+void rz__work_forget_ctx(void *ctx) {
+    pthread_mutex_lock(&g_named_lock);
+    for (unsigned i = g_nslots; i-- > 0;)
+        if (g_slots[i].ctx == ctx)
+            g_slots[i] = g_slots[--g_nslots];
+    pthread_mutex_unlock(&g_named_lock);
+}
+
 void rz__work_stream_gone(rzcu_stream s) {
     pthread_mutex_lock(&g_named_lock);
     struct named_slot *n = slot_of_locked(s);

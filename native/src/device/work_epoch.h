@@ -44,6 +44,9 @@ size_t rz__work_named_streams(void *ctx, uint64_t epoch, rzcu_stream *out, size_
  * SIZE_MAX until it is). */
 void rz__work_stream_gone(rzcu_stream s);
 
+/* Context ctx has ended (its work with it, and its streams): its handles' records go (ctx_forget.c). */
+void rz__work_forget_ctx(void *ctx);
+
 /* The epoch up to which all work is known complete (a settle of every context with zones), and setting it. */
 uint64_t rz__work_done(void);
 void rz__work_completed(uint64_t epoch);
