@@ -88,12 +88,13 @@ def main():
         bc, bw, oc, ow, _ = pair(["async", str(n), "1000"], {"CUDA_EMU_KERNEL_HOLD": "1", "METRALE_REDZONE": band})
         check("%d stream-ordered frees with %s-byte bands queued behind held kernels: no host wait" % (n, band),
               ow == bw == 0, "bare %d, redzone %d waits" % (bw, ow))
-    for how in ("legacy", "ptsz", "stream", "streams"):
+    for how in ("legacy", "ptsz", "stream", "streams", "twoctx"):
         # The ordered read must still see what a kernel queued just before the free wrote past the end.
         _, _, out = run(prog, lib, emu_dir, ["overrun", how], {"CUDA_EMU_KERNEL_HOLD": "1", "METRALE_REDZONE_LOG": ""})
+        idx = 1 if how == "twoctx" else 0  # twoctx allocates in the second context first
         check("an overrun by a kernel still queued on the %s stream at the free is reported" % how,
-              "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=64 : bytes [0..=0] past the end" in out
-              and "alloc#0 was violated when it was freed" in out, out.strip().replace("\n", " | "))
+              "REDZONE VIOLATION alloc#%d user_bytes=1000 pad=64 : bytes [0..=0] past the end" % idx in out
+              and "alloc#%d was violated when it was freed" % idx in out, out.strip().replace("\n", " | "))
     if failures:
         sys.exit("%d checks failed" % failures)
     print("waits_check: all checks passed")

@@ -13,7 +13,8 @@
  *                         end of the exit handlers (printed by the last one to run)
  *   rzwaits overrun HOW   a kernel writes one byte past a 1000-byte buffer's end, launched on the legacy stream,
  *                         the per-thread stream (cuLaunchKernel_ptsz) or a non-blocking stream (HOW: legacy,
- *                         ptsz, stream; streams: then an in-bounds one on a second non-blocking stream), then
+ *                         ptsz, stream; streams: then an in-bounds one on a second non-blocking stream;
+ *                         twoctx: a memset queued on a second context's non-blocking stream before), then
  *                         cuMemFree at once: run with CUDA_EMU_KERNEL_HOLD=1 the kernel runs
  *                         only once something waits for it, so a free-time read not ordered after it misses it
  *   rzwaits async N BYTES N times on one stream: cuMemAllocAsync of BYTES, launch, cuMemFreeAsync, with the
@@ -122,7 +123,18 @@ int main(int argc, char **argv) {
         const char *how = argv[2];
         rzcu_stream s = NULL;
         rzcu_stream other = NULL;
-        if (strcmp(how, "stream") == 0 || strcmp(how, "streams") == 0)
+        if (strcmp(how, "twoctx") == 0) {
+            /* Work queued on a non-blocking stream of a second context, still held at the free. */
+            rzcu_context ctx2;
+            rzcu_stream s2;
+            rzcu_deviceptr q;
+            CHECK(cuCtxCreate_v4(&ctx2, NULL, 0, 0)); /* current now */
+            CHECK(cuStreamCreate(&s2, 1 /* non-blocking */));
+            CHECK(cuMemAlloc_v2(&q, 1000));
+            CHECK(cuMemsetD8Async(q, 0, 1000, s2));
+            CHECK(cuCtxSetCurrent(ctx));
+        }
+        if (strcmp(how, "stream") == 0 || strcmp(how, "streams") == 0 || strcmp(how, "twoctx") == 0)
             CHECK(cuStreamCreate(&s, 1 /* non-blocking */));
         if (strcmp(how, "streams") == 0)
             CHECK(cuStreamCreate(&other, 1 /* non-blocking */));

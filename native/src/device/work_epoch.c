@@ -27,8 +27,9 @@ void rz__work_annotate(void) {
 }
 
 /*
- * The stream handles that got work, each with its context (asked once, when the handle takes a slot) and the
- * count at its last work, so a free can order its read after exactly them (rz__work_named_streams). A handle
+ * The stream handles that got work, each with the count at its last work, so a free can order its read after
+ * exactly them (rz__work_named_streams), and the context current when it took its slot (asked then, once),
+ * so the records go with their context. A handle
  * keeps its slot; when every slot holds one, the least recently used that has no work past the completed
  * count gives way, and when none can, the work is "lost": g_lost says a free must synchronise the context.
  * A mutex, taken only for work on a stream handle (never a driver call under it).
@@ -93,13 +94,13 @@ void rz__work_note(rzcu_stream s, int per_thread) {
     }
 }
 
-size_t rz__work_named_streams(void *ctx, uint64_t epoch, rzcu_stream *out, size_t max) {
+size_t rz__work_named_streams(uint64_t epoch, rzcu_stream *out, size_t max) {
     if (atomic_load_explicit(&g_lost, memory_order_acquire) > epoch)
         return SIZE_MAX;
     size_t n = 0;
     pthread_mutex_lock(&g_named_lock);
     for (unsigned i = 0; i < g_nslots && n != SIZE_MAX; i++)
-        if (g_slots[i].last > epoch && g_slots[i].ctx == ctx)
+        if (g_slots[i].last > epoch)
             n = n < max ? (out[n] = g_slots[i].s, n + 1) : SIZE_MAX;
     pthread_mutex_unlock(&g_named_lock);
     return n;

@@ -251,9 +251,10 @@ static rzcu_result read_for_free(const rz_zone_node_t *zone, rz_band_io_t *io, s
         if (rz__work_default_streams_since(done)) {
             r = rz__dev_read_after_default(io, n);
         } else {
-            /* Stream handles too (maybe non-blocking): the read waits for each by an event, no host wait. */
+            /* Stream handles too (maybe non-blocking): the read waits for each by an event, no host wait. A
+             * handle of another context fails the event record (the driver's rule): then as below. */
             rzcu_stream busy[FREE_READ_STREAMS];
-            size_t ns = rz__work_named_streams(zone->ctx, done, busy, FREE_READ_STREAMS);
+            size_t ns = rz__work_named_streams(done, busy, FREE_READ_STREAMS);
             if (ns != SIZE_MAX)
                 r = rz__dev_read_after_streams(io, n, busy, ns);
         }
