@@ -29,10 +29,10 @@ void rz__work_annotate(void) {
 /*
  * The stream handles that got work, each with the count at its last work, so a free can order its read after
  * exactly them (rz__work_named_streams), and the context current when it took its slot (asked then, once),
- * so the records go with their context. A handle
- * keeps its slot; when every slot holds one, the least recently used that has no work past the completed
- * count gives way, and when none can, the work is "lost": g_lost says a free must synchronise the context.
- * A mutex, taken only for work on a stream handle (never a driver call under it).
+ * so the records go with their context. A handle keeps its slot; when every slot holds one, the least
+ * recently used that has no work past the completed count gives way, and when none can, the work is "lost":
+ * g_lost says a free must synchronise the context. A mutex, taken only for work on a stream handle (never a
+ * driver call under it).
  */
 struct named_slot {
     rzcu_stream s;

@@ -12,8 +12,7 @@
  * handle (not the legacy or a per-thread default stream) also moves the "maybe non-blocking" mark (such a
  * stream may not be ordered before the legacy stream's next operation) and records the handle for
  * rz__work_named_streams (with the current context, asked when the handle takes a slot, for
- * rz__work_forget_ctx). Two atomic
- * operations; a mutex more for a stream handle. */
+ * rz__work_forget_ctx). Two atomic operations; a mutex more for a stream handle. */
 void rz__work_note(rzcu_stream s, int per_thread);
 
 /* The work counted so far. */
