@@ -9,6 +9,7 @@
  * Issue 29's patterns (run with CUDA_EMU_KERNEL_NS, so a host wait costs what the kernels take), each printing
  * two numbers: host microseconds per step and host waits per step (cuEmuHostWaits):
  *   sync_bench used N                   alloc, launch, launch, cuMemFree, no synchronisation (N times)
+ *   sync_bench named N                  the same with the launches on a non-blocking stream
  *   sync_bench churn N                  N buffers launched over, one cuCtxSynchronize, then all freed oldest
  *                                       first: per free
  *   sync_bench async N                  cuMemAllocAsync, launch, cuMemFreeAsync on one stream, N times, the
@@ -144,10 +145,11 @@ static void pattern(const char *mode, long n) {
     unsigned long long w0 = cuEmuHostWaits(NULL);
     double t0 = now();
     for (long i = 0; i < n; i++) {
-        if (strcmp(mode, "used") == 0) {
+        if (strcmp(mode, "used") == 0 || strcmp(mode, "named") == 0) {
+            rzcu_stream on = mode[0] == 'n' ? s : NULL;
             CHECK(cuMemAlloc_v2(&p, 64));
-            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
-            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, on, params, NULL));
+            CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, on, params, NULL));
             CHECK(cuMemFree_v2(p));
         } else if (strcmp(mode, "churn") == 0) {
             CHECK(cuMemFree_v2(b[i]));
@@ -176,8 +178,8 @@ int main(int argc, char **argv) {
         printf("%.2f\n", launch(atol(argv[2]), strcmp(argv[3], "same") == 0));
     else if (argc == 3 && strcmp(argv[1], "free2") == 0)
         printf("%.2f\n", free2(atol(argv[2])));
-    else if (argc == 3 && (strcmp(argv[1], "used") == 0 || strcmp(argv[1], "churn") == 0 ||
-                           strcmp(argv[1], "async") == 0))
+    else if (argc == 3 && (strcmp(argv[1], "used") == 0 || strcmp(argv[1], "named") == 0 ||
+                           strcmp(argv[1], "churn") == 0 || strcmp(argv[1], "async") == 0))
         pattern(argv[1], atol(argv[2]));
     else if (argc == 3 && strcmp(argv[1], "exit") == 0) {
         rzcu_context ctx;
@@ -189,7 +191,7 @@ int main(int argc, char **argv) {
         g_main_end = now();
     }
     else {
-        fprintf(stderr, "usage: sync_bench launch ZONES same|other | free2 PAIRS | used|churn|async|exit N\n");
+        fprintf(stderr, "usage: sync_bench launch ZONES same|other | free2 PAIRS | used|named|churn|async|exit N\n");
         return 2;
     }
     return 0;

@@ -72,6 +72,9 @@ def main():
     check("free of a used buffer, no synchronisation: at most 1 added host wait per free", ow - bw <= n,
           "added %d waits in %d frees" % (ow - bw, n))
     pair(["used", str(n)])
+    bc, bw, oc, ow, _ = pair(["named", str(n)], suffix="-free")
+    check("free of a buffer used on a non-blocking stream, no synchronisation: at most 1 added host wait per free",
+          ow - bw <= n, "added %d waits in %d frees" % (ow - bw, n))
     bc, bw, oc, ow, _ = pair(["used", str(n)], suffix="-attrs")
     check("lazy band install: at most 1 pointer-attribute query per zone (the block's context and start at once)",
           oc - bc <= n, "%d queries for %d zones" % (oc - bc, n))
@@ -95,12 +98,13 @@ def main():
         bc, bw, oc, ow, _ = pair(["async", str(n), "1000"], {"CUDA_EMU_KERNEL_HOLD": "1", "METRALE_REDZONE": band})
         check("%d stream-ordered frees with %s-byte bands queued behind held kernels: no host wait" % (n, band),
               ow == bw == 0, "bare %d, redzone %d waits" % (bw, ow))
-    for how in ("legacy", "ptsz", "stream"):
+    for how in ("legacy", "ptsz", "stream", "streams", "twoctx"):
         # The ordered read must still see what a kernel queued just before the free wrote past the end.
         _, _, out = run(prog, lib, emu_dir, ["overrun", how], {"CUDA_EMU_KERNEL_HOLD": "1", "METRALE_REDZONE_LOG": ""})
+        idx = 1 if how == "twoctx" else 0  # twoctx allocates in the second context first
         check("an overrun by a kernel still queued on the %s stream at the free is reported" % how,
-              "REDZONE VIOLATION alloc#0 user_bytes=1000 pad=64 : bytes [0..=0] past the end" in out
-              and "alloc#0 was violated when it was freed" in out, out.strip().replace("\n", " | "))
+              "REDZONE VIOLATION alloc#%d user_bytes=1000 pad=64 : bytes [0..=0] past the end" % idx in out
+              and "alloc#%d was violated when it was freed" % idx in out, out.strip().replace("\n", " | "))
     if failures:
         sys.exit("%d checks failed" % failures)
     print("waits_check: all checks passed")

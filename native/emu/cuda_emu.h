@@ -268,7 +268,6 @@ struct CUgraphEdgeData_st; /* CUgraphEdgeData */
     X(cuMemcpy3D_v2_ptds, rzcu_result, (const cuda_emu_memcpy3d_t *copy)) \
     X(cuMemcpy3DAsync_v2, rzcu_result, (const cuda_emu_memcpy3d_t *copy, rzcu_stream s)) \
     X(cuMemcpy3DAsync_v2_ptsz, rzcu_result, (const cuda_emu_memcpy3d_t *copy, rzcu_stream s)) \
-    X(cuStreamWaitEvent, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags)) \
     X(cuStreamWaitEvent_ptsz, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags)) \
     X(cuMemHostAlloc, rzcu_result, (void **pp, size_t bytesize, unsigned int flags)) \
     X(cuMemHostGetDevicePointer_v2, rzcu_result, (rzcu_deviceptr * pdptr, void *p, unsigned int flags)) \

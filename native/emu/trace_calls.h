@@ -85,6 +85,8 @@
     X(cuEventSynchronize, rzcu_fn_cuEventSynchronize, (rzcu_event e), (e))                                  \
     X(cuEventQuery, rzcu_fn_cuEventQuery, (rzcu_event e), (e))                                              \
     X(cuEventDestroy_v2, rzcu_fn_cuEventDestroy_v2, (rzcu_event e), (e))                                    \
+    X(cuStreamWaitEvent, rzcu_fn_cuStreamWaitEvent, (rzcu_stream s, rzcu_event e, unsigned int flags),      \
+      (s, e, flags))                                                                                        \
     X(cuModuleLoadData, rzcu_fn_cuModuleLoadData, (rzcu_module * pmod, const void *image), (pmod, image))   \
     X(cuModuleUnload, rzcu_fn_cuModuleUnload, (rzcu_module mod), (mod))                                     \
     X(cuLibraryUnload, rzcu_fn_cuLibraryUnload, (rzcu_library library), (library))                          \

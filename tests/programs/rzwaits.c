@@ -5,19 +5,23 @@
  *   rzwaits idle N        N times: alloc, free (no device work at all)
  *   rzwaits used N        N times: alloc, launch, launch, free, no synchronisation (the default stream)
  *   rzwaits synced N      N times: alloc, launch, cuCtxSynchronize, free
+ *   rzwaits named N       N times: alloc, launch, launch, free, no synchronisation, the launches on one
+ *                         non-blocking stream (created before the loop)
  *   rzwaits churn N       N buffers allocated and launched over, one cuCtxSynchronize, then all freed oldest
  *                         first: counts of the frees only
  *   rzwaits exit N        N allocations and exit, no device work: counts from after the allocations to the
  *                         end of the exit handlers (printed by the last one to run)
  *   rzwaits overrun HOW   a kernel writes one byte past a 1000-byte buffer's end, launched on the legacy stream,
  *                         the per-thread stream (cuLaunchKernel_ptsz) or a non-blocking stream (HOW: legacy,
- *                         ptsz, stream), then cuMemFree at once: run with CUDA_EMU_KERNEL_HOLD=1 the kernel runs
+ *                         ptsz, stream; streams: then an in-bounds one on a second non-blocking stream;
+ *                         twoctx: a memset queued on a second context's non-blocking stream before), then
+ *                         cuMemFree at once: run with CUDA_EMU_KERNEL_HOLD=1 the kernel runs
  *                         only once something waits for it, so a free-time read not ordered after it misses it
  *   rzwaits async N BYTES N times on one stream: cuMemAllocAsync of BYTES, launch, cuMemFreeAsync, with the
  *                         kernels held (CUDA_EMU_KERNEL_HOLD=1: nothing runs until someone waits), so every
  *                         free is queued behind all the work before it; counts of the loop, then one
  *                         cuStreamSynchronize
- * Each mode prints `rzwaits: MODE: calls=C waits=W` (W: host waits); idle, used and synced first print
+ * Each mode prints `rzwaits: MODE: calls=C waits=W` (W: host waits); idle, used, synced and named first print
  * `rzwaits: MODE-free: ...`, the counts of the cuMemFree calls alone, and `rzwaits: MODE-attrs: calls=N`, the
  * pointer-attribute queries of the whole loop.
  */
@@ -59,7 +63,7 @@ static void print_counts(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: rzwaits idle|used|synced|churn|exit|async N [BYTES]\n");
+        fprintf(stderr, "usage: rzwaits idle|used|synced|named|churn|exit|async N [BYTES]\n");
         return 2;
     }
     g_mode = argv[1];
@@ -74,15 +78,19 @@ int main(int argc, char **argv) {
     CHECK(cuModuleLoadData(&mod, "emulated module"));
     CHECK(cuModuleGetFunction(&g_touch, mod, "touch"));
     rzcu_deviceptr p;
-    if (strcmp(g_mode, "idle") == 0 || strcmp(g_mode, "used") == 0 || strcmp(g_mode, "synced") == 0) {
+    if (strcmp(g_mode, "idle") == 0 || strcmp(g_mode, "used") == 0 || strcmp(g_mode, "synced") == 0 ||
+        strcmp(g_mode, "named") == 0) {
         unsigned long long free_calls = 0, free_waits = 0;
+        rzcu_stream s = NULL;
+        if (g_mode[0] == 'n')
+            CHECK(cuStreamCreate(&s, 1 /* non-blocking */));
         cuEmuResetCallCounts();
         for (long i = 0; i < n; i++) {
             CHECK(cuMemAlloc_v2(&p, 1000));
             if (g_mode[0] != 'i')
-                launch(p, 1000, NULL);
-            if (g_mode[0] == 'u')
-                launch(p, 1000, NULL);
+                launch(p, 1000, s);
+            if (g_mode[0] == 'u' || g_mode[0] == 'n')
+                launch(p, 1000, s);
             if (g_mode[0] == 's')
                 CHECK(cuCtxSynchronize());
             unsigned long long c0 = cuEmuCallCountAll(), w0 = cuEmuHostWaits(NULL);
@@ -114,8 +122,22 @@ int main(int argc, char **argv) {
     } else if (strcmp(g_mode, "overrun") == 0) {
         const char *how = argv[2];
         rzcu_stream s = NULL;
-        if (strcmp(how, "stream") == 0)
+        rzcu_stream other = NULL;
+        if (strcmp(how, "twoctx") == 0) {
+            /* Work queued on a non-blocking stream of a second context, still held at the free. */
+            rzcu_context ctx2;
+            rzcu_stream s2;
+            rzcu_deviceptr q;
+            CHECK(cuCtxCreate_v4(&ctx2, NULL, 0, 0)); /* current now */
+            CHECK(cuStreamCreate(&s2, 1 /* non-blocking */));
+            CHECK(cuMemAlloc_v2(&q, 1000));
+            CHECK(cuMemsetD8Async(q, 0, 1000, s2));
+            CHECK(cuCtxSetCurrent(ctx));
+        }
+        if (strcmp(how, "stream") == 0 || strcmp(how, "streams") == 0 || strcmp(how, "twoctx") == 0)
             CHECK(cuStreamCreate(&s, 1 /* non-blocking */));
+        if (strcmp(how, "streams") == 0)
+            CHECK(cuStreamCreate(&other, 1 /* non-blocking */));
         CHECK(cuMemAlloc_v2(&p, 1000));
         rzcu_deviceptr end = p + 1000;
         unsigned long long one = 1;
@@ -124,6 +146,8 @@ int main(int argc, char **argv) {
             CHECK(cuLaunchKernel_ptsz(g_touch, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
         else
             CHECK(cuLaunchKernel(g_touch, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
+        if (other != NULL)
+            launch(p, 1000, other); /* in bounds, on a second non-blocking stream */
         CHECK(cuMemFree_v2(p));
         print_counts();
     } else if (strcmp(g_mode, "async") == 0 && argc > 3) {

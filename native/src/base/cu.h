@@ -336,6 +336,7 @@ struct CUctxCreateParams_st; /* only ever passed by pointer (NULL is valid) */
     X(cuEventSynchronize, rzcu_result, (rzcu_event e))                                                      \
     X(cuEventQuery, rzcu_result, (rzcu_event e))                                                            \
     X(cuEventDestroy_v2, rzcu_result, (rzcu_event e))                                                       \
+    X(cuStreamWaitEvent, rzcu_result, (rzcu_stream s, rzcu_event e, unsigned int flags))                    \
     X(cuModuleLoadData, rzcu_result, (rzcu_module * pmod, const void *image))                               \
     X(cuModuleUnload, rzcu_result, (rzcu_module mod))                                                       \
     X(cuLibraryUnload, rzcu_result, (rzcu_library library))                                                 \

@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "band_io.h"
+#include "capture.h"
 #include "capture_mode.h"
 #include "check_kernel.h"
 #include "device_ctx.h"
@@ -463,16 +464,48 @@ static rzcu_result per_ctx(rz_band_io_t *io, size_t n, band_op *op) {
 
 rzcu_result rz__dev_read(rz_band_io_t *io, size_t n) { return per_ctx(io, n, read_ctx); }
 
-rzcu_result rz__dev_read_after_default(rz_band_io_t *io, size_t n) {
+/* Order the legacy stream's next operations after the work queued so far on streams[0..ns) (of the current
+ * context), with one event recorded on each and waited for by the legacy stream: no host wait. */
+static rzcu_result legacy_waits_for(const rzcu_stream *streams, size_t ns) {
+    if (ns == 0)
+        return RZCUDA_SUCCESS;
+    if (rz__drv.cuEventCreate == NULL || rz__drv.cuEventRecord == NULL || rz__drv.cuStreamWaitEvent == NULL ||
+        rz__drv.cuEventDestroy_v2 == NULL)
+        return RZCUDA_ERROR_NOT_SUPPORTED;
+    rzcu_event ev;
+    rzcu_result r = rz__drv.cuEventCreate(&ev, 0x2 /* CU_EVENT_DISABLE_TIMING */);
+    if (r != RZCUDA_SUCCESS)
+        return r;
+    /* One event serves every stream: a wait takes the event's last record as it is at the call. */
+    for (size_t i = 0; i < ns && r == RZCUDA_SUCCESS; i++) {
+        r = rz__drv.cuEventRecord(ev, streams[i]);
+        if (r == RZCUDA_SUCCESS)
+            r = rz__drv.cuStreamWaitEvent(NULL, ev, 0);
+    }
+    rz__drv.cuEventDestroy_v2(ev); /* released by the driver once its records have completed */
+    return r;
+}
+
+rzcu_result rz__dev_read_after_streams(rz_band_io_t *io, size_t n, const rzcu_stream *streams, size_t ns) {
     int pushed;
     rzcu_result r = rz__sticky();
     if (r == RZCUDA_SUCCESS && (n == 0 || rz__drv.cuMemcpyDtoH_v2 == NULL || rz__drv.cuMemcpyDtoHAsync_v2 == NULL))
         r = RZCUDA_ERROR_NOT_SUPPORTED;
-    if (r == RZCUDA_SUCCESS)
-        r = rz__sticky_note(rz__dev_enter(io[0].ctx, &pushed));
     if (r != RZCUDA_SUCCESS)
         return r;
+    /* No capture may begin meanwhile (an event recorded on a stream being captured is captured, and the
+     * legacy stream's wait for it would invalidate that capture): the caller saw none in progress. */
+    if (!rz__capture_quiet_enter()) {
+        rz__capture_quiet_leave();
+        return RZCUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    r = rz__sticky_note(rz__dev_enter(io[0].ctx, &pushed));
+    if (r != RZCUDA_SUCCESS) {
+        rz__capture_quiet_leave();
+        return r;
+    }
     rzcu_capture_mode saved = rz__dev_quiet_begin(); /* no capture in progress: the caller checked */
+    r = legacy_waits_for(streams, ns);
     for (size_t i = 0; i + 1 < n && r == RZCUDA_SUCCESS; i++)
         if (io[i].bytes)
             r = rz__drv.cuMemcpyDtoHAsync_v2(io[i].host, io[i].dev, io[i].bytes, NULL);
@@ -480,7 +513,12 @@ rzcu_result rz__dev_read_after_default(rz_band_io_t *io, size_t n) {
         r = rz__drv.cuMemcpyDtoH_v2(io[n - 1].host, io[n - 1].dev, io[n - 1].bytes);
     rz__dev_quiet_end(saved);
     rz__dev_leave(pushed);
+    rz__capture_quiet_leave();
     return rz__sticky_note(r);
+}
+
+rzcu_result rz__dev_read_after_default(rz_band_io_t *io, size_t n) {
+    return rz__dev_read_after_streams(io, n, NULL, 0);
 }
 
 rzcu_result rz__dev_write(rz_band_io_t *io, size_t n) { return per_ctx(io, n, write_ctx); }

@@ -101,4 +101,11 @@ size_t rz__dev_pinned_bytes(void);
  * during a capture (the caller checks). */
 rzcu_result rz__dev_read_after_default(rz_band_io_t *io, size_t n);
 
+/* The same read, ordered also after the work queued so far on streams[0..ns) (stream handles, non-blocking
+ * ones included): an event recorded on each and waited for by the legacy stream (no host wait), then the
+ * read as above: one host wait in all. In a capture quiet section (capture.h): STREAM_CAPTURE_UNSUPPORTED when
+ * one may be in progress. An error (a stream of another context than the entries': INVALID_HANDLE, a driver
+ * without events) leaves the caller to synchronise the context and read. */
+rzcu_result rz__dev_read_after_streams(rz_band_io_t *io, size_t n, const rzcu_stream *streams, size_t ns);
+
 #endif /* REDZONE_BAND_IO_H */

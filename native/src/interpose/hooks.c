@@ -42,6 +42,7 @@
 #include "subscriptions.h"
 #include "sync_scan.h"
 #include "thread_state.h"
+#include "work_epoch.h"
 
 #define t_in_hook (rz__thread.in_hook) /* in the thread-state record (thread_state.h) */
 
@@ -443,8 +444,10 @@ rzcu_result cuStreamDestroy_v2(rzcu_stream s) {
         LEAVE();
     }
     rzcu_result r = real(s);
-    if (r == RZCUDA_SUCCESS)
+    if (r == RZCUDA_SUCCESS) {
         rz__capture_stream_gone(s);
+        rz__work_stream_gone(s); /* a free can no longer wait for its work by handle */
+    }
     return r;
 }
 

@@ -214,6 +214,7 @@ static void capture_graph_check(const struct async_check *c, rzcu_stream s) {
  * a violation that scan finds is reported by it (a scan line), not as a violation at the free.
  */
 #define CHURN_PER_ZONES 64
+#define FREE_READ_STREAMS 16 /* stream handles a read orders itself after by events; more: the context's sync */
 #define CHURN_MIN_ZONES 256 /* below: single reads cost less than a scan (and report at the free) */
 static _Atomic uint64_t g_last_read = UINT64_MAX; /* the work count at the last free that read its band */
 static _Atomic uint64_t g_same_reads;              /* frees in a row that read their band at that count */
@@ -243,10 +244,22 @@ static rzcu_result read_for_free(const rz_zone_node_t *zone, rz_band_io_t *io, s
             rz__bands_settle();   /* every context with zones: all work noted up to now is done */
             rz__scan_for_free(); /* and every band judged: the next frees read nothing */
         }
-        if (rz__work_done() >= now)
+        uint64_t done = rz__work_done();
+        if (done >= now)
             return rz__dev_read(io, n); /* nothing left running that could write it */
-        if (rz__work_default_streams_since(rz__work_done()))
-            return rz__dev_read_after_default(io, n);
+        rzcu_result r = RZCUDA_ERROR_NOT_SUPPORTED;
+        if (rz__work_default_streams_since(done)) {
+            r = rz__dev_read_after_default(io, n);
+        } else {
+            /* Stream handles too (maybe non-blocking): the read waits for each by an event, no host wait. A
+             * handle of another context fails the event record (the driver's rule): then as below. */
+            rzcu_stream busy[FREE_READ_STREAMS];
+            size_t ns = rz__work_named_streams(done, busy, FREE_READ_STREAMS);
+            if (ns != SIZE_MAX)
+                r = rz__dev_read_after_streams(io, n, busy, ns);
+        }
+        if (r == RZCUDA_SUCCESS || rz__sticky() != RZCUDA_SUCCESS)
+            return r; /* else (a stream of another context, a capture begun meanwhile): as below */
     }
     if (!capture) {
         rz__dev_settle(zone->ctx);
