@@ -24,15 +24,10 @@
 
 static void print_stack(uint32_t id, const char *what) {
     const uint64_t *kept;
-    uint32_t n = id ? rz__depot_get(id, &kept) : 0;
-    if (n == 0)
+    if (id == 0 || rz__depot_get(id, &kept) == 0)
         return;
-    void *frames[RZ_STACK_MAX];
-    n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
-    for (uint32_t i = 0; i < n; i++)
-        frames[i] = (void *)(uintptr_t)kept[i];
     rz__log("  %s", what);
-    rz__symbolize_frames(frames, (int)n);
+    rz__depot_symbolize(id);
 }
 
 static void report(rz_refusal_t *r, const rz_free_req_t *req, uint32_t earlier_free, uint32_t alloc_stack) {

@@ -22,6 +22,7 @@
 #include "depot.h"
 #include "fork.h"
 #include "state.h"
+#include "symbolize.h"
 
 #define CHUNK_WORDS ((uint64_t)1 << RZ_DEPOT_SHIFT)
 
@@ -144,4 +145,16 @@ uint64_t rz__depot_bytes(void) {
     uint64_t bytes = g_next * 8 + g_table_bytes;
     pthread_mutex_unlock(&g_lock);
     return bytes;
+}
+
+uint32_t rz__depot_symbolize(uint32_t id) {
+    const uint64_t *kept;
+    uint32_t n = id ? rz__depot_get(id, &kept) : 0;
+    void *frames[RZ_STACK_MAX];
+    n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
+    for (uint32_t i = 0; i < n; i++)
+        frames[i] = (void *)(uintptr_t)kept[i];
+    if (n)
+        rz__symbolize_frames(frames, (int)n);
+    return n;
 }

@@ -16,4 +16,7 @@ uint32_t rz__depot_get(uint32_t id, const uint64_t **frames);
 /* Host bytes the depot holds (stacks and its hash table). */
 uint64_t rz__depot_bytes(void);
 
+/* Print stack `id`'s frames, symbolized, to the log (nothing for 0 or an unknown id). Returns the frames printed. */
+uint32_t rz__depot_symbolize(uint32_t id);
+
 #endif /* REDZONE_DEPOT_H */

@@ -71,16 +71,7 @@ void rz__reports_begin(rz_reports_t *r) {
     rz__log_hold(&r->lines);
 }
 
-static void print_stack(uint32_t stack) {
-    const uint64_t *kept;
-    uint32_t n = rz__depot_get(stack, &kept);
-    void *frames[RZ_STACK_MAX];
-    n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
-    for (uint32_t i = 0; i < n; i++)
-        frames[i] = (void *)(uintptr_t)kept[i];
-    if (n)
-        rz__symbolize_frames(frames, (int)n);
-}
+static void print_stack(uint32_t stack) { (void)rz__depot_symbolize(stack); }
 
 /* Print what is queued, and empty the queue (lines are held back again when the scan goes on). */
 static void reports_print(rz_reports_t *r, int go_on) {

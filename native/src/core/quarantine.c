@@ -130,15 +130,10 @@ static void launches_since(const rz_qentry_t *e) {
 
 static void print_depot_stack(uint32_t id, const char *what, uint64_t index) {
     const uint64_t *kept;
-    uint32_t n = id ? rz__depot_get(id, &kept) : 0;
-    if (n == 0)
+    if (id == 0 || rz__depot_get(id, &kept) == 0)
         return;
-    void *frames[RZ_STACK_MAX];
-    n = n < RZ_STACK_MAX ? n : RZ_STACK_MAX;
-    for (uint32_t i = 0; i < n; i++)
-        frames[i] = (void *)(uintptr_t)kept[i];
     rz__log("  alloc#%llu was %s at:", (unsigned long long)index, what);
-    rz__symbolize_frames(frames, (int)n);
+    rz__depot_symbolize(id);
 }
 
 /* Report held block e found written: bytes [first, last] of its range changed (offsets from its base). */

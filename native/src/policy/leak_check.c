@@ -17,7 +17,6 @@
 #include "report.h"
 #include "state.h"
 #include "stats.h"
-#include "symbolize.h"
 
 struct group {
     uint32_t stack;
@@ -90,13 +89,8 @@ void rz__leak_check_at_exit(void) {
             continue; /* neither reported nor counted */
         rz__log_mute(fate != RZ_FINDING_REPORT);
         rz__log("%s", line);
-        if (nf) {
-            void *frames[RZ_STACK_MAX];
-            nf = nf < RZ_STACK_MAX ? nf : RZ_STACK_MAX;
-            for (uint32_t k = 0; k < nf; k++)
-                frames[k] = (void *)(uintptr_t)kept[k];
-            rz__symbolize_frames(frames, (int)nf);
-        }
+        if (nf)
+            rz__depot_symbolize(g[i].stack);
         rz__log_mute(0);
         rz__count(RZ_C_violations, 1);
         rz__finding_done(fate);
