@@ -40,6 +40,8 @@ rz_exclude("address|thread" "a core file of an instrumented process holds the sa
   gdb_core cudagdb_core gdb16_core gdb_state)
 rz_exclude("address|thread" "case_nvtx writes a core file of the instrumented process (as gdb_core does)"
   gdb_nvtx cudagdb_nvtx gdb16_nvtx)
+rz_exclude("address|thread" "instruction counts come from valgrind's callgrind, which cannot run a sanitizer's binaries (and would count the sanitizer's instructions); the main tree asserts them"
+  start_instructions launch_instructions)
 rz_exclude("address|thread" "case_quarantine writes a core file of the instrumented process (as gdb_core does): 67 GB under ASan"
   gdb_quarantine cudagdb_quarantine gdb16_quarantine)
 rz_exclude("thread" "Criterion cannot start under ThreadSanitizer (\"Could not initialize inheritable arena\": its runner maps memory where TSan keeps its own); the concurrency these cover runs under TSan in rzstress (the stress test)"
