@@ -22,7 +22,7 @@ with tempfile.TemporaryDirectory() as scratch:
     said = go("run overrun")
     check("not loaded" not in said, f"the plugin warned at run: {said}")
     libs = [o.filename for o in gdb.objfiles() if "libredzone.so" in (o.filename or "")]
-    check(libs and all(l.startswith(prefix) for l in libs), f"the installed library is in the program: {libs}")
+    check(libs and all(l.startswith(prefix) for l in libs), f"the installed library is in the program: {libs} (prefix {prefix!r})")
     out = ex("redzone scan")
     check("REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" in out, out)
     ex("kill")
