@@ -50,7 +50,9 @@ rz_exclude("address|thread" "case_quarantine writes a core file of the instrumen
   gdb_quarantine cudagdb_quarantine gdb16_quarantine)
 rz_exclude("thread" "Criterion cannot start under ThreadSanitizer (\"Could not initialize inheritable arena\": its runner maps memory where TSan keeps its own); the concurrency these cover runs under TSan in rzstress (the stress test)"
   options registry stats api band bounds check agent symbols emu emu_real emu_sticky preload reliability nothing_lost sticky semantics scale transparency
-  lifetime writers attribution streamorder ipc files signals)
+  lifetime writers attribution streamorder ipc files signals quarantine)
+rz_exclude("thread" "these cases assert where stepping from a violation stop lands and which frames the stop selects: under TSan the program's code calls the TSan runtime (__tsan_read8, with line information) at every access, which `step` enters and the stacks hold, and the holder of a busy registry is as often the agent inside the runtime's locks (as gdb_threads); the main and ASan trees run them"
+  gdb_break cudagdb_break gdb16_break gdb_exit_stop cudagdb_exit_stop gdb16_exit_stop gdb_lock_held cudagdb_lock_held gdb16_lock_held)
 
 rz_exclude("thread" "gdb stops every thread but the agent, and under TSan a stopped thread can hold the TSan runtime's own locks (its allocator, its thread registry), which the agent then waits for: scans time out at random, and the case accepts only a held registry as the reason to refuse"
   gdb_threads cudagdb_threads gdb16_threads)

@@ -10,6 +10,22 @@
 
 #include "emu_internal.h"
 
+/* The twin reads the program's device bytes while kernels on other streams may write them: on a GPU that is
+ * the program's affair (the check sees either value), here two host threads, which ThreadSanitizer would
+ * report as a race in the emulator; as the copy engine does (emu_stream.c), the twin's device accesses are
+ * hidden from it in a TSan build. */
+#ifdef __SANITIZE_THREAD__
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+void AnnotateIgnoreWritesBegin(const char *file, int line);
+void AnnotateIgnoreWritesEnd(const char *file, int line);
+#define TWIN_DEVICE_BEGIN() (AnnotateIgnoreReadsBegin(__FILE__, __LINE__), AnnotateIgnoreWritesBegin(__FILE__, __LINE__))
+#define TWIN_DEVICE_END() (AnnotateIgnoreWritesEnd(__FILE__, __LINE__), AnnotateIgnoreReadsEnd(__FILE__, __LINE__))
+#else
+#define TWIN_DEVICE_BEGIN() ((void)0)
+#define TWIN_DEVICE_END() ((void)0)
+#endif
+
 struct twin_desc { /* rz_check.cu's struct rz_check_desc */
     uint64_t band;
     uint32_t bytes;
@@ -27,6 +43,7 @@ static void emu_twin_rz_check_changed(const cuda_emu_launch_t *launch, void **pa
     unsigned *out = (unsigned *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 2);
     unsigned char *data = (unsigned char *)(out + 2 + 2 * (size_t)cap);
     unsigned long long threads = (unsigned long long)launch->grid.x * launch->block.x;
+    TWIN_DEVICE_BEGIN();
     for (unsigned i = 0; i < n && i < threads; i++) {
         const unsigned char *p = (const unsigned char *)(uintptr_t)d[i].band;
         if (d[i].bytes == 0 || (p[0] == d[i].expected && memcmp(p, p + 1, d[i].bytes - 1) == 0))
@@ -44,6 +61,7 @@ static void emu_twin_rz_check_changed(const cuda_emu_launch_t *launch, void **pa
             out[3 + 2 * k] = 0xffffffffu;
         }
     }
+    TWIN_DEVICE_END();
 }
 
 static const size_t rz_check_changed_params[] = {sizeof(rzcu_deviceptr), sizeof(unsigned), sizeof(rzcu_deviceptr),

@@ -87,4 +87,29 @@ void rz__launch_ring_since_scan(void) {
     L.report_since = L.scan_start;
     pthread_mutex_unlock(&g_ring_lock);
 }
+uint64_t rz__launch_seq(void) {
+    pthread_mutex_lock(&g_ring_lock);
+    uint64_t seq = L.seq;
+    pthread_mutex_unlock(&g_ring_lock);
+    return seq;
+}
+
+unsigned rz__launch_names_since(uint64_t since, uint64_t *seqs, char *names, size_t stride, unsigned max,
+                                uint64_t *total) {
+    pthread_mutex_lock(&g_ring_lock);
+    uint64_t seq = L.seq, n = seq > since ? seq - since : 0;
+    unsigned k = 0;
+    for (; k < n && k < max && k < RZ_LAUNCH_RING; k++) {
+        const struct rz_launch *x = &L.ring[(seq - 1 - k) % RZ_LAUNCH_RING];
+        seqs[k] = x->seq;
+        size_t len = strnlen(x->name, sizeof x->name);
+        len = len < stride - 1 ? len : stride - 1;
+        memcpy(names + k * stride, x->name, len);
+        names[k * stride + len] = '\0';
+    }
+    pthread_mutex_unlock(&g_ring_lock);
+    *total = n;
+    return k;
+}
+
 #undef L

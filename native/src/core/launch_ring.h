@@ -28,6 +28,15 @@ unsigned rz__launch_candidates(const rz_zone_node_t *zone, char *names, size_t s
  * clean" mark. */
 void rz__launch_scan_begin(int whole);
 
+/* The number of launches recorded so far (under the ring's lock: another thread may be recording one). */
+uint64_t rz__launch_seq(void);
+
+/* The launches recorded after launch number `since`, newest first: at most max of them, their numbers into
+ * seqs and names into names (stride bytes each, NUL-terminated); *total gets how many there are in all.
+ * Returns how many were copied. Under the ring's lock. */
+unsigned rz__launch_names_since(uint64_t since, uint64_t *seqs, char *names, size_t stride, unsigned max,
+                                uint64_t *total);
+
 /* A free-time check: the kernels it names are those launched since the last whole scan began. */
 void rz__launch_ring_since_scan(void);
 

@@ -111,21 +111,16 @@ static int filled(rz_qentry_t *e) {
 
 /* The kernels launched since entry e was freed, from the launch ring (the newest few). */
 static void launches_since(const rz_qentry_t *e) {
-    const rz_launches_t *l = &__redzone_launches;
-    uint64_t seq = l->seq;
-    if (seq <= e->launch_seq) {
+    uint64_t seqs[4], n;
+    char names[4][RZ_FINDING_NAME];
+    unsigned k = rz__launch_names_since(e->launch_seq, seqs, names[0], sizeof names[0], 4, &n);
+    if (n == 0) {
         rz__log("  no kernel was launched since the free (a copy or memset wrote it, or the host)");
         return;
     }
-    uint64_t n = seq - e->launch_seq;
     rz__log("  %llu kernel launch%s since the free; the newest:", (unsigned long long)n, n == 1 ? "" : "es");
-    for (uint64_t k = 0; k < n && k < 4; k++) {
-        const struct rz_launch *x = &l->ring[(seq - 1 - k) % RZ_LAUNCH_RING];
-        char name[sizeof x->name + 1];
-        memcpy(name, x->name, sizeof x->name);
-        name[sizeof x->name] = '\0';
-        rz__log("    launch #%llu %s", (unsigned long long)x->seq, name);
-    }
+    for (unsigned i = 0; i < k; i++)
+        rz__log("    launch #%llu %s", (unsigned long long)seqs[i], names[i]);
 }
 
 static void print_depot_stack(uint32_t id, const char *what, uint64_t index) {
@@ -150,13 +145,9 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
                       .user_bytes = e->user_bytes, .pad = (int64_t)e->bytes, .first = (int64_t)v.first,
                       .last = (int64_t)v.last, .changed = (int64_t)changed, .first_bad = bad, .addr = e->base,
                       .bytes = e->bytes, .text = line, .alloc_frames = kept, .nalloc = nkept};
-    const rz_launches_t *l = &__redzone_launches;
-    for (uint64_t seq = l->seq, k = 0; seq > e->launch_seq + k && k < RZ_FINDING_KERNELS; k++) {
-        const struct rz_launch *x = &l->ring[(seq - 1 - k) % RZ_LAUNCH_RING];
-        size_t n = sizeof x->name < RZ_FINDING_NAME - 1 ? sizeof x->name : RZ_FINDING_NAME - 1;
-        memcpy(f.kernels[f.nkernels], x->name, n);
-        f.kernels[f.nkernels++][n] = '\0';
-    }
+    uint64_t seqs[RZ_FINDING_KERNELS], total;
+    f.nkernels = rz__launch_names_since(e->launch_seq, seqs, f.kernels[0], sizeof f.kernels[0], RZ_FINDING_KERNELS,
+                                        &total);
     int fate = rz__finding_admit(&f);
     if (fate == RZ_FINDING_SUPPRESSED)
         return; /* neither reported nor counted; the block is filled again by its check all the same */
@@ -306,7 +297,7 @@ int rz__quarantine_hold(const rz_qhold_t *h, int ordered, rzcu_stream s) {
     if (rz__fill_event(ctx, fs, &fill) != RZCUDA_SUCCESS)
         return 0; /* the fill is queued before the free the caller makes now, in the same order */
     rz_qentry_t e = {.base = h->base, .bytes = h->bytes, .ptr = h->ptr, .user_bytes = h->user_bytes,
-                     .index = h->index, .ctx = ctx, .launch_seq = __redzone_launches.seq,
+                     .index = h->index, .ctx = ctx, .launch_seq = rz__launch_seq(),
                      .alloc_stack = h->alloc_stack, .free_stack = h->free_stack, .fill = fill, .byte = byte,
                      .flags = RZ_QENTRY_FILLING, .release = h->release, .arg = h->arg};
     enum { OUT = 16 };

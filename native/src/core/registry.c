@@ -232,7 +232,7 @@ static inline __attribute__((always_inline)) void unlink_locked(uint32_t *link, 
     n->hnext = g_free_head;
     g_free_head = id1;
     RZ_CHECK(RZ_STATE.zone_count > 0);
-    RZ_STATE.zone_count--;
+    __atomic_store_n(&RZ_STATE.zone_count, RZ_STATE.zone_count - 1, __ATOMIC_RELAXED); /* read unlocked: rz__registry_count */
 }
 
 /* The driver handed out an address the registry still holds: that allocation was released without a free
@@ -339,7 +339,7 @@ static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *
         node_at(after)->next = id1;
     else
         RZ_STATE.head = id1;
-    RZ_STATE.zone_count++;
+    __atomic_store_n(&RZ_STATE.zone_count, RZ_STATE.zone_count + 1, __ATOMIC_RELAXED); /* read unlocked: rz__registry_count */
     seq_end();
 out:
     rz__registry_unlock();
@@ -482,7 +482,8 @@ rz_zone_node_t *rz__registry_first(void) { return RZ_STATE.head ? node_at(RZ_STA
 
 rz_zone_node_t *rz__registry_next(const rz_zone_node_t *node) { return node->next ? node_at(node->next) : NULL; }
 
-uint64_t rz__registry_count(void) { return RZ_STATE.zone_count; }
+/* Without the lock (the free check's churn estimate): a relaxed count, exact only under the lock. */
+uint64_t rz__registry_count(void) { return __atomic_load_n(&RZ_STATE.zone_count, __ATOMIC_RELAXED); }
 
 uint64_t rz__registry_bytes(void) {
     return (uint64_t)g_nodes_used * sizeof(rz_zone_node_t) + ((uint64_t)sizeof *g_buckets << g_bucket_bits);
@@ -504,7 +505,7 @@ void rz__registry_reset(void) {
     atomic_store(&g_npending, 0);
     atomic_store(&g_installing, 0);
     RZ_STATE.head = RZ_STATE.tail = 0;
-    RZ_STATE.zone_count = 0;
+    __atomic_store_n(&RZ_STATE.zone_count, 0, __ATOMIC_RELAXED);
     seq_end();
     rz__registry_unlock();
 }
