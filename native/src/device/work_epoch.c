@@ -18,14 +18,6 @@ static _Atomic uint64_t g_named; /* g_work at the last work on a stream handle *
 static _Atomic uint64_t g_clean; /* every seen band judged clean with the work up to here complete */
 static _Atomic uint64_t g_done;  /* the work up to here is known complete */
 
-void rz__work_annotate(void) {
-    RZ_ANNOTATE_ATOMIC(&g_work, sizeof g_work);
-    RZ_ANNOTATE_ATOMIC(&g_named, sizeof g_named);
-    RZ_ANNOTATE_ATOMIC(&g_clean, sizeof g_clean);
-    RZ_ANNOTATE_ATOMIC(&g_done, sizeof g_done);
-    RZ_ANNOTATE_ATOMIC(&g_lost, sizeof g_lost);
-}
-
 /*
  * The stream handles that got work, each with the count at its last work, so a free can order its read after
  * exactly them (rz__work_named_streams), and the context current when it took its slot (asked then, once),
@@ -43,6 +35,14 @@ static pthread_mutex_t g_named_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct named_slot g_slots[RZ_WORK_NAMED_SLOTS];
 static unsigned g_nslots;
 static _Atomic uint64_t g_lost; /* the count at the last work no slot records */
+
+void rz__work_annotate(void) {
+    RZ_ANNOTATE_ATOMIC(&g_work, sizeof g_work);
+    RZ_ANNOTATE_ATOMIC(&g_named, sizeof g_named);
+    RZ_ANNOTATE_ATOMIC(&g_clean, sizeof g_clean);
+    RZ_ANNOTATE_ATOMIC(&g_done, sizeof g_done);
+    RZ_ANNOTATE_ATOMIC(&g_lost, sizeof g_lost);
+}
 
 static void raise_to(_Atomic uint64_t *v, uint64_t epoch);
 
