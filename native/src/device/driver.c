@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "driver.h"
+#include "driver_hashes.h" /* generated: RZ_GNU_HASH_<name> (tools/drv_hashes.c) */
 #include "driver_info.h"
 #include "report.h"
 #include "state.h"
@@ -89,11 +90,8 @@ static int elf_lookup_init(void *h, struct elf_lookup *e) {
 #define FALLBACK ((void *)1) /* this table cannot say: ask dlsym */
 
 /* name's definition in one library's table: its address, NULL when the table has no such name, or
- * FALLBACK. */
-static void *elf_find(const struct elf_lookup *e, const char *name) {
-    uint32_t hash = 5381;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-        hash = hash * 33 + *c;
+ * FALLBACK. hash is name's GNU hash, computed at build time (driver_hashes.h). */
+static void *elf_find(const struct elf_lookup *e, const char *name, uint32_t hash) {
     const unsigned bits = sizeof(ElfW(Addr)) * 8;
     ElfW(Addr) word = e->bloom[(hash / bits) % e->bloom_size];
     ElfW(Addr) mask = ((ElfW(Addr))1 << (hash % bits)) | ((ElfW(Addr))1 << ((hash >> e->bloom_shift) % bits));
@@ -153,9 +151,9 @@ static int driver_lookup_init(void *h, struct driver_lookup *d) {
 }
 
 /* The definition of name dlsym(h, name) would return. */
-static void *elf_lookup(const struct driver_lookup *d, void *h, const char *name) {
+static void *elf_lookup(const struct driver_lookup *d, void *h, const char *name, uint32_t hash) {
     for (int i = 0; i < d->n; i++) {
-        void *p = elf_find(&d->lib[i], name);
+        void *p = elf_find(&d->lib[i], name, hash);
         if (p == FALLBACK)
             return rz__real_dlsym(h, name);
         if (p != NULL)
@@ -179,27 +177,27 @@ static void load(void) {
     }
     static struct driver_lookup e; /* once, under pthread_once */
     int fast = driver_lookup_init(h, &e);
-#define find(e, h, name) (fast ? elf_lookup(e, h, name) : rz__real_dlsym(h, name))
-#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, #name);
+#define find(e, h, name) (fast ? elf_lookup(e, h, #name, RZ_GNU_HASH_##name) : rz__real_dlsym(h, #name))
+#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, name);
     RZCU_ENTRY_POINTS(RZ_RESOLVE)
     RZCU_IPC_ENTRY_POINTS(RZ_RESOLVE)
 #undef RZ_RESOLVE
-#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)find(&e, h, #variant);
+#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)find(&e, h, variant);
     RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
     RZCU_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
     RZCU_IPC_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
-#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, #name);
+#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, name);
     RZCU_OPTIONAL_ENTRY_POINTS(RZ_RESOLVE)
 #undef RZ_RESOLVE
-#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)find(&e, h, #variant);
+#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)find(&e, h, variant);
     RZCU_OPTIONAL_VARIANTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
-    rz__drv.cuStreamBeginCapture = (rzcu_fn_cuStreamBeginCapture *)find(&e, h, "cuStreamBeginCapture");
-    rz__drv.cuStreamBeginCapture_ptsz = (rzcu_fn_cuStreamBeginCapture *)find(&e, h, "cuStreamBeginCapture_ptsz");
-    rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)find(&e, h, "cuGetProcAddress");
+    rz__drv.cuStreamBeginCapture = (rzcu_fn_cuStreamBeginCapture *)find(&e, h, cuStreamBeginCapture);
+    rz__drv.cuStreamBeginCapture_ptsz = (rzcu_fn_cuStreamBeginCapture *)find(&e, h, cuStreamBeginCapture_ptsz);
+    rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)find(&e, h, cuGetProcAddress);
 #define RZ_RESOLVE_WRITER(exported, base, since, per_thread, params, args)                                   \
-    rz__drv.writers.exported = (rzcu_wfn_##exported *)find(&e, h, #exported);
+    rz__drv.writers.exported = (rzcu_wfn_##exported *)find(&e, h, exported);
     RZCU_DEVICE_WRITERS(RZ_RESOLVE_WRITER)
 #undef RZ_RESOLVE_WRITER
 #undef find
