@@ -515,7 +515,7 @@ static const char *process_getenv(const char *name) {
     if (g_own_env_n < 0 || !has_prefix(name, OWN_PREFIX))
         return getenv(name);
     for (int i = 0; i < g_own_env_n; i++) {
-        const char *e = g_own_env[i], *c = name;
+        const char *e = g_own_env[i] + sizeof OWN_PREFIX - 1, *c = name + sizeof OWN_PREFIX - 1; /* both have it */
         while (*c && *e == *c)
             e++, c++;
         if (*c == '\0' && *e == '=')
