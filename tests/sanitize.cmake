@@ -44,8 +44,6 @@ rz_exclude("address|thread" "instruction counts come from valgrind's callgrind, 
   start_instructions launch_instructions)
 rz_exclude("address|thread" "scripts/demo is the normal build's path for a newcomer: under a sanitizer its guard-page step dies in the sanitizer's own SIGSEGV handler (AddressSanitizer:DEADLYSIGNAL), which is the sanitizer's doing, not the demo's"
   demo)
-rz_exclude("address" "gdb_install_space fails in the ASan tree only: the program has the installed library loaded (its path is printed) and the case's prefix check still fails; not understood yet (the stop note of issue 30 says so); the main tree runs it under gdb, cuda-gdb and gdb 16"
-  gdb_install_space)
 rz_exclude("address|thread" "case_quarantine writes a core file of the instrumented process (as gdb_core does): 67 GB under ASan"
   gdb_quarantine cudagdb_quarantine gdb16_quarantine)
 rz_exclude("thread" "Criterion cannot start under ThreadSanitizer (\"Could not initialize inheritable arena\": its runner maps memory where TSan keeps its own); the concurrency these cover runs under TSan in rzstress (the stress test)"

@@ -5,31 +5,33 @@ from harness import *
 # redzone installed under a path with a space (`cmake --install --prefix "/.../my tools"`): the plugin of that
 # install preloads its libredzone.so into the program (rz-exec puts the library's folder on LD_LIBRARY_PATH
 # and preloads it by name; ld.so splits LD_PRELOAD on spaces), and the program is checked.
+# Names here are globals of gdb's __main__, which the auto-loaded scripts of the program's libraries share: the
+# ASan tree's program loads libstdc++, whose printers' script sets `prefix` (to '/usr/'), so no such name here.
 BUILD = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(PLUGIN))))
 with tempfile.TemporaryDirectory() as scratch:
-    prefix = os.path.join(scratch, "my tools")
-    p = subprocess.run(["cmake", "--install", BUILD, "--prefix", prefix], capture_output=True, text=True)
+    install_prefix = os.path.join(scratch, "my tools")
+    p = subprocess.run(["cmake", "--install", BUILD, "--prefix", install_prefix], capture_output=True, text=True)
     check(p.returncode == 0, f"cmake --install: {p.stdout}{p.stderr}")
-    plugin = os.path.join(prefix, "share", "redzone", "gdb", "redzone.py")
+    plugin = os.path.join(install_prefix, "share", "redzone", "gdb", "redzone.py")
     ex("set pagination off")
     ex("set confirm off")
     ex(f"source {plugin}")
     from redzone_gdb import paths  # noqa: E402
-    check(" " in paths.LIBREDZONE and paths.LIBREDZONE.startswith(prefix), paths.LIBREDZONE)
+    check(" " in paths.LIBREDZONE and paths.LIBREDZONE.startswith(install_prefix), paths.LIBREDZONE)
     ex("set redzone emulated-device on")
     ex(f"file {PROG}")
     ex("break stop_here")
     said = go("run overrun")
     check("not loaded" not in said, f"the plugin warned at run: {said}")
     libs = [o.filename for o in gdb.objfiles() if "libredzone.so" in (o.filename or "")]
-    check(libs and all(l.startswith(prefix) for l in libs), f"the installed library is in the program: {libs} (prefix {prefix!r})")
+    check(libs and all(l.startswith(install_prefix) for l in libs), f"the installed library is in the program: {libs} (install_prefix {install_prefix!r})")
     out = ex("redzone scan")
     check("REDZONE VIOLATION alloc#1 user_bytes=1000 pad=64" in out, out)
     ex("kill")
     # The installed launcher too, with this debugger: -iex add-auto-load-safe-path and -ex source take the
     # folder with its space, so the stub next to the library is trusted and no auto-load warning appears.
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONHOME", "PYTHONPATH")}
-    p = subprocess.run([os.path.join(prefix, "bin", "redzone"), "gdb", "--emulated-device", "--gdb",
+    p = subprocess.run([os.path.join(install_prefix, "bin", "redzone"), "gdb", "--emulated-device", "--gdb",
                         os.environ["RZ_DEBUGGER"], "--", "-batch", "-ex", "break stop_here", "-ex", "run overrun",
                         "-ex", "redzone scan", "-ex", "kill", "--", PROG], capture_output=True, text=True,
                        stdin=subprocess.DEVNULL, env=env, timeout=240)
