@@ -182,7 +182,7 @@ class FakeStep:
 
 def new_run(tmp_path, emulated=False, debugger=None):
     args = types.SimpleNamespace(emulated_device=emulated, out=str(tmp_path), build_dir=str(tmp_path / "b"),
-                                 only=None, debugger=debugger, budget=plan.DEFAULT_BUDGET)
+                                 only=None, debugger=debugger, budget=plan.DEFAULT_BUDGET, time_scale=1.0)
     os.makedirs(tmp_path / "logs", exist_ok=True)
     return gr.Run(args)
 
@@ -397,3 +397,12 @@ def test_a_session_without_the_back_end_skips_the_other_sessions(tmp_path, capsy
     assert [r[1] for r in run.results] == ["FAIL", "SKIP"]
     assert run.results[1][3] == ('not run: the debugger said "Could not find CUDA Debugger back-end" in '
                                  'gdb-commands (libcudadebugger.so.1, shipped with the driver, is missing)')
+
+
+def test_time_scale_multiplies_limits_and_reserves():
+    left = plan.DEFAULT_BUDGET
+    assert plan.granted("driver-alloc", left * 4, set(), 4.0) == 4 * plan.granted("driver-alloc", left, set())
+    assert plan.granted("report", 0, set(), 4.0) == 4 * plan.LIMITS["report"]
+    # what the headline steps keep grows with the scale: a step is cut to leave them 4x their reserve
+    keep = sum(plan.RESERVED.values())
+    assert plan.granted("environment", keep * 4 + 10, set(), 4.0) == 10
