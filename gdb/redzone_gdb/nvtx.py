@@ -125,8 +125,10 @@ _SUMMARY = re.compile(r"^(redzone scan: \d+ zones checked, \d+ violated)$", re.M
 def scan_summary(out, blocks, regions):
     """The scan's output with its summary line extended by what else it checked: the freed blocks and the
     regions (registered ones' slack, unregistered ones held in the quarantine) and how many were written (the
-    library's count covers zones only)."""
+    library's count covers zones only). Unchanged when the scan checked none and none was written."""
     written = sum(1 for line in out.splitlines() if line.startswith("REDZONE VIOLATION") and
                   ("nvtx region" in line or "written after free" in line))
+    if not (blocks or regions or written):
+        return out
     return _SUMMARY.sub(lambda m: f"{m.group(1)}; {blocks} freed block(s) held and {regions} nvtx region(s) "
                                   f"checked, {written} written", out, count=1)

@@ -4,8 +4,6 @@ judged by the memory method's `redzone scan` as the library judges them. No gdb 
 memory readers, and pytest can drive it with fakes."""
 import struct
 
-from . import view
-
 MAGIC = 0x3151544E41555152
 VERSION = 1
 HEADER = struct.Struct("<QIIQQQQQQQQIB3x")  # magic version size seq ring cap head count bytes peak bound esize byte
@@ -105,4 +103,5 @@ def judge(e, data, what=None):
         return rec, (f"REDZONE VIOLATION {what or 'a pool region'} : bytes [{diff[0] + off}..={diff[-1] + off}] were "
                      f"written after it was unregistered ({len(diff)} of {e['bytes']} bytes held changed), first bad "
                      f"value 0x{data[diff[0]]:02x}")
+    from . import view  # the library's own formatter (libredzone-view.so): imported where a block needs it
     return rec, view.violation(rec)

@@ -10,7 +10,8 @@ from harness import *
 # counts them. `redzone break on` stops at a region's finding. The program runs with SCAN=sync: the scan at
 # its synchronisation sees the held region's fill done (a debugger reading memory cannot ask the event).
 prepare(prog=os.environ["RZ_RZNVTX"])
-ex(f"set environment NVTX_INJECTION64_PATH {os.environ['RZ_LIBREDZONE']}")
+# NVTX_INJECTION64_PATH is set by the plugin's exec-wrapper (rz-exec --nvtx), as `redzone run` sets it.
+ex("unset environment NVTX_INJECTION64_PATH")
 ex("set environment METRALE_REDZONE_SCAN sync,exit")
 ex("set environment METRALE_REDZONE_FREE_FILL 92")
 ex("break stop_here")
@@ -28,6 +29,11 @@ check(int(gdb.parse_and_eval("violation->user_bytes")) == 1000 and int(gdb.parse
 ex("redzone break off")
 go("continue")
 check(gdb.selected_frame().name() == "stop_here", "stopped at stop_here")
+with open(f"/proc/{gdb.selected_inferior().pid}/environ", "rb") as f:
+    environ = f.read().split(b"\0")
+check(b"NVTX_INJECTION64_PATH=" + os.environ["RZ_LIBREDZONE"].encode() in environ or
+      any(e.startswith(b"NVTX_INJECTION64_PATH=") and e.endswith(b"libredzone.so") for e in environ),
+      f"the wrapper named the library: {[e for e in environ if e.startswith(b'NVTX')]}")
 out = ex("redzone list")
 check(re.search(r'1 zone\(s\)\n  unregistered nvtx region "grads" 0x[0-9a-f]+ bytes=2048 held=2048 fill=0x5c '
                 r'(held|written) \(pool alloc#0\)\n0 freed block\(s\) and 1 unregistered nvtx region\(s\) held in '
