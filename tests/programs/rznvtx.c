@@ -12,6 +12,8 @@
  *                      same bytes out again: "grads2" (2000 bytes) registered over it, filled by a kernel and
  *                      read back; then a stale write into the new tensor's bytes at the same place is the
  *                      program's own (no report)
+ *   rznvtx poolfree    "grads" unregistered, the stale write, then the pool's allocation freed without
+ *                      unregistering the heap or the other regions (a pool torn down at exit)
  * Prints what it read back from the tensors, which must be the same with and without redzone.
  */
 #include <stdint.h>
@@ -85,11 +87,12 @@ static void unregister(rzcu_deviceptr p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2 || (strcmp(argv[1], "overrun") && strcmp(argv[1], "clean") && strcmp(argv[1], "reuse"))) {
-        fprintf(stderr, "usage: rznvtx overrun|clean|reuse\n");
+    if (argc != 2 || (strcmp(argv[1], "overrun") && strcmp(argv[1], "clean") && strcmp(argv[1], "reuse") &&
+                      strcmp(argv[1], "poolfree"))) {
+        fprintf(stderr, "usage: rznvtx overrun|clean|reuse|poolfree\n");
         return 2;
     }
-    int bad = !strcmp(argv[1], "overrun"), reuse = !strcmp(argv[1], "reuse");
+    int bad = !strcmp(argv[1], "overrun"), reuse = !strcmp(argv[1], "reuse"), poolfree = !strcmp(argv[1], "poolfree");
     setvbuf(stdout, NULL, _IONBF, 0);
     CHECK(cuInit(0));
     rzcu_context ctx;
@@ -124,9 +127,15 @@ int main(int argc, char **argv) {
     fill(scratch, 0, 100, 0x33);
     CHECK(cuCtxSynchronize());
     unregister(grads); /* the pool keeps the memory; the tensor is gone */
-    if (bad || reuse)
+    if (bad || reuse || poolfree)
         fill(grads, 16, 32, 0xcd); /* a stale kernel still writing the old tensor */
     CHECK(cuCtxSynchronize());
+    if (poolfree) {
+        CHECK(cuMemFree_v2(pool)); /* the heap and its regions go with it */
+        printf("rznvtx: pool freed\n");
+        printf("rznvtx: done\n");
+        return 0;
+    }
     if (reuse) {
         printf("rznvtx: reusing grads\n");
         region(grads, 2000, "grads2"); /* the pool hands the same bytes out again */

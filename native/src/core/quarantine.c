@@ -56,7 +56,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 /* One check at a time: they share the read buffer. Taken before g_lock, never while waiting for it. */
 static pthread_mutex_t g_check_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_held; /* Q.bytes, read without the lock */
-static _Atomic uint64_t g_regions; /* held entries with RZ_QENTRY_REGION (over-counted once they left: a hint) */
+static _Atomic uint64_t g_regions; /* held entries with RZ_QENTRY_REGION, changed under g_lock */
 
 #define CHUNK ((size_t)1 << 20) /* bytes read per transfer */
 static uint8_t *g_buf;          /* CHUNK bytes, under g_check_lock */
@@ -79,6 +79,13 @@ static void count_bytes(int64_t delta) {
 }
 
 static rz_qentry_t *at(uint64_t i) { return &Q.ring[(Q.head + i) % Q.cap]; }
+
+/* g_lock held: entry e leaves the ring (its bytes and, for a region, the region count). */
+static void leaving(const rz_qentry_t *e) {
+    count_bytes(-(int64_t)e->bytes);
+    if (e->flags & RZ_QENTRY_REGION)
+        atomic_fetch_sub_explicit(&g_regions, 1, memory_order_relaxed);
+}
 
 /* g_lock held: room for one more entry (the ring doubles, copied in order; the old one is unmapped). */
 static int grow_locked(void) {
@@ -269,7 +276,7 @@ static size_t take_locked(rz_qentry_t *out, size_t cap, uint64_t keep, int all) 
     if (!all) {
         while (n < cap && Q.count && Q.bytes > keep && filled(at(0))) {
             out[n++] = *at(0);
-            count_bytes(-(int64_t)at(0)->bytes);
+            leaving(at(0));
             Q.head = (Q.head + 1) % Q.cap;
             Q.count--;
         }
@@ -279,7 +286,7 @@ static size_t take_locked(rz_qentry_t *out, size_t cap, uint64_t keep, int all) 
             rz_qentry_t *e = at(i);
             if (n < cap && filled(e)) {
                 out[n++] = *e;
-                count_bytes(-(int64_t)e->bytes);
+                leaving(e);
             } else {
                 *at(kept++) = *e;
             }
@@ -488,7 +495,7 @@ static void ctx_ended(void *ctx) {
     for (uint64_t i = 0; i < Q.count; i++) {
         rz_qentry_t *e = at(i);
         if (e->ctx == ctx) {
-            count_bytes(-(int64_t)e->bytes);
+            leaving(e);
             if ((e->flags & RZ_QENTRY_REGION) && e->release)
                 e->release(e->base, 0, e->arg); /* a region's release takes no lock and calls no driver */
         } else
@@ -511,7 +518,7 @@ static size_t take_overlapping_locked(uint64_t base, uint64_t bytes, rz_qrelease
         int mine = owner ? e->release == owner : (e->flags & RZ_QENTRY_REGION) != 0;
         if (n < cap && mine && e->base < base + bytes && base < e->base + e->bytes) {
             out[n++] = *e;
-            count_bytes(-(int64_t)e->bytes);
+            leaving(e);
         } else {
             *at(kept++) = *e;
         }
@@ -664,6 +671,7 @@ static void fork_child(void) {
     pthread_mutex_init(&g_check_lock, NULL);
     if (Q.bytes)
         count_bytes(-(int64_t)Q.bytes);
+    atomic_store_explicit(&g_regions, 0, memory_order_relaxed);
     Q.count = 0;
     Q.head = 0;
 }
