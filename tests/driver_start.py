@@ -93,21 +93,23 @@ def three_ways(label, args, cmd, env, want_rc, want_line, owners_expect=None, st
     return out
 
 
-WRAPPED = ["cuInit", "cuMemAlloc", "cuMemFree", "cuLaunchKernel", "cuGetProcAddress"]
-PLAIN = ["cuDeviceGetCount", "cuCtxCreate", "cuModuleLoadData", "cuGetErrorName", "cuGetExportTable"]
+# cuCtxCreate is wrapped to be seen (hooks_ctx.c: the calls that change a thread's current context).
+WRAPPED = ["cuInit", "cuMemAlloc", "cuMemFree", "cuLaunchKernel", "cuGetProcAddress", "cuCtxCreate"]
+PLAIN = ["cuDeviceGetCount", "cuModuleLoadData", "cuGetErrorName", "cuGetExportTable"]
 # The emulated driver hands out neither cuGetExportTable (it has none) nor cuCtxCreate for version 12000.
-EMU_PLAIN = [n for n in PLAIN if n not in ("cuGetExportTable", "cuCtxCreate")]
+EMU_WRAPPED = [n for n in WRAPPED if n != "cuCtxCreate"]
+EMU_PLAIN = [n for n in PLAIN if n != "cuGetExportTable"]
 
 
-def owners_expected(plain):
+def owners_expected(wrapped, plain):
     """Each looked-up name's object (version suffixes dropped): the driver bare; under redzone its wrapper
     for the wrapped names and the driver's own entry point for the others."""
-    bare = {n: "libcuda.so" for n in WRAPPED + plain}
-    return bare, dict(bare, **{n: "libredzone.so" for n in WRAPPED})
+    bare = {n: "libcuda.so" for n in wrapped + plain}
+    return bare, dict(bare, **{n: "libredzone.so" for n in wrapped})
 
 
-REAL_OWNERS = owners_expected(PLAIN)
-EMU_OWNERS = owners_expected(EMU_PLAIN)
+REAL_OWNERS = owners_expected(WRAPPED, PLAIN)
+EMU_OWNERS = owners_expected(EMU_WRAPPED, EMU_PLAIN)
 
 
 def loaded_driver(label, out, want):

@@ -442,7 +442,7 @@ Test(band, scan_works_with_unpinned_staging_on_a_thread_without_context) {
 #define UNSEEN_X ((size_t)3 << 20)
 #define UNSEEN_Y ((size_t)8 << 20)
 
-enum unseen_how { UNSEEN_PENDING, UNSEEN_INSTALLED, UNSEEN_SAME_HANDLE };
+enum unseen_how { UNSEEN_PENDING, UNSEEN_PENDING_KNOWN, UNSEEN_INSTALLED, UNSEEN_SAME_HANDLE };
 
 /* x (lazy when pending, written at its allocation otherwise) in a created context that is then destroyed
  * behind redzone's back; y (0x33 throughout) in the primary context, or in a new created context that gets
@@ -454,8 +454,17 @@ static rz_devptr_t unseen_end(enum unseen_how how, rz_devptr_t *x) {
     cr_assert_eq(cuCtxCreate_v4(&a, NULL, 0, 0), RZCUDA_SUCCESS);
     rz_devptr_t w, y;
     cr_assert_eq(cuMemAlloc_v2(&w, UNSEEN_W), RZCUDA_SUCCESS); /* y starts here, with x in its middle */
-    cr_assert_eq(how == UNSEEN_PENDING ? rz__alloc_interposed(x, UNSEEN_X) : rz_mem_alloc(x, UNSEEN_X), RZCUDA_SUCCESS);
-    cr_assert_eq(rz__registry_pending(), how == UNSEEN_PENDING);
+    int pending = how == UNSEEN_PENDING || how == UNSEEN_PENDING_KNOWN;
+    if (how == UNSEEN_PENDING_KNOWN)
+        rz__dev_ctx_calls_seen(); /* as the hooks say: x's context is named at its allocation, not asked later */
+    cr_assert_eq(pending ? rz__alloc_interposed(x, UNSEEN_X) : rz_mem_alloc(x, UNSEEN_X), RZCUDA_SUCCESS);
+    cr_assert_eq(rz__registry_pending(), pending);
+    if (how == UNSEEN_PENDING_KNOWN) {
+        rz__registry_lock();
+        void *named = rz__registry_find(*x)->ctx;
+        rz__registry_unlock();
+        cr_assert_eq(named, (void *)a, "x's zone is named by the context current at its allocation");
+    }
     cr_assert_eq(cuCtxDestroy_v2(a), RZCUDA_SUCCESS);
     if (how == UNSEEN_SAME_HANDLE) {
         cr_assert_eq(cuCtxCreate_v4(&b, NULL, 0, 0), RZCUDA_SUCCESS);
@@ -488,6 +497,18 @@ static void expect_y_untouched_and_x_forgotten(rz_devptr_t y) {
 Test(band_env, unseen_context_end_pending_band_is_not_written_into_a_later_buffer) {
     rz_devptr_t x, y = unseen_end(UNSEEN_PENDING, &x);
     rz__bands_install();
+    expect_y_untouched_and_x_forgotten(y);
+}
+
+/* The same with x's context named at its allocation (device_ctx.h: the hooks see every call that changes the
+ * current context, so the install asks no pointer attributes): the band's write in the dead context fails, and
+ * only then is the driver asked whether x's block is still there: x is forgotten, nothing is written into y. */
+Test(band_env, unseen_context_end_pending_band_with_a_known_context_is_not_written_into_a_later_buffer) {
+    rz_devptr_t x, y = unseen_end(UNSEEN_PENDING_KNOWN, &x);
+    cuEmuResetCallCounts();
+    rz__bands_install();
+    cr_assert_geq(cuEmuCallCount("cuPointerGetAttributes") + cuEmuCallCount("cuPointerGetAttribute"), 1,
+                  "asked after the failed write");
     expect_y_untouched_and_x_forgotten(y);
 }
 

@@ -75,9 +75,26 @@ def main():
     bc, bw, oc, ow, _ = pair(["named", str(n)], suffix="-free")
     check("free of a buffer used on a non-blocking stream, no synchronisation: at most 1 added host wait per free",
           ow - bw <= n, "added %d waits in %d frees" % (ow - bw, n))
+    bc, bw, oc, ow, _ = pair(["idle", str(n)])
+    check("allocations freed before any device work: no driver call per allocation (the context is known "
+          "without asking: one cuCtxGetCurrent in all)", oc - bc <= 1, "added %d calls in %d steps" % (oc - bc, n))
     bc, bw, oc, ow, _ = pair(["used", str(n)], suffix="-attrs")
-    check("lazy band install: at most 1 pointer-attribute query per zone (the block's context and start at once)",
-          oc - bc <= n, "%d queries for %d zones" % (oc - bc, n))
+    check("lazy band install: no pointer-attribute query (the zone's context is known from its allocation)",
+          oc == bc == 0, "%d queries for %d zones" % (oc - bc, n))
+    n = 1000
+    bc, bw, oc, ow, _ = pair(["contexts", str(n)], suffix="-attrs")
+    check("lazy band install over %d allocations in two contexts switched by set, push and pop: no pointer-attribute "
+          "query" % n, oc == bc == 0, "%d queries for %d zones" % (oc - bc, n))
+    for how in ("symbols", "proc", "dlsym"):
+        _, _, out = run(prog, lib, emu_dir, ["contexts", str(n), how], {"METRALE_REDZONE_LOG": ""})
+        m = re.search(r"contexts: (\d+) buffers in the created context; overruns past allocations (\d+) and (\d+)", out)
+        check("context calls reached by %s: the zones of each context are that context's (its end checks exactly "
+              "its own and finds its overrun; the primary's overrun is found when its buffers are freed)" % how,
+              m is not None and "redzone: context ending: %s zones checked, 1 violated" % m.group(1) in out
+              and "REDZONE VIOLATION alloc#%s user_bytes=1000" % m.group(2) in out
+              and "REDZONE VIOLATION alloc#%s user_bytes=1000" % m.group(3) in out and "warning" not in out,
+              out.strip().replace("\n", " | ")[:2000])
+    n = 200
     bc, bw, oc, ow, _ = pair(["synced", str(n)], suffix="-free")
     check("free after a synchronisation: at most 1 added host wait per free", ow - bw <= n,
           "added %d waits in %d frees" % (ow - bw, n))

@@ -94,9 +94,9 @@ int main(int argc, char **argv) {
     }
 
     /* Wrapped names (redzone hands out its wrappers), then names it does not wrap, then one no driver has. */
-    static const char *const wrapped[] = {"cuInit", "cuMemAlloc", "cuMemFree", "cuLaunchKernel", "cuGetProcAddress"};
-    static const char *const plain[] = {"cuDeviceGetCount", "cuCtxCreate", "cuModuleLoadData", "cuGetErrorName",
-                                        "cuGetExportTable"};
+    static const char *const wrapped[] = {"cuInit", "cuMemAlloc", "cuMemFree", "cuLaunchKernel", "cuGetProcAddress",
+                                          "cuCtxCreate"};
+    static const char *const plain[] = {"cuDeviceGetCount", "cuModuleLoadData", "cuGetErrorName", "cuGetExportTable"};
     for (size_t i = 0; i < sizeof wrapped / sizeof wrapped[0]; i++)
         lookup(wrapped[i], 12000);
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)

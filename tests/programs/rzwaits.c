@@ -21,10 +21,21 @@
  *                         kernels held (CUDA_EMU_KERNEL_HOLD=1: nothing runs until someone waits), so every
  *                         free is queued behind all the work before it; counts of the loop, then one
  *                         cuStreamSynchronize
+ *   rzwaits contexts N [HOW]  (HOW: symbols, the default; proc: the context calls fetched by cuGetProcAddress_v2;
+ *                         dlsym: by dlsym on the driver's handle)
+ *                         N allocations, each launched over, in two contexts (the primary and a created one),
+ *                         switched every 8 allocations by cuCtxSetCurrent, and in every fourth run of 8 one
+ *                         push and pop per allocation; prints the pointer-attribute queries and the
+ *                         cuCtxGetCurrent calls of that loop; then a kernel writes one byte past the last
+ *                         buffer of the created context, which is destroyed with its buffers, and one past the
+ *                         primary's last, whose buffers are freed (printed: the created context's buffer count
+ *                         and the two allocation numbers)
  * Each mode prints `rzwaits: MODE: calls=C waits=W` (W: host waits); idle, used, synced and named first print
  * `rzwaits: MODE-free: ...`, the counts of the cuMemFree calls alone, and `rzwaits: MODE-attrs: calls=N`, the
  * pointer-attribute queries of the whole loop.
  */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +67,86 @@ static void launch(rzcu_deviceptr p, unsigned long long n, rzcu_stream s) {
     CHECK(cuLaunchKernel(g_touch, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
 }
 
+static void print_counts(void);
+
+static void launch_fn(rzcu_function f, rzcu_deviceptr p, unsigned long long n) {
+    void *params[] = {&p, &n};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+}
+
+/* rzwaits contexts N [HOW] (see the top). */
+static void contexts(long n, rzcu_context primary, const char *how) {
+    rzcu_fn_cuCtxSetCurrent *set_current = cuCtxSetCurrent;
+    rzcu_fn_cuCtxPushCurrent_v2 *push = cuCtxPushCurrent_v2;
+    rzcu_fn_cuCtxPopCurrent_v2 *pop = cuCtxPopCurrent_v2;
+    if (strcmp(how, "proc") == 0) { /* as the CUDA runtime fetches entry points */
+        rzcu_proc_query_result q;
+        CHECK(cuGetProcAddress_v2("cuCtxSetCurrent", (void **)&set_current, 12000, 0, &q));
+        CHECK(cuGetProcAddress_v2("cuCtxPushCurrent", (void **)&push, 12000, 0, &q));
+        CHECK(cuGetProcAddress_v2("cuCtxPopCurrent", (void **)&pop, 12000, 0, &q));
+    } else if (strcmp(how, "dlsym") == 0) { /* on the driver's own handle */
+        void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+        if (h == NULL)
+            exit(100);
+        set_current = (rzcu_fn_cuCtxSetCurrent *)dlsym(h, "cuCtxSetCurrent");
+        push = (rzcu_fn_cuCtxPushCurrent_v2 *)dlsym(h, "cuCtxPushCurrent_v2");
+        pop = (rzcu_fn_cuCtxPopCurrent_v2 *)dlsym(h, "cuCtxPopCurrent_v2");
+        if (!set_current || !push || !pop)
+            exit(100);
+    }
+    rzcu_context ctx2, popped;
+    rzcu_module mod2;
+    rzcu_function touch2;
+    CHECK(cuCtxCreate_v4(&ctx2, NULL, 0, 0)); /* current now */
+    CHECK(cuModuleLoadData(&mod2, "emulated module"));
+    CHECK(cuModuleGetFunction(&touch2, mod2, "touch"));
+    CHECK(cuCtxSetCurrent(primary));
+    rzcu_deviceptr *b = calloc((size_t)n, sizeof *b);
+    char *in2 = calloc((size_t)n, 1);
+    long last[2] = {-1, -1};
+    if (b == NULL || in2 == NULL)
+        exit(100);
+    cuEmuResetCallCounts();
+    for (long i = 0; i < n; i++) {
+        long phase = i / 8 % 4;
+        if (i % 8 == 0 && phase == 1)
+            CHECK(set_current(ctx2));
+        if (i % 8 == 0 && phase == 2)
+            CHECK(set_current(primary));
+        if (phase == 3)
+            CHECK(push(ctx2));
+        int two = phase == 1 || phase == 3;
+        CHECK(cuMemAlloc_v2(&b[i], 1000));
+        in2[i] = (char)two;
+        last[two] = i;
+        launch_fn(two ? touch2 : g_touch, b[i], 1000);
+        if (phase == 3)
+            CHECK(pop(&popped));
+    }
+    printf("rzwaits: contexts-attrs: calls=%llu waits=0\n",
+           cuEmuCallCount("cuPointerGetAttribute") + cuEmuCallCount("cuPointerGetAttributes"));
+    printf("rzwaits: contexts-current: calls=%llu waits=0\n", cuEmuCallCount("cuCtxGetCurrent"));
+    print_counts();
+    if (last[0] < 0 || last[1] < 0)
+        exit(100);
+    long count2 = 0;
+    for (long i = 0; i < n; i++)
+        count2 += in2[i];
+    printf("rzwaits: contexts: %ld buffers in the created context; overruns past allocations %ld and %ld\n", count2,
+           last[1], last[0]);
+    fflush(stdout);
+    CHECK(cuCtxSetCurrent(ctx2));
+    launch_fn(touch2, b[last[1]] + 1000, 1);
+    CHECK(cuCtxDestroy_v2(ctx2)); /* its buffers go with it */
+    CHECK(cuCtxSetCurrent(primary));
+    launch_fn(g_touch, b[last[0]] + 1000, 1);
+    for (long i = 0; i < n; i++)
+        if (!in2[i])
+            CHECK(cuMemFree_v2(b[i]));
+    free(b);
+    free(in2);
+}
+
 static void print_counts(void) {
     printf("rzwaits: %s: calls=%llu waits=%llu\n", g_mode, cuEmuCallCountAll(), cuEmuHostWaits(NULL));
     fflush(stdout);
@@ -63,7 +154,7 @@ static void print_counts(void) {
 
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: rzwaits idle|used|synced|named|churn|exit|async N [BYTES]\n");
+        fprintf(stderr, "usage: rzwaits idle|used|synced|named|churn|exit|contexts|async N [BYTES]\n");
         return 2;
     }
     g_mode = argv[1];
@@ -102,6 +193,8 @@ int main(int argc, char **argv) {
         printf("rzwaits: %s-attrs: calls=%llu waits=0\n", g_mode,
                cuEmuCallCount("cuPointerGetAttribute") + cuEmuCallCount("cuPointerGetAttributes"));
         print_counts();
+    } else if (strcmp(g_mode, "contexts") == 0) {
+        contexts(n, ctx, argc > 3 ? argv[3] : "symbols");
     } else if (strcmp(g_mode, "churn") == 0) {
         rzcu_deviceptr *b = calloc((size_t)n, sizeof *b);
         for (long i = 0; i < n; i++) {

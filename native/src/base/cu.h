@@ -416,6 +416,20 @@ RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF_)
     Y(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2)
 
 /*
+ * The older ABIs of the entry points that change a thread's current context, only interposed (hooks_ctx.c:
+ * the library keeps each thread's current context without asking the driver at every allocation), never
+ * called by the library: Y(exported name, newer name) with the newer one's parameters (CUDA 2.0 push and pop),
+ * and X(...) for the creations cuda.h 13 no longer declares (CUDA 3.2 cuCtxCreate_v2, 11.4 cuCtxCreate_v3;
+ * cuCtxCreate is the 2.0 ABI of _v2). Not checked against cuda.h, not in the emulated driver.
+ */
+#define RZCU_CTX_LEGACY_ENTRY_POINTS(Y) Y(cuCtxPushCurrent, cuCtxPushCurrent_v2) Y(cuCtxPopCurrent, cuCtxPopCurrent_v2)
+#define RZCU_CTX_CREATE_ENTRY_POINTS(X)                                                                      \
+    X(cuCtxCreate_v2, rzcu_result, (rzcu_context * pctx, unsigned int flags, rzcu_device dev))              \
+    X(cuCtxCreate_v3, rzcu_result,                                                                          \
+      (rzcu_context * pctx, void *params, int nparams, unsigned int flags, rzcu_device dev))
+#define RZCU_CTX_CREATE_VARIANTS(Y) Y(cuCtxCreate, cuCtxCreate_v2)
+
+/*
  * X(...): entry points only interposed, never called by the library, that a driver may lack (CUDA 12.3
  * cuStreamBeginCaptureToGraph). Checked against cuda.h like the others.
  */
@@ -424,6 +438,7 @@ RZCU_PER_THREAD_VARIANTS(RZCU_VARIANT_TYPEDEF_)
       (rzcu_stream s, struct CUgraph_st * graph, struct CUgraphNode_st *const *deps,                         \
        const struct CUgraphEdgeData_st *edge_data, size_t ndeps, rzcu_capture_mode mode))
 RZCU_OPTIONAL_ENTRY_POINTS(RZCU_FN_TYPEDEF_)
+RZCU_CTX_CREATE_ENTRY_POINTS(RZCU_FN_TYPEDEF_)
 /* Y(variant, base) as above, for the optional entry points. */
 #define RZCU_OPTIONAL_VARIANTS(Y) Y(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)
 RZCU_OPTIONAL_VARIANTS(RZCU_VARIANT_TYPEDEF_)

@@ -484,11 +484,49 @@ static const char *g_log_template; /* METRALE_REDZONE_LOG as given (NULL: unset,
 static const char *g_report_template; /* METRALE_REDZONE_REPORT the same */
 static char g_log_template_text[RZ_PATH_MAX], g_report_template_text[RZ_PATH_MAX];
 
-static const char *process_getenv(const char *name) { return getenv(name); }
+/*
+ * The process's options, from its environment read once: the table's 27 names were 27 getenv calls, each a
+ * walk of the whole environment (about 8k instructions of every start-up). options_load collects the
+ * environment's METRALE_REDZONE entries in one pass, in the environment's order (getenv's answer is the
+ * first entry of a name), and the table's names are looked up among those; any other name (a %q{NAME}) and
+ * an environment with more such entries than fit are asked of getenv.
+ */
+#define OWN_PREFIX "METRALE_REDZONE"
+#define OWN_ENV_MAX 64
+extern char **environ;
+static const char *g_own_env[OWN_ENV_MAX];
+static int g_own_env_n = -1; /* -1: not collected, or too many: getenv */
+
+static int has_prefix(const char *s, const char *prefix) {
+    while (*prefix && *s == *prefix)
+        s++, prefix++;
+    return *prefix == '\0';
+}
+
+static void own_env_collect(void) {
+    int n = 0;
+    for (char **e = environ; e && *e && n >= 0; e++)
+        if (has_prefix(*e, OWN_PREFIX))
+            n = n < OWN_ENV_MAX ? (g_own_env[n] = *e, n + 1) : -1;
+    g_own_env_n = n;
+}
+
+static const char *process_getenv(const char *name) {
+    if (g_own_env_n < 0 || !has_prefix(name, OWN_PREFIX))
+        return getenv(name);
+    for (int i = 0; i < g_own_env_n; i++) {
+        const char *e = g_own_env[i] + sizeof OWN_PREFIX - 1, *c = name + sizeof OWN_PREFIX - 1; /* both have it */
+        while (*c && *e == *c)
+            e++, c++;
+        if (*c == '\0' && *e == '=')
+            return e + 1;
+    }
+    return NULL;
+}
 
 /* A path option's value with %q{ENV} expanded and %p kept (NULL: unset, secure, or too long). */
 static const char *name_template(int secure, const char *var, char *out) {
-    const char *value = secure ? NULL : getenv(var);
+    const char *value = secure ? NULL : process_getenv(var);
     if (value == NULL || rz__expand_name(value, process_getenv, 0, out, RZ_PATH_MAX) != 0)
         return NULL;
     return out;
@@ -499,9 +537,11 @@ _Atomic int rz__scan_launch = -1;
 
 static void options_load(void) {
     int secure = getauxval(AT_SECURE) != 0; /* set-uid, set-gid or file capabilities: ld.so's own test */
+    own_env_collect();
     rz__options_parse_env(process_getenv, secure, &g_options);
     g_log_template = name_template(secure, "METRALE_REDZONE_LOG", g_log_template_text);
     g_report_template = name_template(secure, "METRALE_REDZONE_REPORT", g_report_template_text);
+    g_own_env_n = -1; /* the entries are the environment's: not kept past this read of it */
     RZ_STATE.pad_bytes = g_options.pad_bytes;
     RZ_STATE.min_idx = g_options.min_idx;
     RZ_STATE.trace_idx = g_options.trace_idx;

@@ -24,6 +24,8 @@ typedef struct rz_thread_state {
     rz_log_sink_fn log_sink;    /* output/report.c, set by the agent: its lines go to the debugger */
     struct rz_reports *reports; /* core/judge.c: set while this thread's scan holds the registry lock */
     struct rz_check *judging;   /* policy/launch_attribution.c: the check being judged (its report names it) */
+    void *ctx;                  /* device/device_ctx.c: the context current on this thread, as last asked */
+    uint64_t ctx_gen;           /* device/device_ctx.c: the generation ctx was asked in (0: not known) */
 } rz_thread_state_t;
 
 extern RZ_TLS __attribute__((visibility("hidden"))) rz_thread_state_t rz__thread;

@@ -150,8 +150,11 @@ static int alloc_plain_fast(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_
     if (RZ_UNLIKELY(r != RZCUDA_SUCCESS))
         return r == RZCUDA_ERROR_OUT_OF_MEMORY && (pad || rz__quarantine_bytes()) ? alloc_general(dptr, bytes, req, index, 1)
                                                                                  : (int)r;
+    /* The context is the one current on this thread, known without a driver call (device_ctx.h), or NULL:
+     * then the lazy install asks the driver for it. */
     rz_zone_node_t zone = {.ptr = p, .user_bytes = bytes, .pad_bytes = (uint32_t)pad, .index = index,
-                           .flags = pad ? RZ_ZONE_PENDING : 0, .reserved0 = pad ? RZ_ZONE_SEEN : 0};
+                           .flags = pad ? RZ_ZONE_PENDING : 0, .reserved0 = pad ? RZ_ZONE_SEEN : 0,
+                           .ctx = pad ? rz__dev_alloc_ctx() : NULL};
     if (RZ_UNLIKELY(rz__registry_add(&zone) != RZ_OK)) {
         rz__warn("allocation #%llu: out of registry memory; not watched", (unsigned long long)index);
         if (pad)
@@ -285,10 +288,13 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         zone.reserved0 = RZ_ZONE_SEEN;
     if (req->kind == RZ_ALLOC_POOL)
         zone.reserved0 |= RZ_ZONE_OWN_POOL;
-    /* A lazy zone asks the driver for its context when its band is written, so one freed before then
-     * never asks at all. */
-    if (pad > 0 && (!lazy || !rz__dev_has_pointer_attribute()))
-        zone.ctx = rz__dev_current_ctx(); /* an unpadded zone has no band to move */
+    /* A lazy zone's context is the thread's current one as the hooks know it, without a driver call
+     * (device_ctx.h); where they cannot know it, the zone asks the driver when its band is written, so one
+     * freed before then never asks at all. An unpadded zone has no band to move. */
+    if (pad > 0 && lazy)
+        zone.ctx = rz__dev_alloc_ctx();
+    if (pad > 0 && !zone.ctx && (!lazy || !rz__dev_has_pointer_attribute()))
+        zone.ctx = rz__dev_current_ctx();
     if (pad > 0)
         rz__band_fill_new(&zone, raw, req, lazy, captured);
     void *frames[32];

@@ -174,6 +174,40 @@ static void end(void) {
 }
 
 /*
+ * A batch of n bands whose write failed in some context (rz__dev_write marks that context's entries): the
+ * other contexts' bands are in place. A zone whose context the hooks named at its allocation (device_ctx.h)
+ * was not asked about before the write; when its write fails, the driver is asked now whether its block is
+ * still there (zone_state): a context that ended where the hooks could not see it leaves its zones to be
+ * forgotten as stale, as an install that asks first does. Anything else leaves the zone unwatched.
+ */
+static void install_failed(size_t n, rzcu_result r) {
+    size_t unwatched = 0, gone = 0;
+    int sticky = rz__sticky_failed(r, 0);
+    for (size_t i = 0; i < n; i++) {
+        rz_zone_node_t *z = g_nodes[i];
+        if (i > 0 && g_nodes[i - 1] == z)
+            continue; /* its front band: same context, same fate */
+        if (!g_io[i].failed) {
+            rz__record_guard_install(g_io[i].bytes + (i + 1 < n && g_nodes[i + 1] == z ? g_io[i + 1].bytes : 0));
+            continue;
+        }
+        if (!sticky && zone_state(z) == ZONE_GONE) {
+            rz__registry_drop_stale(z->ptr); /* the node is not reused under the lock: later entries stay readable */
+            gone++;
+            continue;
+        }
+        z->flags |= RZ_ZONE_UNWATCHED;
+        rz__count(RZ_C_live_zones, -1);
+        rz__count(RZ_C_unpadded_allocs, 1);
+        unwatched += i + 1 < n && g_nodes[i + 1] == z ? 2 : 1; /* bands */
+    }
+    if (gone)
+        rz__warn("%zu allocations' memory is no longer known to the driver (context destroyed?); forgotten", gone);
+    if (unwatched && !sticky)
+        rz__warn("installing %zu bands failed with %s; those zones are unwatched", unwatched, rz__cu_name(r));
+}
+
+/*
  * Lazy install (METRALE_REDZONE_INSTALL=lazy): a new zone's band is written with the next batch, not at its
  * allocation. The hooks call rz__bands_install() before anything that lets the program touch device memory
  * (kernel launches, copies, memsets) and at synchronisations; scans and poisons install first under their
@@ -232,15 +266,7 @@ static int install_pending_locked(void) {
             continue;
         rzcu_result r = rz__dev_write(g_io, n);
         if (r != RZCUDA_SUCCESS) {
-            if (!rz__sticky_failed(r, 0))
-                rz__warn("installing %zu bands failed with %s; those zones are unwatched", n, rz__cu_name(r));
-            for (size_t i = 0; i < n; i++) {
-                if (g_nodes[i]->flags & RZ_ZONE_UNWATCHED)
-                    continue; /* its other band */
-                g_nodes[i]->flags |= RZ_ZONE_UNWATCHED;
-                rz__count(RZ_C_live_zones, -1);
-                rz__count(RZ_C_unpadded_allocs, 1);
-            }
+            install_failed(n, r);
             rc = RZ_EDRIVER;
             continue;
         }

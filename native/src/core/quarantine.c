@@ -18,6 +18,7 @@
 
 #include "common.h"
 #include "quarantine.h"
+#include "rz_annotate.h"
 #include "band.h"
 #include "band_io.h"
 #include "alloc.h"
@@ -64,6 +65,12 @@ static uint8_t *g_buf;          /* CHUNK bytes, under g_check_lock */
 static void changing(void) { atomic_fetch_add_explicit(&Q.seq, 1, memory_order_release); }
 
 uint64_t rz__quarantine_bytes(void) { return atomic_load_explicit(&g_held, memory_order_relaxed); }
+
+void rz__quarantine_annotate(void) {
+    RZ_ANNOTATE_ATOMIC(&g_held, sizeof g_held); /* helgrind: read without the lock */
+    RZ_ANNOTATE_ATOMIC(&Q.seq, sizeof Q.seq);
+    RZ_ANNOTATE_ATOMIC(&g_regions, sizeof g_regions); /* read without the lock by the free path */
+}
 
 uint8_t rz__quarantine_byte(void) { return rz__options()->free_fill; }
 

@@ -53,6 +53,9 @@ int rz__quarantine_take(const rz_zone_node_t *zone, const struct rz_free_req *re
 /* ptr was exported (cuIpcGetMemHandle): its free is not held, so a handle to it opens no more once freed. */
 void rz__quarantine_exported(uint64_t ptr);
 
+/* helgrind (REDZONE_VALGRIND builds): the counters read without the lock are atomics. */
+void rz__quarantine_annotate(void);
+
 /* Whether p is a held block's pointer or inside a held block (a free of it is a bad free): fills *out.
  * Held regions are not blocks: never found here. */
 int rz__quarantine_find(rz_devptr_t p, rz_qentry_t *out);

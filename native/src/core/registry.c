@@ -484,6 +484,7 @@ void rz__registry_annotate(void) {
     RZ_ANNOTATE_ATOMIC(&g_npending, sizeof g_npending);   /* read without the lock, as a hint */
     RZ_ANNOTATE_ATOMIC(&g_installing, sizeof g_installing);
     RZ_ANNOTATE_ATOMIC(&RZ_STATE.seq, sizeof RZ_STATE.seq);
+    RZ_ANNOTATE_ATOMIC(&RZ_STATE.zone_count, sizeof RZ_STATE.zone_count); /* rz__registry_count */
 }
 
 size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap) {

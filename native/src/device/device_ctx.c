@@ -13,11 +13,53 @@
 #include "capture_mode.h"
 #include "driver.h"
 #include "sticky.h"
+#include "thread_state.h"
 
 void *rz__dev_current_ctx(void) {
     rzcu_context ctx = NULL;
     if (rz__drv.cuCtxGetCurrent(&ctx) != RZCUDA_SUCCESS)
         return NULL;
+    return ctx;
+}
+
+/*
+ * The current context without asking (issue 29 item 2). A thread's current context changes only through
+ * the calls that set, push, pop or create one, which the hooks wrap (hooks_ctx.c) under every name a program
+ * or runtime reaches them by (symbols, dlsym, cuGetProcAddress): each forgets this thread's answer, and the
+ * next allocation asks once. The ends of contexts (destroy, a primary context's release or reset) forget
+ * every thread's answer (a generation), conservatively: a thread whose context ended keeps its handle as its
+ * current context (the driver's rule), but the next asking costs one call. Without the hooks (the object
+ * library the unit tests link, whose tests change contexts by calling the driver directly) nothing is
+ * cached: NULL, and the lazy install asks the driver as before. Why not cuCtxGetCurrent at every
+ * allocation: an allocation freed before any device work then costs a driver call of its own.
+ */
+static _Atomic int g_ctx_calls_seen;
+static _Atomic uint64_t g_ctx_gen = 1;
+
+#define t_ctx (rz__thread.ctx)
+#define t_ctx_gen (rz__thread.ctx_gen)
+
+void rz__dev_ctx_calls_seen(void) { atomic_store_explicit(&g_ctx_calls_seen, 1, memory_order_release); }
+
+void rz__dev_ctx_changed_here(void) { t_ctx_gen = 0; }
+
+void rz__dev_ctx_changed_anywhere(void) {
+    atomic_fetch_add_explicit(&g_ctx_gen, 1, memory_order_acq_rel);
+    t_ctx_gen = 0;
+}
+
+void *rz__dev_alloc_ctx(void) {
+    if (!atomic_load_explicit(&g_ctx_calls_seen, memory_order_acquire))
+        return NULL;
+    /* The generation is read before asking: an end counted meanwhile makes the answer stale at once. */
+    uint64_t gen = atomic_load_explicit(&g_ctx_gen, memory_order_acquire);
+    if (RZ_LIKELY(t_ctx_gen == gen))
+        return t_ctx;
+    rzcu_context ctx = NULL;
+    if (rz__drv.cuCtxGetCurrent(&ctx) != RZCUDA_SUCCESS || ctx == NULL)
+        return NULL;
+    t_ctx = ctx;
+    t_ctx_gen = gen;
     return ctx;
 }
 

@@ -8,6 +8,23 @@
 
 void *rz__dev_current_ctx(void);
 
+/*
+ * The context current on this thread, for a new allocation's zone, without a driver call while nothing changed
+ * it: NULL when the library cannot know it that way (the hooks have not said that they see every call that
+ * changes it, or the driver has no current context). Asked once (cuCtxGetCurrent) after each change.
+ */
+void *rz__dev_alloc_ctx(void);
+
+/* The hooks see every entry point that changes a thread's current context (libredzone.so's, once). */
+void rz__dev_ctx_calls_seen(void);
+
+/* This thread's current context may have changed (set, push, pop, creation): asked again at its next
+ * allocation. */
+void rz__dev_ctx_changed_here(void);
+
+/* A context ended or may have (destroy, a primary context's release or reset): every thread asks again. */
+void rz__dev_ctx_changed_anywhere(void);
+
 /* Wait for all work of context ctx (the current one when NULL), as the driver's cuMemFree and context
  * teardown do, so a band read afterwards sees what the program's in-flight kernels and copies wrote. Not
  * while a capture is in progress (a context synchronisation conflicts with a capture in it whatever the mode,

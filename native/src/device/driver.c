@@ -14,6 +14,7 @@
 
 #include "common.h"
 #include "driver.h"
+#include "driver_hashes.h" /* generated: RZ_GNU_HASH_<name> (tools/drv_hashes.c) */
 #include "driver_info.h"
 #include "report.h"
 #include "state.h"
@@ -57,14 +58,14 @@ struct elf_lookup {
 
 static uintptr_t dyn_ptr(uintptr_t base, ElfW(Addr) v) { return v < base ? base + v : v; }
 
-static int elf_lookup_init(void *h, struct elf_lookup *e) {
-    struct link_map *lm = NULL;
-    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL || lm->l_ld == NULL)
+/* One library's table, from its load address and dynamic section. */
+static int elf_lookup_init(uintptr_t base, const ElfW(Dyn) *dyn, struct elf_lookup *e) {
+    if (dyn == NULL)
         return 0;
     memset(e, 0, sizeof *e);
-    e->base = (uintptr_t)lm->l_addr;
+    e->base = base;
     const uint32_t *gnu = NULL;
-    for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
         if (d->d_tag == DT_SYMTAB)
             e->symtab = (const ElfW(Sym) *)dyn_ptr(e->base, d->d_un.d_ptr);
         else if (d->d_tag == DT_STRTAB)
@@ -89,11 +90,8 @@ static int elf_lookup_init(void *h, struct elf_lookup *e) {
 #define FALLBACK ((void *)1) /* this table cannot say: ask dlsym */
 
 /* name's definition in one library's table: its address, NULL when the table has no such name, or
- * FALLBACK. */
-static void *elf_find(const struct elf_lookup *e, const char *name) {
-    uint32_t hash = 5381;
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
-        hash = hash * 33 + *c;
+ * FALLBACK. hash is name's GNU hash, computed at build time (driver_hashes.h). */
+static void *elf_find(const struct elf_lookup *e, const char *name, uint32_t hash) {
     const unsigned bits = sizeof(ElfW(Addr)) * 8;
     ElfW(Addr) word = e->bloom[(hash / bits) % e->bloom_size];
     ElfW(Addr) mask = ((ElfW(Addr))1 << (hash % bits)) | ((ElfW(Addr))1 << ((hash >> e->bloom_shift) % bits));
@@ -127,35 +125,84 @@ struct driver_lookup {
     int complete; /* every needed library has a table here */
 };
 
+/*
+ * The driver's needed libraries, found as dlopen(name, RTLD_NOLOAD) finds a loaded one (each was a dlopen
+ * and a dlclose, about 3k instructions): the first library, in load order, whose file name or DT_SONAME is
+ * the name. One pass of dl_iterate_phdr (under the loader's lock) over every loaded library; the driver keeps
+ * them loaded. A name not found makes the look-up incomplete (dlsym then answers what the tables do not).
+ */
+struct needed_search {
+    const char *names[LOOKUP_LIBS];
+    uintptr_t base[LOOKUP_LIBS];
+    const ElfW(Dyn) *dyn[LOOKUP_LIBS];
+    int n;
+};
+
+static int find_needed(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct needed_search *q = arg;
+    const ElfW(Dyn) *dyn = NULL;
+    for (int i = 0; i < info->dlpi_phnum && dyn == NULL; i++)
+        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    if (dyn == NULL)
+        return 0;
+    const char *strtab = NULL, *soname = NULL;
+    ElfW(Addr) soname_off = 0;
+    int has_soname = 0;
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_STRTAB)
+            strtab = (const char *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
+        else if (d->d_tag == DT_SONAME)
+            soname_off = d->d_un.d_val, has_soname = 1;
+    }
+    if (has_soname && strtab)
+        soname = strtab + soname_off;
+    int left = 0;
+    for (int i = 0; i < q->n; i++) {
+        if (q->dyn[i] == NULL && ((info->dlpi_name && strcmp(info->dlpi_name, q->names[i]) == 0) ||
+                                  (soname && strcmp(soname, q->names[i]) == 0))) {
+            q->base[i] = info->dlpi_addr;
+            q->dyn[i] = dyn;
+        }
+        left += q->dyn[i] == NULL;
+    }
+    return left == 0; /* all found: stop */
+}
+
 static int driver_lookup_init(void *h, struct driver_lookup *d) {
     d->n = 0;
     d->complete = 0;
-    if (!elf_lookup_init(h, &d->lib[0]))
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL || !elf_lookup_init(lm->l_addr, lm->l_ld, &d->lib[0]))
         return 0;
     d->n = 1;
-    struct link_map *lm = NULL;
-    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || lm == NULL)
-        return 1;
+    struct needed_search q = {.n = 0};
     int complete = 1;
     for (const ElfW(Dyn) *dy = lm->l_ld; dy->d_tag != DT_NULL; dy++) {
         if (dy->d_tag != DT_NEEDED)
             continue;
-        void *dep = d->n < LOOKUP_LIBS ? dlopen(d->lib[0].strtab + dy->d_un.d_val, RTLD_LAZY | RTLD_NOLOAD) : NULL;
-        if (dep && elf_lookup_init(dep, &d->lib[d->n]))
+        if (q.n < LOOKUP_LIBS - 1)
+            q.names[q.n++] = d->lib[0].strtab + dy->d_un.d_val;
+        else
+            complete = 0;
+    }
+    if (q.n > 0)
+        dl_iterate_phdr(find_needed, &q);
+    for (int i = 0; i < q.n; i++) {
+        if (q.dyn[i] && elf_lookup_init(q.base[i], q.dyn[i], &d->lib[d->n]))
             d->n++;
         else
             complete = 0;
-        if (dep)
-            dlclose(dep); /* RTLD_NOLOAD took a reference to a library the driver keeps loaded */
     }
     d->complete = complete;
     return 1;
 }
 
 /* The definition of name dlsym(h, name) would return. */
-static void *elf_lookup(const struct driver_lookup *d, void *h, const char *name) {
+static void *elf_lookup(const struct driver_lookup *d, void *h, const char *name, uint32_t hash) {
     for (int i = 0; i < d->n; i++) {
-        void *p = elf_find(&d->lib[i], name);
+        void *p = elf_find(&d->lib[i], name, hash);
         if (p == FALLBACK)
             return rz__real_dlsym(h, name);
         if (p != NULL)
@@ -179,27 +226,30 @@ static void load(void) {
     }
     static struct driver_lookup e; /* once, under pthread_once */
     int fast = driver_lookup_init(h, &e);
-#define find(e, h, name) (fast ? elf_lookup(e, h, name) : rz__real_dlsym(h, name))
-#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, #name);
+#define find(e, h, name) (fast ? elf_lookup(e, h, #name, RZ_GNU_HASH_##name) : rz__real_dlsym(h, #name))
+#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, name);
     RZCU_ENTRY_POINTS(RZ_RESOLVE)
     RZCU_IPC_ENTRY_POINTS(RZ_RESOLVE)
 #undef RZ_RESOLVE
-#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)find(&e, h, #variant);
+#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)find(&e, h, variant);
     RZCU_PER_THREAD_VARIANTS(RZ_RESOLVE_VARIANT)
     RZCU_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
     RZCU_IPC_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
+    RZCU_CTX_LEGACY_ENTRY_POINTS(RZ_RESOLVE_VARIANT)
+    RZCU_CTX_CREATE_VARIANTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
-#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, #name);
+#define RZ_RESOLVE(name, ret, params) rz__drv.name = (rzcu_fn_##name *)find(&e, h, name);
     RZCU_OPTIONAL_ENTRY_POINTS(RZ_RESOLVE)
+    RZCU_CTX_CREATE_ENTRY_POINTS(RZ_RESOLVE)
 #undef RZ_RESOLVE
-#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)find(&e, h, #variant);
+#define RZ_RESOLVE_VARIANT(variant, base) rz__drv.variant = (rzcu_fn_##base *)find(&e, h, variant);
     RZCU_OPTIONAL_VARIANTS(RZ_RESOLVE_VARIANT)
 #undef RZ_RESOLVE_VARIANT
-    rz__drv.cuStreamBeginCapture = (rzcu_fn_cuStreamBeginCapture *)find(&e, h, "cuStreamBeginCapture");
-    rz__drv.cuStreamBeginCapture_ptsz = (rzcu_fn_cuStreamBeginCapture *)find(&e, h, "cuStreamBeginCapture_ptsz");
-    rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)find(&e, h, "cuGetProcAddress");
+    rz__drv.cuStreamBeginCapture = (rzcu_fn_cuStreamBeginCapture *)find(&e, h, cuStreamBeginCapture);
+    rz__drv.cuStreamBeginCapture_ptsz = (rzcu_fn_cuStreamBeginCapture *)find(&e, h, cuStreamBeginCapture_ptsz);
+    rz__drv.cuGetProcAddress = (rzcu_fn_cuGetProcAddress *)find(&e, h, cuGetProcAddress);
 #define RZ_RESOLVE_WRITER(exported, base, since, per_thread, params, args)                                   \
-    rz__drv.writers.exported = (rzcu_wfn_##exported *)find(&e, h, #exported);
+    rz__drv.writers.exported = (rzcu_wfn_##exported *)find(&e, h, exported);
     RZCU_DEVICE_WRITERS(RZ_RESOLVE_WRITER)
 #undef RZ_RESOLVE_WRITER
 #undef find

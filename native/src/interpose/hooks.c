@@ -472,6 +472,7 @@ static rzcu_result ctx_destroy(rzcu_fn_cuCtxDestroy_v2 *real, rzcu_context ctx) 
     ENTER();
     context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(ctx);
+    rz__dev_ctx_changed_anywhere(); /* popped here when current; a dead handle elsewhere (device_ctx.c) */
     if (r == RZCUDA_SUCCESS)
         context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
@@ -491,6 +492,7 @@ static rzcu_result primary_end(rzcu_fn_cuDevicePrimaryCtxRelease_v2 *real, rzcu_
     void *ctx = rz__dev_primary_ctx(dev);
     context_end(ctx, RZ_EVENT_CONTEXT_ENDING);
     rzcu_result r = real(dev);
+    rz__dev_ctx_changed_anywhere();
     if (r == RZCUDA_SUCCESS && ctx && (!release || rz__dev_primary_active(dev) == 0))
         context_end(ctx, RZ_EVENT_CONTEXT_ENDED);
     LEAVE();
@@ -632,7 +634,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
     X(cuPointerGetAttribute) X(cuStreamDestroy_v2) X(cuCtxDestroy) X(cuDevicePrimaryCtxRelease)                \
     X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes) X(cuModuleUnload) X(cuLibraryUnload)                \
-    RZ_CAPTURE_WRAPPED(X) RZ_IPC_WRAPPED(X) RZ_START_WRAPPED(X)
+    RZ_CAPTURE_WRAPPED(X) RZ_IPC_WRAPPED(X) RZ_START_WRAPPED(X) RZ_CTX_WRAPPED(X)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

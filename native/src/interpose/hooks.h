@@ -36,6 +36,17 @@ RZ_EXPORT rzcu_fn_cuIpcOpenMemHandle_v2 cuIpcOpenMemHandle, cuIpcOpenMemHandle_v
 RZ_EXPORT rzcu_fn_cuIpcCloseMemHandle cuIpcCloseMemHandle;
 #define RZ_IPC_WRAPPED(X) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle)
 
+/* hooks_ctx.c: the calls that change a thread's current context (device_ctx.c keeps it). */
+RZ_EXPORT rzcu_fn_cuCtxSetCurrent cuCtxSetCurrent;
+RZ_EXPORT rzcu_fn_cuCtxPushCurrent_v2 cuCtxPushCurrent_v2, cuCtxPushCurrent;
+RZ_EXPORT rzcu_fn_cuCtxPopCurrent_v2 cuCtxPopCurrent_v2, cuCtxPopCurrent;
+RZ_EXPORT rzcu_fn_cuCtxCreate_v4 cuCtxCreate_v4;
+RZ_EXPORT rzcu_fn_cuCtxCreate_v3 cuCtxCreate_v3;
+RZ_EXPORT rzcu_fn_cuCtxCreate_v2 cuCtxCreate_v2, cuCtxCreate;
+#define RZ_CTX_WRAPPED(X)                                                                                    \
+    X(cuCtxSetCurrent) X(cuCtxPushCurrent_v2) X(cuCtxPushCurrent) X(cuCtxPopCurrent_v2) X(cuCtxPopCurrent)     \
+    X(cuCtxCreate_v4) X(cuCtxCreate_v3) X(cuCtxCreate_v2) X(cuCtxCreate)
+
 /* hooks_init.c: whether the driver started (cuInit's answer; the newest version a lookup asked for), said
  * at exit when it did not and nothing was checked. */
 RZ_EXPORT rzcu_fn_cuInit cuInit;

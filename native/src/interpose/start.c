@@ -6,6 +6,7 @@
  * load.
  */
 #include "start.h"
+#include "quarantine.h"
 #include "agent.h"
 #include "alloc.h"
 #include "capture.h"
@@ -46,6 +47,7 @@ static int start_locked(void) {
     rz__sync_annotate();
     rz__capture_annotate();
     rz__fill_marks_annotate();
+    rz__quarantine_annotate();
     rz__log_start(); /* the options, and the log they name with their warnings */
     rz__findings_start(); /* suppression rules read, the report file opened (finding.c), before the exit scan's */
     if (rz__dev_load() != RZ_OK)

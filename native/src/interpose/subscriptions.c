@@ -9,11 +9,15 @@
  * Stream capture: hooks_capture.c tells capture.c that every capture begun is reported to it. Made by the
  * first cuInit or entry-point lookup (hooks_init.c), before the program's first call that may query a
  * stream's capture state (none succeeds before cuInit).
+ *
+ * The current context: hooks_ctx.c tells device_ctx.c that every call changing a thread's current context
+ * is seen, so a new zone is named by its context without a driver call per allocation.
  */
 #include <pthread.h>
 
 #include "subscriptions.h"
 #include "band.h"
+#include "device_ctx.h"
 #include "events.h"
 #include "hooks_capture.h"
 #include "launch_check.h"
@@ -27,6 +31,7 @@ static void make(void) {
     rz__event_subscribe(RZ_EVENT_CONTEXT_ENDED, rz__sync_context_ended);
     rz__event_subscribe(RZ_EVENT_CONTEXT_ENDED, rz__launch_forget_ctx);
     rz__hooks_capture_arm();
+    rz__dev_ctx_calls_seen(); /* hooks_ctx.c wraps every call that changes a thread's current context */
 }
 
 void rz__subscriptions_make(void) { pthread_once(&g_once, make); }

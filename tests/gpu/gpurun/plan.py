@@ -41,15 +41,15 @@ def group(name):
     return "debugger" if name in DEBUGGER else None
 
 
-def granted(name, left, done):
+def granted(name, left, done, scale=1.0):
     """Seconds step `name` may take when `left` seconds of the budget remain and the steps in `done` have
     run: its own limit, less what the headline steps not yet run keep (none for the report, which always
-    runs). Below MIN_STEP the step is not run."""
+    runs). Below MIN_STEP the step is not run. scale (--time-scale) multiplies every limit and reserve."""
     if name == "report":
-        return LIMITS[name]
+        return LIMITS[name] * scale
     after = ORDER[ORDER.index(name) + 1:] if name in ORDER else []
-    keep = sum(s for n, s in RESERVED.items() if n in after and n not in done)
-    return min(LIMITS.get(name, 60), left - keep)
+    keep = sum(s for n, s in RESERVED.items() if n in after and n not in done) * scale
+    return min(LIMITS.get(name, 60) * scale, left - keep)
 
 
 def simulate(budget, hang=lambda name, limit: limit):

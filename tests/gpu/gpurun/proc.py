@@ -60,7 +60,7 @@ class Step:
         left = self.deadline - time.monotonic()
         if left <= 1:
             raise StepFailed(f"out of time ({self.limit} s) before: {' '.join(argv)}")
-        timeout = min(timeout or left, left)
+        timeout = min(timeout * self.run.time_scale if timeout else left, left)
         env_extra = dict(env or {})
         c = Cmd([str(a) for a in argv], env_extra, stdin)
         self.cmds.append(c)
