@@ -18,7 +18,7 @@ AFTER_FREE = r"REDZONE VIOLATION alloc#0 user_bytes=256 : bytes \[16\.\.=31\] we
 failures = []
 
 
-def run(a, mode, env=None, bare=False, extra=()):
+def run(a, mode, env=None, bare=False, extra=(), band=True):
     e = dict(os.environ)
     for k in list(e):
         if k.startswith("METRALE_REDZONE") or k.startswith("CUDA_EMU"):
@@ -26,7 +26,8 @@ def run(a, mode, env=None, bare=False, extra=()):
     e["LD_LIBRARY_PATH"] = a.emu
     if not bare:
         e["LD_PRELOAD"] = a.lib
-        e["METRALE_REDZONE"] = "64"
+        if band:  # else the library's default band
+            e["METRALE_REDZONE"] = "64"
     e.update(env or {})
     p = subprocess.run([a.rzfree, mode, *extra], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
     return p.returncode, p.stdout.decode("utf-8", "replace")
@@ -98,6 +99,22 @@ def bad_frees(a):
           rc == 0 and "rzfree: interior free: 1\n" in bare and "rzfree: interior free: 1\n" in out and
           "rzfree: real free: 0\n" in out and
           count(r"bad free of 0x[0-9a-f]+: 16 bytes into alloc#0 \(user_bytes=256\), not its start", out) == 1, out)
+    for mode, answer in (("ended", 1), ("ended_none", 201)):
+        _, bare = run(a, mode, bare=True)
+        want = (f"rzfree: free after its context ended: {answer}\n", f"rzfree: inside it: {answer}\n")
+        for policy, band in (("free,exit,fatal", True), ("sync", True), ("none", True), ("free,exit,fatal", False)):
+            rc, out = run(a, mode, {"METRALE_REDZONE_SCAN": policy, "METRALE_REDZONE_STACKS": "8"}, band=band)
+            check(f"{mode} SCAN={policy}{'' if band else ' (default band: lazily installed)'}: the driver's answers unchanged, both frees reported as after the context "
+                  "ended, with the allocation, and both stacks",
+                  rc == 0 and all(w in bare and w in out for w in want) and
+                  count(r"redzone: bad free of 0x[0-9a-f]+: alloc#0 \(user_bytes=256\) after its context ended "
+                        rf"\(its memory went with the context\); {'CUDA_ERROR_INVALID_VALUE' if answer == 1 else 'CUDA_ERROR_INVALID_CONTEXT'} "
+                        "returned as without redzone", out) == 1 and
+                  count(r"redzone: bad free of 0x[0-9a-f]+: 16 bytes into alloc#0 \(user_bytes=256\), after its "
+                        r"context ended", out) == 1 and
+                  "foreign" not in out and "no allocation redzone knows" not in out and
+                  out.count("  this free:") == 2 and out.count("alloc#0 was allocated at:") == 2 and
+                  "rzfree: done" in out, out)
     rc, out = run(a, "double", {"METRALE_REDZONE_STACKS": "8"})
     check("double with stacks: this free, the earlier free and the allocation",
           "  this free:" in out and "alloc#0 was freed at:" in out and "alloc#0 was allocated at:" in out, out)
@@ -143,7 +160,7 @@ def records(a):
     import json
     with tempfile.TemporaryDirectory() as d:
         for mode, kind, env in (("stale", "write-after-free", {}), ("double", "bad-free", {}),
-                                ("interior", "bad-free", {}), ("leak", "leak", {"METRALE_REDZONE_LEAK_CHECK": "1"})):
+                                ("interior", "bad-free", {}), ("ended", "bad-free", {}), ("leak", "leak", {"METRALE_REDZONE_LEAK_CHECK": "1"})):
             rep, summary, rules = (os.path.join(d, n) for n in (f"{mode}.jsonl", f"{mode}.sum", f"{mode}.supp"))
             rc, out = run(a, mode, dict(env, METRALE_REDZONE_REPORT=rep))
             recs = [json.loads(l) for l in open(rep).read().splitlines()] if os.path.exists(rep) else []

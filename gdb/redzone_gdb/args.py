@@ -192,8 +192,10 @@ ENV_VARS = {
 def wrapper_command(exec_wrapper, preload, emu_dir, settings, user_wrapper=""):
     """The exec-wrapper that starts the program with the library preloaded: rz-exec applies each setting
     only when the program's environment lacks that variable (the user's own wins), then execs the rest:
-    the user's own exec-wrapper, if any (as gdb would have run it), then the program."""
-    words = [exec_wrapper, "--preload", preload]
+    the user's own exec-wrapper, if any (as gdb would have run it), then the program. The library is also
+    the program's NVTX injection library (--nvtx: pool regions, as `redzone run` sets it), unless the
+    program's environment names one (rz-exec keeps it and says so)."""
+    words = [exec_wrapper, "--preload", preload, "--nvtx", preload]
     values = dict(settings)
     if values.get("bytes") is None:
         values["bytes"] = "64"

@@ -72,8 +72,11 @@ class ListCommand(gdb.Command):
 Usage: redzone list [--violated] [--from N] [--to N] [--limit N] [--stacks] [--json]
 
 Columns: creation index, user pointer, user bytes, pad bytes, expected band byte, state. Then, without
---violated/--from/--to, the NVTX regions of pools watched through NVTX (start, bytes, registered or
-unregistered, heap, name), when there are any.
+--violated/--from/--to, what the quarantine holds (freed blocks, and pool regions NVTX unregistered: pointer,
+bytes, bytes held, free byte, held/filling/written) and the NVTX regions of pools watched through NVTX
+(start, bytes, registered, quarantined or unregistered, heap, name), when there are any. --json: one object,
+{"zones": [...], "shown": N, "total": N, "quarantine": {...} or null, "nvtx_regions": [...]} (the last two
+without --violated/--from/--to).
 --violated: only zones the last scan found violated. --from/--to: index range (inclusive).
 --limit N: at most N rows (default 100; 0 = all). --stacks: each zone's allocation stack under its row
 (kept when the program ran with METRALE_REDZONE_STACKS, `set redzone stacks N`).
@@ -108,12 +111,18 @@ Reads memory only: works on a core file."""
                 out += [f"      #{k} {target.describe_pc(pc)}" for k, pc in enumerate(target.stack_of(data, id1))]
             rows = "\n".join(out) + "\n"
         if opts["--json"]:
+            objs = json.loads("[" + rows + "]")
             if stacks:
-                objs = json.loads("[" + rows + "]")
                 for obj, id1 in zip(objs, listed[3]):
                     obj["stack"] = [target.describe_pc(pc) for pc in target.stack_of(data, id1)]
-                rows = ", ".join(json.dumps(o) for o in objs)
-            _write("[" + rows + "]")
+            doc = {"zones": objs, "shown": shown, "total": total}
+            if not opts["--violated"] and opts["--from"] is None and opts["--to"] is None:
+                found = _nvtx_found()
+                head, entries = _held()
+                held_at = quarantine.region_starts(entries)
+                doc["quarantine"] = quarantine.to_json(head, entries, nvtx.names(found)) if head else None
+                doc["nvtx_regions"] = nvtx.to_json(found, held_at)
+            _write(json.dumps(doc))
             return
         if not stable:
             _write("redzone: warning: a thread was changing the registry when the program stopped; "
@@ -123,35 +132,49 @@ Reads memory only: works on a core file."""
             _write(rows.rstrip("\n"))
         more = f" (showing {shown}; --limit 0 for all)" if shown < total else ""
         _write(f"{total} zone(s){more}")
-        _write_held(limit)
         if not opts["--violated"] and opts["--from"] is None and opts["--to"] is None:
-            _nvtx_regions()
+            found = _nvtx_found()
+            head, entries = _held()
+            if entries:  # the freed blocks and regions the quarantine holds (issue 32), oldest first
+                _write("\n".join(quarantine.rows(entries, limit, nvtx.names(found))))
+                _write(quarantine.summary(head, entries))
+            lines = nvtx.rows(found, quarantine.region_starts(entries))
+            if lines:
+                _write("\n".join(lines))
 
 
-def _nvtx_regions():
-    """The pool sub-allocations libredzone watches through NVTX, after the zones: nothing when there are none
-    (or the library has no such block). Reads memory only."""
+def _nvtx_found():
+    """The pool sub-allocations libredzone watches through NVTX ([] when there are none, or the library has
+    no such block). Reads memory only."""
     try:
         addr = target.symbol_address("__redzone_nvtx")
     except target.TargetError:
-        return
+        return []
     try:
-        lines = nvtx.rows(nvtx.regions(target.read, addr))
+        return nvtx.regions(target.read, addr)
     except nvtx.NvtxError as e:
         raise target.TargetError(str(e)) from None
-    if lines:
-        _write("\n".join(lines))
 
 
-def _write_held(limit):
-    """The freed blocks the quarantine holds (issue 32), oldest first, after the zones."""
+def _held():
+    """(header, entries) of the quarantine, oldest first; (None, []) when the library has none. Reads memory."""
     try:
         held = quarantine.read(target.read, target.symbol_address("__redzone_quarantine"))
     except target.TargetError:
         held = None
-    if held and held[1]:
-        _write("\n".join(quarantine.rows(held[1], limit)))
-        _write(f"{len(held[1])} freed block(s) held in the quarantine, {held[0]['bytes']} bytes")
+    return held if held else (None, [])
+
+
+def _scan_checked():
+    """(freed blocks, nvtx regions) a scan checked, read after it: the held entries whose fill is done and the
+    registered regions with slack."""
+    _head, entries = _held()
+    blocks, regions = quarantine.checked(entries)
+    try:
+        regions += nvtx.checked(target.read, target.symbol_address("__redzone_nvtx"))
+    except (target.TargetError, nvtx.NvtxError):
+        pass
+    return blocks, regions
 
 
 class ScanCommand(gdb.Command):
@@ -171,6 +194,7 @@ Violated bands are re-filled, so a later scan reports only new writes."""
     def run(self, argv):
         as_json = args.parse_json_only(argv, "scan")
         result, out = serve(target.OP_SCAN)
+        blocks, regions = _scan_checked() if result >= 0 else (0, 0)
         if as_json:
             lines = [l for l in out.splitlines() if l.startswith("REDZONE VIOLATION")]
             if result < 0:
@@ -178,9 +202,10 @@ Violated bands are re-filled, so a later scan reports only new writes."""
                                               f"{target.busy_advice(result)}", result=result, violations=lines))
             summary = re.search(r"redzone scan: (\d+) zones? checked", out)
             _write(json.dumps({"result": result, "checked": int(summary.group(1)) if summary else None,
-                               "violated": max(result, 0), "violations": lines, "error": None}))
+                               "violated": max(result, 0), "held_checked": blocks, "regions_checked": regions,
+                               "violations": lines, "error": None}))
             return
-        _write(out)
+        _write(nvtx.scan_summary(out, blocks, regions) if result >= 0 else out)
         if result < 0:
             raise target.TargetError(f"the scan failed: {view.status_name(result)}{target.busy_advice(result)}")
 

@@ -272,11 +272,17 @@ class MemoryMethod:
         written after free; re-filled unless read-only); returns the reports made."""
         held = quarantine.read(self.host_read, self.quarantine_addr)
         made = 0
+        found = None  # the NVTX regions, read once a held region needs its name
         for e in held[1] if held else []:
             if e["flags"] & quarantine.FILLING:
                 continue
             data = self.io.read(e["base"], e["bytes"])
-            verdict = quarantine.judge(e, data) if data is not None else None
+            what = None
+            if data is not None and e["flags"] & quarantine.REGION:
+                if found is None:
+                    found = nvtx.regions(self.host_read, self.nvtx_addr) if self.nvtx_addr else []
+                what = nvtx.describe_held(found, e["ptr"], e["user_bytes"])
+            verdict = quarantine.judge(e, data, what) if data is not None else None
             if verdict is None:
                 continue
             record, line = verdict

@@ -3,6 +3,7 @@ exported block __redzone_nvtx (policy/nvtx_regions.c: a magic, a version, the he
 at its sorted region entries). No gdb import: `read(addr, n) -> bytes` is handed in, so it works the same on
 a live process, a core file, and under pytest (tests/python/test_nvtx.py)."""
 
+import re
 import struct
 
 MAGIC = b"RZNVTX01"
@@ -78,13 +79,56 @@ def check(read, band_read, addr):
     return lines, refills
 
 
-def rows(found):
-    """The lines `redzone list` prints after the zones (none when there are no regions)."""
+def rows(found, held=()):
+    """The lines `redzone list` prints after the zones (none when there are no regions). held: the starts of
+    the regions the quarantine holds (an unregistered region there is `quarantined`)."""
     if not found:
         return []
     lines = ["nvtx regions (pool sub-allocations):", "           start        bytes  state         heap  name"]
     for base, size, start, rsize, live, name in found:
-        state = "registered" if live else "unregistered"
+        state = "registered" if live else ("quarantined" if start in held else "unregistered")
         lines.append(f"  0x{start:012x} {rsize:12d}  {state:<12}  0x{base:x}+{size}  {name}".rstrip())
     lines.append(f"{len(found)} nvtx region(s)")
     return lines
+
+
+def to_json(found, held=()):
+    """`redzone list --json`'s "nvtx_regions": one object per region, as rows() lists them."""
+    return [{"start": f"0x{start:x}", "bytes": rsize,
+             "state": "registered" if live else ("quarantined" if start in held else "unregistered"),
+             "heap": f"0x{base:x}", "heap_bytes": size, "name": name}
+            for base, size, start, rsize, live, name in found]
+
+
+def names(found):
+    """{start: name} of the named regions."""
+    return {start: name for _b, _s, start, _r, _l, name in found if name}
+
+
+def describe_held(found, start, size):
+    """What the library calls a held (unregistered) region in its report (policy/nvtx_regions.c)."""
+    for base, hsize, rstart, _rsize, _live, name in found:
+        if rstart == start:
+            label = f'nvtx region "{name}" ' if name else "nvtx region "
+            return f"{label}0x{start:x}+{size}, unregistered (heap 0x{base:x}+{hsize})"
+    return f"nvtx region 0x{start:x}+{size}, unregistered"
+
+
+def checked(read, addr):
+    """The registered regions a scan checks (those with slack bytes filled)."""
+    return sum(1 for e in entries(read, addr) if e["live"] and e["filled"])
+
+
+_SUMMARY = re.compile(r"^(redzone scan: \d+ zones checked, \d+ violated)$", re.M)
+
+
+def scan_summary(out, blocks, regions):
+    """The scan's output with its summary line extended by what else it checked: the freed blocks and the
+    regions (registered ones' slack, unregistered ones held in the quarantine) and how many were written (the
+    library's count covers zones only). Unchanged when the scan checked none and none was written."""
+    written = sum(1 for line in out.splitlines() if line.startswith("REDZONE VIOLATION") and
+                  ("nvtx region" in line or "written after free" in line))
+    if not (blocks or regions or written):
+        return out
+    return _SUMMARY.sub(lambda m: f"{m.group(1)}; {blocks} freed block(s) held and {regions} nvtx region(s) "
+                                  f"checked, {written} written", out, count=1)

@@ -19,9 +19,10 @@ HOOKS = (VIOLATION, REFUSAL)
 
 # rz_refusal_t.how (redzone.h): RZ_REFUSED_READ, RZ_REFUSED_WRITTEN, RZ_REFUSED_SET, RZ_REFUSED_FREE.
 _REFUSED_CALL = {0: "copy", 1: "copy", 2: "memset", 3: "free"}
-# The other bad frees (issue 32): a double free, inside an allocation, inside a freed block, foreign.
+# The other bad frees (issue 32): a double free, inside an allocation, inside a freed block, foreign, after the
+# allocation's context ended.
 _BAD_FREES = {4: "a double free", 5: "a free inside an allocation", 6: "a free inside a freed block",
-              7: "a free of a pointer no allocation holds"}
+              7: "a free of a pointer no allocation holds", 8: "a free after its context ended"}
 _REFUSED_CALL.update({k: "free" for k in _BAD_FREES})
 
 

@@ -161,8 +161,10 @@ enum { RZ_REFUSED_READ = 0, RZ_REFUSED_WRITTEN = 1, RZ_REFUSED_SET = 2, RZ_REFUS
 
 /* rz_refusal_t.how for the other bad frees (the `bad free` lines): a free of a pointer freed already (a double
  * free: index names the freed allocation), of one inside an allocation but not its start (first: its offset),
- * of one inside a freed block held in the quarantine, and of one no allocation redzone knows holds. */
-enum { RZ_REFUSED_DOUBLE_FREE = 4, RZ_REFUSED_INTERIOR_FREE = 5, RZ_REFUSED_FREED_INTERIOR = 6, RZ_REFUSED_FOREIGN_FREE = 7 };
+ * of one inside a freed block held in the quarantine, of one no allocation redzone knows holds, and of one
+ * into an allocation whose context has ended (first: its offset, 0 for the allocation's start). */
+enum { RZ_REFUSED_DOUBLE_FREE = 4, RZ_REFUSED_INTERIOR_FREE = 5, RZ_REFUSED_FREED_INTERIOR = 6, RZ_REFUSED_FOREIGN_FREE = 7,
+       RZ_REFUSED_ENDED_FREE = 8 };
 
 /*
  * Fixed-layout record of one copy or memset refused for leaving its buffer (the `copy past the end of

@@ -1,7 +1,10 @@
 /*
  * rz-exec: the gdb plugin's exec-wrapper. gdb runs it in place of the program; it adjusts the environment
  * and execs the program, so the library is preloaded into the program only (not into gdb, not into a shell).
- *   rz-exec [--preload LIB] [--default VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]
+ *   rz-exec [--preload LIB] [--nvtx LIB] [--default VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]
+ * --nvtx names LIB as the program's NVTX injection library (NVTX_INJECTION64_PATH, as `redzone run` does: pool
+ * regions described through NVTX are watched), unless the environment names one already: that one is kept,
+ * and one line says so (pool regions then go to that tool, not to redzone).
  * --default sets VAR only when the environment does not have it already: a variable the user set
  * (`set environment` in gdb, or gdb's own environment) wins. --set sets VAR whatever it was: the plugin folds
  * a user's own `env NAME=VALUE` exec-wrapper into it (gdb runs exactly one wrapper exec, so a second wrapper
@@ -83,6 +86,13 @@ int main(int argc, char **argv) {
                 return 127;
             }
             prepend("LD_LIBRARY_PATH", value);
+        } else if (strcmp(argv[i - 1], "--nvtx") == 0) {
+            const char *had = getenv("NVTX_INJECTION64_PATH");
+            if (had == NULL || *had == '\0')
+                setenv("NVTX_INJECTION64_PATH", value, 1);
+            else if (strcmp(had, value) != 0)
+                fprintf(stderr, "rz-exec: NVTX_INJECTION64_PATH is set already (%s): kept, so pool regions "
+                                "described through NVTX go to that tool and redzone does not watch them\n", had);
         } else if (strcmp(argv[i - 1], "--default") == 0 || strcmp(argv[i - 1], "--set") == 0) {
             const char *eq = strchr(value, '=');
             if (eq == NULL || eq == value) {
@@ -100,7 +110,7 @@ int main(int argc, char **argv) {
         }
     }
     if (i >= argc) {
-        fprintf(stderr, "usage: rz-exec [--preload LIB] [--default VAR=VALUE]... [--set VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]\n");
+        fprintf(stderr, "usage: rz-exec [--preload LIB] [--nvtx LIB] [--default VAR=VALUE]... [--set VAR=VALUE]... [--path-prefix DIR] -- PROGRAM [ARGS...]\n");
         return 127;
     }
     execvp(argv[i], argv + i);

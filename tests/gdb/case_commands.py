@@ -35,8 +35,11 @@ check("0 zone(s)" in ex("redzone list --from 3"), "nothing at or after 3")
 check("3 zone(s)" in ex("redzone list --from 0"), "everything from 0")
 out = ex("redzone list --from 1 --to 2 --limit 1")
 check("2 zone(s) (showing 1; --limit 0 for all)" in out, out)
-rows = json.loads(ex("redzone list --json"))
+doc = json.loads(ex("redzone list --json"))
+rows = doc["zones"]
 check([r["index"] for r in rows] == [0, 1, 2] and rows[1]["user_bytes"] == 1000 and rows[0]["expected"] == 0, rows)
+check(doc["shown"] == 3 and doc["total"] == 3 and doc["nvtx_regions"] == [] and
+      (doc["quarantine"] is None or isinstance(doc["quarantine"]["held"], list)), doc)
 check("every band holds the fill byte again" in ex("redzone unpoison"), "unpoison")
 check("0x00  watched" not in ex("redzone list"), "fill restored")
 check(int(gdb.parse_and_eval("$redzone_violations()")) == 1, "convenience function")

@@ -20,7 +20,7 @@ def state_regions():
         ptr = int(gdb.parse_and_eval(f"(unsigned long)__redzone_state.chunks[{c}]"))
         if ptr:
             regions.append((ptr, int(gdb.parse_and_eval("sizeof(*__redzone_state.chunks[0])")) << 16))
-    rows = json.loads(ex("redzone list --json --limit 0"))
+    rows = json.loads(ex("redzone list --json --limit 0"))["zones"]
     for r in rows:  # each zone's bands and user bytes (the bands are what the scan judges and re-fills)
         regions.append((int(r["pointer"], 16) - r["front"], r["front"] + r["user_bytes"] + r["pad"]))
     return [(a, bytes(inf.read_memory(a, n))) for a, n in regions]

@@ -1,4 +1,4 @@
-import os, sys, tempfile
+import json, os, re, sys, tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import *
 
@@ -14,9 +14,16 @@ if DEBUGGER != "cuda-gdb":  # cuda-gdb 11.8's gcore aborts here (case_core.py); 
 out = ex("redzone list")
 check(re.search(r"  freed alloc#0 0x[0-9a-f]+ user_bytes=256 held=320 fill=0xdd held\n"
                 r"1 freed block\(s\) held in the quarantine, 320 bytes", out) is not None, f"list: {out}")
+doc = json.loads(ex("redzone list --json"))
+held = doc["quarantine"]["held"]
+check(len(held) == 1 and held[0]["kind"] == "block" and held[0]["index"] == 0 and held[0]["user_bytes"] == 256 and
+      held[0]["held_bytes"] == 320 and held[0]["state"] == "held" and doc["quarantine"]["bytes"] == 320 and
+      doc["nvtx_regions"] == [] and [z["index"] for z in doc["zones"]] == [1], f"list --json: {doc}")
 out = ex("redzone scan")
 check("REDZONE VIOLATION alloc#0 user_bytes=256 : bytes [16..=31] were written after free (16 of 320 freed bytes "
       "changed), first bad value 0x2a" in out, f"scan judges the held block: {out}")
+check(re.search(r"redzone scan: 1 zones checked, 0 violated; 1 freed block\(s\) held and 0 nvtx region\(s\) "
+                r"checked, 1 written", out) is not None, f"the summary counts the held block: {out}")
 check("after free" not in ex("redzone scan"), "re-filled: a second scan finds nothing")
 check("redzone break: on" in ex("redzone break on"), "break on")
 text = go("continue")
@@ -40,8 +47,10 @@ if core:
     ex(f"core-file {core}")
     out = ex("redzone list")
     check("freed alloc#0" in out and "1 freed block(s) held in the quarantine, 320 bytes" in out, f"core list: {out}")
+    check(json.loads(ex("redzone list --json"))["quarantine"]["held"][0]["held_bytes"] == 320, "core: list --json")
     out = ex("redzone scan")
-    check("bytes [16..=31] were written after free" in out, f"core scan: {out}")
+    check("bytes [16..=31] were written after free" in out and "1 freed block(s) held and 0 nvtx region(s) checked, "
+          "1 written" in out, f"core scan: {out}")
     check("bytes [16..=31] were written after free" in ex("redzone scan"), "read-only: nothing re-filled")
     os.unlink(core)
 done()

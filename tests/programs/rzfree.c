@@ -15,6 +15,10 @@
  *                       (run with a small quarantine: the first block leaves it, checked, before "evicted")
  *   rzfree ctxend       the stale store, then the primary context released (it ends), retained again, and a
  *                       buffer allocated and freed in the new one
+ *   rzfree ended        a 256-byte buffer allocated in a context the program creates, the context destroyed (its
+ *                       memory goes with it; the primary context is current again), then the buffer freed and a
+ *                       pointer 16 bytes into it freed: each answer printed
+ *   rzfree ended_none   the same, with no context current at the frees
  *   rzfree gdb          (tests/gdb/case_quarantine.py, METRALE_REDZONE_SCAN=sync) a buffer freed, a synchronisation,
  *                       the stale store, rzfree_stop(1); the stale store again, a synchronisation (its scan
  *                       reports), then the buffer freed again, rzfree_stop(2)
@@ -144,6 +148,15 @@ int main(int argc, char **argv) {
             CHECK(cuCtxSetCurrent(ctx));
             CHECK(cuMemFree_v2(alloc(256)));
         }
+    } else if (strcmp(mode, "ended") == 0 || strcmp(mode, "ended_none") == 0) {
+        rzcu_context created;
+        CHECK(cuCtxCreate_v4(&created, NULL, 0, 0)); /* pushed: current */
+        rzcu_deviceptr a = alloc(256);
+        CHECK(cuCtxDestroy_v2(created));
+        if (mode[5] != '\0')
+            CHECK(cuCtxSetCurrent(NULL));
+        printf("rzfree: free after its context ended: %u\n", (unsigned)cuMemFree_v2(a));
+        printf("rzfree: inside it: %u\n", (unsigned)cuMemFree_v2(a + 16));
     } else if (strcmp(mode, "gdb") == 0) {
         rzcu_deviceptr a = alloc(256), other = alloc(256);
         CHECK(cuMemFree_v2(a));

@@ -8,6 +8,12 @@
  *                      writes 16 bytes into it; "activations" is used within bounds; then everything is
  *                      unregistered, the heap too, and the pool freed
  *   rznvtx clean       the same without the two bad writes
+ *   rznvtx reuse       "grads" unregistered, a stale kernel writes 16 bytes into it, then the pool hands the
+ *                      same bytes out again: "grads2" (2000 bytes) registered over it, filled by a kernel and
+ *                      read back; then a stale write into the new tensor's bytes at the same place is the
+ *                      program's own (no report)
+ *   rznvtx poolfree    "grads" unregistered, the stale write, then the pool's allocation freed without
+ *                      unregistering the heap or the other regions (a pool torn down at exit)
  * Prints what it read back from the tensors, which must be the same with and without redzone.
  */
 #include <stdint.h>
@@ -81,11 +87,12 @@ static void unregister(rzcu_deviceptr p) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2 || (strcmp(argv[1], "overrun") && strcmp(argv[1], "clean"))) {
-        fprintf(stderr, "usage: rznvtx overrun|clean\n");
+    if (argc != 2 || (strcmp(argv[1], "overrun") && strcmp(argv[1], "clean") && strcmp(argv[1], "reuse") &&
+                      strcmp(argv[1], "poolfree"))) {
+        fprintf(stderr, "usage: rznvtx overrun|clean|reuse|poolfree\n");
         return 2;
     }
-    int bad = !strcmp(argv[1], "overrun");
+    int bad = !strcmp(argv[1], "overrun"), reuse = !strcmp(argv[1], "reuse"), poolfree = !strcmp(argv[1], "poolfree");
     setvbuf(stdout, NULL, _IONBF, 0);
     CHECK(cuInit(0));
     rzcu_context ctx;
@@ -120,9 +127,32 @@ int main(int argc, char **argv) {
     fill(scratch, 0, 100, 0x33);
     CHECK(cuCtxSynchronize());
     unregister(grads); /* the pool keeps the memory; the tensor is gone */
-    if (bad)
+    if (bad || reuse || poolfree)
         fill(grads, 16, 32, 0xcd); /* a stale kernel still writing the old tensor */
     CHECK(cuCtxSynchronize());
+    if (poolfree) {
+        CHECK(cuMemFree_v2(pool)); /* the heap and its regions go with it */
+        printf("rznvtx: pool freed\n");
+        printf("rznvtx: done\n");
+        return 0;
+    }
+    if (reuse) {
+        printf("rznvtx: reusing grads\n");
+        region(grads, 2000, "grads2"); /* the pool hands the same bytes out again */
+        fill(grads, 0, 2000, 0x44);
+        CHECK(cuCtxSynchronize());
+        unsigned char g[2000];
+        CHECK(cuMemcpyDtoH_v2(g, grads, sizeof g));
+        printf("rznvtx: grads2 0x%02x..0x%02x 0x%02x\n", g[0], g[1999], g[16]);
+        unregister(grads);
+        unregister(weights);
+        unregister(act);
+        unregister(scratch);
+        nvtxMemHeapUnregister(g_domain, g_heap);
+        CHECK(cuMemFree_v2(pool));
+        printf("rznvtx: done\n");
+        return 0;
+    }
     stop_here(1);
     unsigned char w[1000], a[500];
     CHECK(cuMemcpyDtoH_v2(w, weights, sizeof w));

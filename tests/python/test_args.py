@@ -100,7 +100,7 @@ def test_counts_below_two_to_the_64():
 def test_exec_wrapper():
     w = args.wrapper_command("/p/rz-exec", "/p/libredzone.so", "/p/emu",
                              {"bytes": None, "fill": "7", "min-idx": None, "trace-idx": None, "scan": None})
-    assert w == ("/p/rz-exec --preload /p/libredzone.so --default METRALE_REDZONE=64 "
+    assert w == ("/p/rz-exec --preload /p/libredzone.so --nvtx /p/libredzone.so --default METRALE_REDZONE=64 "
                  "--default METRALE_REDZONE_FILL=7 --path-prefix /p/emu --")
     w = args.wrapper_command("/p/rz-exec", "/p/lib redzone.so", None, {"bytes": "32"})
     assert "--preload '/p/lib redzone.so'" in w and "METRALE_REDZONE=32" in w and "--path-prefix" not in w

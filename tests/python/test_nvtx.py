@@ -71,3 +71,44 @@ def test_check_reports_as_the_library_does_and_refills():
     assert lines[1] == ('REDZONE VIOLATION nvtx region "grads" 0x7400+2048, unregistered (heap 0x7000+4096) : bytes '
                         '[16..=31] were written after it was unregistered (16 of 2048 bytes checked changed), first '
                         'bad value 0xcd')
+
+
+def test_held_regions_are_quarantined_in_rows_and_json():
+    read, addr = memory([(0x7000, 4096, [(0x7000, 1000, 1, "weights", 24), (0x7400, 2048, 0, "grads"),
+                                         (0x7c00, 100, 0, "")])])
+    found = nvtx.regions(read, addr)
+    lines = nvtx.rows(found, held={0x7400})
+    assert "quarantined   0x7000+4096  grads" in lines[3]
+    assert "unregistered  0x7000+4096" in lines[4]  # not held (the quarantine let it go, or never took it)
+    doc = nvtx.to_json(found, {0x7400})
+    assert [d["state"] for d in doc] == ["registered", "quarantined", "unregistered"]
+    assert doc[1] == {"start": "0x7400", "bytes": 2048, "state": "quarantined", "heap": "0x7000", "heap_bytes": 4096,
+                      "name": "grads"}
+    assert nvtx.names(found) == {0x7000: "weights", 0x7400: "grads"}
+    assert nvtx.checked(read, addr) == 1  # registered with slack filled: weights only
+
+
+def test_describe_held_as_the_library_does():
+    read, addr = memory([(0x7000, 4096, [(0x7400, 2048, 0, "grads"), (0x7c00, 100, 0, "")])])
+    found = nvtx.regions(read, addr)
+    assert nvtx.describe_held(found, 0x7400, 2048) == 'nvtx region "grads" 0x7400+2048, unregistered (heap 0x7000+4096)'
+    assert nvtx.describe_held(found, 0x7c00, 100) == "nvtx region 0x7c00+100, unregistered (heap 0x7000+4096)"
+    assert nvtx.describe_held([], 0x9000, 8) == "nvtx region 0x9000+8, unregistered"
+
+
+def test_scan_summary_counts_held_blocks_and_regions():
+    out = ("REDZONE VIOLATION alloc#3 user_bytes=8 : bytes [8..=8] past the end were written (1 of 64 pad bytes "
+           "changed), first bad value 0x01\n"
+           "REDZONE VIOLATION alloc#0 user_bytes=256 : bytes [16..=31] were written after free (16 of 320 freed "
+           "bytes changed), first bad value 0x2a\n"
+           'REDZONE VIOLATION nvtx region "grads" 0x7400+2048, unregistered (heap 0x7000+4096) : bytes [1..=1] '
+           "were written after it was unregistered (1 of 2048 bytes held changed), first bad value 0x07\n"
+           "redzone scan: 4 zones checked, 1 violated\n")
+    got = nvtx.scan_summary(out, 2, 3)
+    assert got.endswith("redzone scan: 4 zones checked, 1 violated; 2 freed block(s) held and 3 nvtx region(s) "
+                        "checked, 2 written\n")
+    assert got.count("redzone scan:") == 1
+    assert nvtx.scan_summary("no summary here\n", 1, 1) == "no summary here\n"
+    # nothing held, no region: the library's line as it is
+    assert nvtx.scan_summary("redzone scan: 4 zones checked, 0 violated\n", 0, 0) == \
+        "redzone scan: 4 zones checked, 0 violated\n"

@@ -71,3 +71,8 @@ def test_sentences_name_the_check_and_the_exit_scan():
     assert "so none is selected" in exit_none and "frame #" not in exit_none
     assert "frame #4, main at p.c:9, the program's last call (to exit), is selected" in stops.stop_sentence(
         "violation", (4, "main", " at p.c:9"), check="exit")
+
+
+def test_bad_free_after_its_context_ended_is_named():
+    assert stops.refused_call(8) == "free"
+    assert "stopped at a bad free (a free after its context ended)" in stops.stop_sentence("refusal", None, 8)

@@ -2,8 +2,8 @@
  * Bad frees: a free of a pointer that is no live allocation's start. One inside a block held in the quarantine
  * (a double free, or a pointer inside a freed block) is answered as the driver answers memory it freed, the
  * block left held; any other goes to the driver, and when the driver refuses it the report says what the
- * pointer points into: a zone freed recently (a double free), a live zone (not its start), or nothing redzone
- * knows (foreign). Each report gives the stacks kept (the free's, the earlier free's, the allocation's), is
+ * pointer points into: a zone freed recently (a double free), a live zone (not its start), a zone whose
+ * context ended (the registry keeps the newest of those), or nothing redzone knows (foreign). Each report gives the stacks kept (the free's, the earlier free's, the allocation's), is
  * counted as a violation and calls __redzone_refused (how: RZ_REFUSED_*_FREE) with no lock held. The driver's
  * answer reaches the program unchanged.
  */
@@ -79,32 +79,50 @@ int rz__bad_free_held(rz_devptr_t dptr, const rz_free_req_t *req, int *answer) {
 }
 
 int rz__bad_free_refused(rz_devptr_t dptr, int result, const rz_free_req_t *req) {
-    if (RZ_LIKELY(result == RZCUDA_SUCCESS) || result != RZCUDA_ERROR_INVALID_VALUE || dptr == 0)
-        return result; /* a sticky error, a context that is gone, a NULL pointer: not a bad free */
+    if (RZ_LIKELY(result == RZCUDA_SUCCESS) || dptr == 0)
+        return result;
+    /* No context current (the program destroyed its only one): a bad free only of a pointer whose context
+     * ended; any other answer (a sticky error, the driver shut down) says nothing of the pointer. */
+    int no_ctx = result == RZCUDA_ERROR_INVALID_CONTEXT || result == RZCUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (result != RZCUDA_ERROR_INVALID_VALUE && !no_ctx)
+        return result;
     rz_refusal_t r = {.addr = dptr, .result = result, .how = RZ_REFUSED_FOREIGN_FREE};
     uint32_t earlier = 0, alloc_stack = 0;
     rz_qentry_t f;
-    if (rz__quarantine_freed(dptr, &f)) {
+    rz_ended_zone_t ended;
+    int freed = rz__quarantine_freed(dptr, &f);
+    rz__registry_lock();
+    int was_ended = rz__registry_ended_find(dptr, &ended);
+    for (const rz_zone_node_t *z = rz__registry_first(); z && !freed; z = rz__registry_next(z)) {
+        if (dptr > z->ptr && dptr - z->ptr < z->user_bytes + z->pad_bytes) {
+            r.how = RZ_REFUSED_INTERIOR_FREE; /* a live zone there now: it is what the pointer points into */
+            r.index = z->index;
+            r.ptr = z->ptr;
+            r.user_bytes = z->user_bytes;
+            r.first = (int64_t)(dptr - z->ptr);
+            alloc_stack = rz__registry_stack_id(z);
+            was_ended = 0;
+            break;
+        }
+    }
+    rz__registry_unlock();
+    if (was_ended && (!freed || ended.index > f.index)) {
+        /* The newest allocation there is one whose context ended (a later one freed there: a double free). */
+        r.how = RZ_REFUSED_ENDED_FREE;
+        r.index = ended.index;
+        r.ptr = ended.ptr;
+        r.user_bytes = ended.user_bytes;
+        r.first = (int64_t)(dptr - ended.ptr);
+        alloc_stack = ended.alloc_stack;
+    } else if (no_ctx) {
+        return result; /* no context: the driver refuses every free; this pointer says nothing more */
+    } else if (freed) {
         r.how = RZ_REFUSED_DOUBLE_FREE;
         r.index = f.index;
         r.ptr = f.ptr;
         r.user_bytes = f.user_bytes;
         earlier = f.free_stack;
         alloc_stack = f.alloc_stack;
-    } else {
-        rz__registry_lock();
-        for (const rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
-            if (dptr > z->ptr && dptr - z->ptr < z->user_bytes + z->pad_bytes) {
-                r.how = RZ_REFUSED_INTERIOR_FREE;
-                r.index = z->index;
-                r.ptr = z->ptr;
-                r.user_bytes = z->user_bytes;
-                r.first = (int64_t)(dptr - z->ptr);
-                alloc_stack = rz__registry_stack_id(z);
-                break;
-            }
-        }
-        rz__registry_unlock();
     }
     report(&r, req, earlier, alloc_stack);
     return result;

@@ -316,10 +316,23 @@ void rz__bands_context_ending(void *ctx) {
     end();
 }
 
+/* Zones that do not know their context yet (a lazy zone learns it when its band is written; an unpadded one
+ * never asks): one whose memory the driver no longer knows went with the context that ended, so it is that
+ * context's. One driver query per such zone, only when a context ends. Registry lock held. */
+static void claim_unknown_locked(void *ctx) {
+    for (rz_zone_node_t *z = rz__registry_first(); z; z = rz__registry_next(z)) {
+        void *owner = NULL;
+        if (z->ctx == NULL && !(z->flags & RZ_ZONE_GUARD) &&
+            rz__dev_pointer_attribute(&owner, RZCU_POINTER_ATTRIBUTE_CONTEXT, z->ptr) == RZCUDA_ERROR_INVALID_VALUE)
+            z->ctx = ctx;
+    }
+}
+
 void rz__bands_context_ended(void *ctx) {
     if (ctx == NULL || begin() != RZ_OK)
         return;
     rz__registry_lock();
+    claim_unknown_locked(ctx);
     rz__registry_drop_ctx(ctx);
     rz__dev_forget_ctx(ctx); /* under the lock: scans use the per-context kernel state under it */
     rz__registry_unlock();

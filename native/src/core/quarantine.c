@@ -10,6 +10,7 @@
  * debugger, live or from a core file.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -56,6 +57,7 @@ static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 /* One check at a time: they share the read buffer. Taken before g_lock, never while waiting for it. */
 static pthread_mutex_t g_check_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t g_held; /* Q.bytes, read without the lock */
+static _Atomic uint64_t g_regions; /* held entries with RZ_QENTRY_REGION, changed under g_lock */
 
 #define CHUNK ((size_t)1 << 20) /* bytes read per transfer */
 static uint8_t *g_buf;          /* CHUNK bytes, under g_check_lock */
@@ -67,6 +69,7 @@ uint64_t rz__quarantine_bytes(void) { return atomic_load_explicit(&g_held, memor
 void rz__quarantine_annotate(void) {
     RZ_ANNOTATE_ATOMIC(&g_held, sizeof g_held); /* helgrind: read without the lock */
     RZ_ANNOTATE_ATOMIC(&Q.seq, sizeof Q.seq);
+    RZ_ANNOTATE_ATOMIC(&g_regions, sizeof g_regions); /* read without the lock by the free path */
 }
 
 uint8_t rz__quarantine_byte(void) { return rz__options()->free_fill; }
@@ -83,6 +86,13 @@ static void count_bytes(int64_t delta) {
 }
 
 static rz_qentry_t *at(uint64_t i) { return &Q.ring[(Q.head + i) % Q.cap]; }
+
+/* g_lock held: entry e leaves the ring (its bytes and, for a region, the region count). */
+static void leaving(const rz_qentry_t *e) {
+    count_bytes(-(int64_t)e->bytes);
+    if (e->flags & RZ_QENTRY_REGION)
+        atomic_fetch_sub_explicit(&g_regions, 1, memory_order_relaxed);
+}
 
 /* g_lock held: room for one more entry (the ring doubles, copied in order; the old one is unmapped). */
 static int grow_locked(void) {
@@ -120,11 +130,12 @@ static void launches_since(const rz_qentry_t *e) {
     uint64_t seqs[4], n;
     char names[4][RZ_FINDING_NAME];
     unsigned k = rz__launch_names_since(e->launch_seq, seqs, names[0], sizeof names[0], 4, &n);
+    const char *since = (e->flags & RZ_QENTRY_REGION) ? "it was unregistered" : "the free";
     if (n == 0) {
-        rz__log("  no kernel was launched since the free (a copy or memset wrote it, or the host)");
+        rz__log("  no kernel was launched since %s (a copy or memset wrote it, or the host)", since);
         return;
     }
-    rz__log("  %llu kernel launch%s since the free; the newest:", (unsigned long long)n, n == 1 ? "" : "es");
+    rz__log("  %llu kernel launch%s since %s; the newest:", (unsigned long long)n, n == 1 ? "" : "es", since);
     for (unsigned i = 0; i < k; i++)
         rz__log("    launch #%llu %s", (unsigned long long)seqs[i], names[i]);
 }
@@ -138,16 +149,36 @@ static void print_depot_stack(uint32_t id, const char *what, uint64_t index) {
 }
 
 /* Report held block e found written: bytes [first, last] of its range changed (offsets from its base). */
+static _Atomic(rz_qdescribe_fn *) g_describe;
+
+void rz__quarantine_on_region(rz_qdescribe_fn *fn) { atomic_store_explicit(&g_describe, fn, memory_order_release); }
+
+/* A held region's line, as the NVTX layer names the region. */
+static void region_line(const rz_qentry_t *e, const rz_violation_t *v, char *line, size_t cap) {
+    char what[192] = "a pool region";
+    rz_qdescribe_fn *describe = atomic_load_explicit(&g_describe, memory_order_acquire);
+    if (describe)
+        describe(e->arg, what, sizeof what);
+    snprintf(line, cap, "REDZONE VIOLATION %s : bytes [%llu..=%llu] were written after it was unregistered (%llu of "
+             "%llu bytes held changed), first bad value 0x%02x", what, (unsigned long long)v->first,
+             (unsigned long long)v->last, (unsigned long long)v->changed, (unsigned long long)e->bytes,
+             v->first_bad);
+}
+
 static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t changed, uint8_t bad) {
     int64_t off = (int64_t)(e->base - e->ptr); /* the front band lies before the pointer */
     rz_violation_t v = {.index = e->index, .ptr = e->ptr, .user_bytes = e->user_bytes, .pad_bytes = e->bytes,
                         .first = (uint64_t)((int64_t)first + off), .last = (uint64_t)((int64_t)last + off),
                         .changed = changed, .first_bad = bad, .expected = e->byte, .after_free = 1};
+    int region = (e->flags & RZ_QENTRY_REGION) != 0;
     char line[512];
-    rz__format_violation(&v, line, sizeof line);
+    if (region)
+        region_line(e, &v, line, sizeof line);
+    else
+        rz__format_violation(&v, line, sizeof line);
     const uint64_t *kept = NULL;
     uint32_t nkept = e->alloc_stack ? rz__depot_get(e->alloc_stack, &kept) : 0;
-    rz_finding_t f = {.kind = RZ_FINDING_WRITE_AFTER_FREE, .alloc = e->index, .ptr = e->ptr,
+    rz_finding_t f = {.kind = region ? RZ_FINDING_REGION_AFTER_FREE : RZ_FINDING_WRITE_AFTER_FREE, .alloc = e->index, .ptr = e->ptr,
                       .user_bytes = e->user_bytes, .pad = (int64_t)e->bytes, .first = (int64_t)v.first,
                       .last = (int64_t)v.last, .changed = (int64_t)changed, .first_bad = bad, .addr = e->base,
                       .bytes = e->bytes, .text = line, .alloc_frames = kept, .nalloc = nkept};
@@ -164,8 +195,16 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
         rz__log_hold(NULL);
     rz__log_mute(fate != RZ_FINDING_REPORT);
     rz__log("%s", line);
-    print_depot_stack(e->alloc_stack, "allocated", e->index);
-    print_depot_stack(e->free_stack, "freed", e->index);
+    if (region) {
+        const uint64_t *fk;
+        if (e->free_stack && rz__depot_get(e->free_stack, &fk)) {
+            rz__log("  the region was unregistered at:");
+            rz__depot_symbolize(e->free_stack);
+        }
+    } else {
+        print_depot_stack(e->alloc_stack, "allocated", e->index);
+        print_depot_stack(e->free_stack, "freed", e->index);
+    }
     launches_since(e);
     rz__log_mute(0);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
@@ -244,7 +283,7 @@ static size_t take_locked(rz_qentry_t *out, size_t cap, uint64_t keep, int all) 
     if (!all) {
         while (n < cap && Q.count && Q.bytes > keep && filled(at(0))) {
             out[n++] = *at(0);
-            count_bytes(-(int64_t)at(0)->bytes);
+            leaving(at(0));
             Q.head = (Q.head + 1) % Q.cap;
             Q.count--;
         }
@@ -254,7 +293,7 @@ static size_t take_locked(rz_qentry_t *out, size_t cap, uint64_t keep, int all) 
             rz_qentry_t *e = at(i);
             if (n < cap && filled(e)) {
                 out[n++] = *e;
-                count_bytes(-(int64_t)e->bytes);
+                leaving(e);
             } else {
                 *at(kept++) = *e;
             }
@@ -305,7 +344,8 @@ int rz__quarantine_hold(const rz_qhold_t *h, int ordered, rzcu_stream s) {
     rz_qentry_t e = {.base = h->base, .bytes = h->bytes, .ptr = h->ptr, .user_bytes = h->user_bytes,
                      .index = h->index, .ctx = ctx, .launch_seq = rz__launch_seq(),
                      .alloc_stack = h->alloc_stack, .free_stack = h->free_stack, .fill = fill, .byte = byte,
-                     .flags = RZ_QENTRY_FILLING, .release = h->release, .arg = h->arg};
+                     .flags = (uint8_t)(RZ_QENTRY_FILLING | (h->region ? RZ_QENTRY_REGION : 0)),
+                     .release = h->release, .arg = h->arg};
     enum { OUT = 16 };
     rz_qentry_t out[OUT];
     size_t n = 0;
@@ -316,6 +356,8 @@ int rz__quarantine_hold(const rz_qhold_t *h, int ordered, rzcu_stream s) {
         changing();
         *at(Q.count++) = e;
         count_bytes((int64_t)e.bytes);
+        if (h->region)
+            atomic_fetch_add_explicit(&g_regions, 1, memory_order_relaxed);
         changing();
     }
     pthread_mutex_unlock(&g_lock);
@@ -333,7 +375,7 @@ int rz__quarantine_find(rz_devptr_t p, rz_qentry_t *out) {
     pthread_mutex_lock(&g_lock);
     for (uint64_t i = Q.count; i-- > 0 && !found;) { /* the newest first: the latest free of an address */
         const rz_qentry_t *e = at(i);
-        if (p >= e->base && p - e->base < e->bytes) {
+        if (!(e->flags & RZ_QENTRY_REGION) && p >= e->base && p - e->base < e->bytes) {
             *out = *e;
             found = 1;
         }
@@ -459,14 +501,67 @@ static void ctx_ended(void *ctx) {
     uint64_t kept = 0;
     for (uint64_t i = 0; i < Q.count; i++) {
         rz_qentry_t *e = at(i);
-        if (e->ctx == ctx)
-            count_bytes(-(int64_t)e->bytes);
-        else
+        if (e->ctx == ctx) {
+            leaving(e);
+            if ((e->flags & RZ_QENTRY_REGION) && e->release)
+                e->release(e->base, 0, e->arg); /* a region's release takes no lock and calls no driver */
+        } else
             *at(kept++) = *e;
     }
     Q.count = kept;
     changing();
     pthread_mutex_unlock(&g_lock);
+}
+
+/* g_lock held: take out the entries with release `owner` (any region, when NULL) that overlap [base, base +
+ * bytes), up to cap. */
+static size_t take_overlapping_locked(uint64_t base, uint64_t bytes, rz_qrelease_fn *owner, rz_qentry_t *out,
+                                      size_t cap) {
+    size_t n = 0;
+    uint64_t kept = 0;
+    changing();
+    for (uint64_t i = 0; i < Q.count; i++) {
+        rz_qentry_t *e = at(i);
+        int mine = owner ? e->release == owner : (e->flags & RZ_QENTRY_REGION) != 0;
+        if (n < cap && mine && e->base < base + bytes && base < e->base + e->bytes) {
+            out[n++] = *e;
+            leaving(e);
+        } else {
+            *at(kept++) = *e;
+        }
+    }
+    Q.count = kept;
+    changing();
+    return n;
+}
+
+static size_t withdraw(uint64_t base, uint64_t bytes, rz_qrelease_fn *owner) {
+    size_t total = 0;
+    for (;;) {
+        enum { OUT = 16 };
+        rz_qentry_t out[OUT];
+        pthread_mutex_lock(&g_lock);
+        size_t n = Q.count ? take_overlapping_locked(base, bytes, owner, out, OUT) : 0;
+        for (size_t i = 0; i < n; i++)
+            (void)filled(&out[i]); /* its event asked once more */
+        pthread_mutex_unlock(&g_lock);
+        if (n == 0)
+            return total;
+        for (size_t i = 0; i < n; i++) {
+            /* Its fill is still queued: it must land before the range is used again (a host wait, only when
+             * the range is reused that soon), and then it is checked as a block leaving is. */
+            if ((out[i].flags & RZ_QENTRY_FILLING) && rz__dev_settle(out[i].ctx) != RZCUDA_SUCCESS)
+                out[i].bytes = 0; /* its context is failing: nothing read */
+        }
+        release(out, n);
+        total += n;
+    }
+}
+
+size_t rz__quarantine_withdraw(uint64_t base, uint64_t bytes, rz_qrelease_fn *owner) {
+    if (owner == NULL || rz__quarantine_bytes() == 0 || bytes == 0)
+        return 0;
+    return withdraw(base, bytes, owner);
 }
 
 /* The newest frees, held or not, for a later double free's report (bad_free.c): a ring written without a
@@ -567,6 +662,8 @@ int rz__quarantine_take(const rz_zone_node_t *zone, const rz_free_req_t *req) {
         h.free_stack = n > 0 ? rz__depot_put(kept, (uint32_t)n) : 0;
     }
     note_freed(&h);
+    if (RZ_UNLIKELY(atomic_load_explicit(&g_regions, memory_order_relaxed)) && rz__quarantine_bytes())
+        withdraw(h.base, h.bytes, NULL); /* a pool freed: its regions are no pool's any more */
     if (o->quarantine == 0 || (zone->flags & (RZ_ZONE_GUARD | RZ_ZONE_GRAPH)) || exported_forget(zone->ptr))
         return 0; /* an exported block: its handle must stop opening at the free, as without redzone */
     if (zone->reserved0 & RZ_ZONE_OWN_POOL)
@@ -581,6 +678,7 @@ static void fork_child(void) {
     pthread_mutex_init(&g_check_lock, NULL);
     if (Q.bytes)
         count_bytes(-(int64_t)Q.bytes);
+    atomic_store_explicit(&g_regions, 0, memory_order_relaxed);
     Q.count = 0;
     Q.head = 0;
 }

@@ -23,7 +23,20 @@ typedef struct rz_qhold {
     uint32_t free_stack;
     rz_qrelease_fn *release;
     void *arg;
+    uint8_t region;     /* a pool's region (RZ_QENTRY_REGION): reported as rz__quarantine_on_region says */
 } rz_qhold_t;
+
+/* What a held region's report calls it ("nvtx region \"grads\" 0x...+2048, unregistered (heap ...)"), from
+ * its hold's arg. Called with a quarantine lock held: it must take no lock. */
+typedef void rz_qdescribe_fn(const void *arg, char *out, size_t cap);
+
+/* Registered once by the layer that holds regions (policy/nvtx_regions.c). */
+void rz__quarantine_on_region(rz_qdescribe_fn *fn);
+
+/* The held ranges whose release is `owner` that overlap [base, base + bytes) leave the quarantine now: each
+ * checked (after its fill, waited for when still queued: the range is about to be the program's again),
+ * then released. Takes no lock the caller may hold but the registry's, which it may hold. Returns how many. */
+size_t rz__quarantine_withdraw(uint64_t base, uint64_t bytes, rz_qrelease_fn *owner);
 
 /* Hold h: its range is filled with the free byte in the order of stream s (`ordered`; else the legacy stream,
  * which follows the earlier work of every blocking stream), an event recorded after, and queued; the oldest
@@ -43,7 +56,8 @@ void rz__quarantine_exported(uint64_t ptr);
 /* helgrind (REDZONE_VALGRIND builds): the counters read without the lock are atomics. */
 void rz__quarantine_annotate(void);
 
-/* Whether p is a held block's pointer or inside a held range (a free of it is a bad free): fills *out. */
+/* Whether p is a held block's pointer or inside a held block (a free of it is a bad free): fills *out.
+ * Held regions are not blocks: never found here. */
 int rz__quarantine_find(rz_devptr_t p, rz_qentry_t *out);
 
 /* Whether p is the pointer of one of the newest frees (held or not; 4096 kept): fills *out (no flags). */

@@ -385,6 +385,31 @@ void rz__registry_drop_stale(uint64_t ptr) {
     seq_end();
 }
 
+/* The zones whose context ended, newest RZ_ENDED_MAX kept (under the lock), so that a later free of one is
+ * reported as a free after its context ended (bad_free.c), with its allocation stack. A ring of plain
+ * records: contexts end rarely, and the depot keeps the stacks. */
+#define RZ_ENDED_MAX 4096
+static rz_ended_zone_t g_ended[RZ_ENDED_MAX];
+static uint64_t g_nended;
+
+static void note_ended(const rz_zone_node_t *z) {
+    g_ended[g_nended++ % RZ_ENDED_MAX] = (rz_ended_zone_t){
+        .ptr = z->ptr, .user_bytes = z->user_bytes, .extent = z->user_bytes + z->pad_bytes, .index = z->index,
+        .ctx = z->ctx, .alloc_stack = rz__registry_stack_id(z)};
+}
+
+int rz__registry_ended_find(uint64_t p, rz_ended_zone_t *out) {
+    uint64_t n = g_nended < RZ_ENDED_MAX ? g_nended : RZ_ENDED_MAX;
+    for (uint64_t k = 0; k < n; k++) { /* the newest first: the latest zone at an address */
+        const rz_ended_zone_t *e = &g_ended[(g_nended - 1 - k) % RZ_ENDED_MAX];
+        if (p >= e->ptr && p - e->ptr < (e->extent ? e->extent : 1)) {
+            *out = *e;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 size_t rz__registry_drop_ctx(void *ctx) {
     size_t dropped = 0;
     for (rz_zone_node_t *z = rz__registry_first(), *next; z; z = next) {
@@ -395,6 +420,7 @@ size_t rz__registry_drop_ctx(void *ctx) {
             z->ctx = NULL; /* virtual memory belongs to the device, not the context: it stays */
             continue;
         }
+        note_ended(z);
         rz__registry_drop_stale(z->ptr);
         dropped++;
     }

@@ -39,6 +39,17 @@ void rz__registry_drop_stale(uint64_t ptr);
  * Returns how many were forgotten. */
 size_t rz__registry_drop_ctx(void *ctx);
 
+/* A zone forgotten because its context ended (rz__registry_drop_ctx keeps the newest 4096). */
+typedef struct rz_ended_zone {
+    uint64_t ptr, user_bytes, extent; /* extent: user bytes and band, from ptr */
+    uint64_t index;
+    void *ctx;
+    uint32_t alloc_stack; /* depot id, 0: none */
+} rz_ended_zone_t;
+
+/* Under the lock: the newest zone forgotten with its ended context whose [ptr, ptr + extent) holds p. */
+int rz__registry_ended_find(uint64_t p, rz_ended_zone_t *out);
+
 /* Under the lock: the zone for ptr, or NULL. */
 rz_zone_node_t *rz__registry_find(uint64_t ptr);
 

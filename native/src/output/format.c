@@ -204,6 +204,13 @@ size_t rz__format_bad_free_kind(const rz_refusal_t *r, const char *driver_answer
     else if (r->how == RZ_REFUSED_FREED_INTERIOR)
         n = snprintf(out, cap, "redzone: bad free of 0x%llx: %lld bytes into alloc#%llu (user_bytes=%llu), freed "
                      "already; %s returned as without redzone", p, off, idx, ub, driver_answer);
+    else if (r->how == RZ_REFUSED_ENDED_FREE && off == 0)
+        n = snprintf(out, cap, "redzone: bad free of 0x%llx: alloc#%llu (user_bytes=%llu) after its context ended "
+                     "(its memory went with the context); %s returned as without redzone", p, idx, ub, driver_answer);
+    else if (r->how == RZ_REFUSED_ENDED_FREE)
+        n = snprintf(out, cap, "redzone: bad free of 0x%llx: %lld bytes into alloc#%llu (user_bytes=%llu), after its "
+                     "context ended (its memory went with the context); %s returned as without redzone", p, off, idx,
+                     ub, driver_answer);
     else
         n = snprintf(out, cap, "redzone: bad free of 0x%llx: no allocation redzone knows of holds it; %s returned as "
                      "without redzone", p, driver_answer);

@@ -2,11 +2,17 @@
  * Pool sub-allocations through NVTX (issue 32 item 4): the heaps a pool registers and their regions, kept
  * sorted by address per heap. Every entry covers the bytes from its start to the next entry (or the heap's
  * end): a registered region's own bytes are the program's and never touched; its slack after them, at most
- * a band's width, holds the band fill; an unregistered region holds RZ_NVTX_FREED_FILL over at most
- * RZ_NVTX_FREED_CHECK bytes from its start, until a region is registered over it. Before an entry's covered
- * bytes change hands (a region registered in a slack or over a freed region, a resize, an unregister, the
- * heap unregistered or reset) and at every scan, the bytes it filled are read back and compared: a changed
- * byte is a REDZONE VIOLATION naming the region (its NVTX name when given).
+ * a band's width, holds the band fill. Before a slack's bytes change hands (a region registered in it, a
+ * resize, an unregister, the heap unregistered or reset) and at every scan, the bytes it filled are read back
+ * and compared: a changed byte is a REDZONE VIOLATION naming the region (its NVTX name when given).
+ *
+ * An unregistered region is held in the quarantine (core/quarantine.c, as a freed block is: filled with the
+ * free byte, FIFO, bounded by METRALE_REDZONE_QUARANTINE with the freed blocks, checked by every scan and as
+ * it leaves, a change reported as region-write-after-free) while its pool leaves it unused: its bytes and its
+ * slack, up to the next region. It leaves when the pool registers a region over it again (checked first, its
+ * fill waited for when still queued), when the heap is unregistered, when the pool's allocation is freed, or
+ * when the quarantine's bound pushes it out. Not held (the quarantine off, larger than its bound, a capture in
+ * progress): not checked.
  *
  * Locks: the registry lock (a heap is watched while the allocation it starts at is live: checked under that
  * lock, so the memory cannot go between the check and the read), then g_mu. Device reads and writes go
@@ -24,8 +30,11 @@
 #include "band_io.h"
 #include "device_ctx.h"
 #include "finding.h"
+#include "depot.h"
 #include "options.h"
+#include "quarantine.h"
 #include "registry.h"
+#include "symbolize.h"
 #include "report.h"
 #include "state.h"
 #include "stats.h"
@@ -37,7 +46,8 @@ typedef struct entry {
     uint64_t filled;      /* bytes of its cover filled by redzone and checked */
     uint8_t live;         /* registered (else unregistered: freed) */
     uint8_t expected;     /* the byte the filled bytes hold */
-    uint8_t reserved[6];
+    uint8_t held;         /* unregistered and handed to the quarantine (it may have let it go since) */
+    uint8_t reserved[5];
     char name[48];
 } entry_t;
 
@@ -56,7 +66,8 @@ typedef struct rz_nvtx_state {
     uint32_t entry_bytes; /* sizeof(entry_t) */
     heap_t heap[RZ_NVTX_HEAPS];
 } rz_nvtx_state_t;
-_Static_assert(sizeof(entry_t) == 80 && offsetof(entry_t, live) == 24 && offsetof(entry_t, name) == 32, "entry");
+_Static_assert(sizeof(entry_t) == 80 && offsetof(entry_t, live) == 24 && offsetof(entry_t, held) == 26 &&
+               offsetof(entry_t, name) == 32, "entry");
 _Static_assert(sizeof(heap_t) == 64 && offsetof(heap_t, e) == 40 && offsetof(heap_t, n) == 48, "heap");
 _Static_assert(offsetof(rz_nvtx_state_t, heap) == 24, "nvtx state");
 
@@ -72,11 +83,70 @@ static uint64_t slack_cap(void) { return RZ_STATE.pad_bytes ? RZ_STATE.pad_bytes
 /* The first covered byte of entry i and how many bytes its cover may fill now. */
 static uint64_t cover_start(const heap_t *h, size_t i) { return h->e[i].live ? h->e[i].start + h->e[i].size : h->e[i].start; }
 
+static uint64_t cover_end(const heap_t *h, size_t i) { return i + 1 < h->n ? h->e[i + 1].start : h->base + h->size; }
+
 static uint64_t cover_len(const heap_t *h, size_t i) {
-    uint64_t c0 = cover_start(h, i), c1 = i + 1 < h->n ? h->e[i + 1].start : h->base + h->size;
-    uint64_t len = c1 > c0 ? c1 - c0 : 0, cap = h->e[i].live ? slack_cap() : RZ_NVTX_FREED_CHECK;
+    uint64_t c0 = cover_start(h, i), c1 = cover_end(h, i);
+    uint64_t len = c1 > c0 ? c1 - c0 : 0, cap = slack_cap();
     return len < cap ? len : cap;
 }
+
+/* A region the quarantine holds: what its report names (the entry may move or go meanwhile), freed when it
+ * leaves the quarantine. */
+typedef struct held {
+    uint64_t heap_base, heap_size, start, size;
+    char name[48];
+} held_t;
+
+static void held_describe(const void *arg, char *out, size_t cap) {
+    const held_t *r = arg;
+    if (r->name[0])
+        snprintf(out, cap, "nvtx region \"%s\" 0x%llx+%llu, unregistered (heap 0x%llx+%llu)", r->name,
+                 (unsigned long long)r->start, (unsigned long long)r->size, (unsigned long long)r->heap_base,
+                 (unsigned long long)r->heap_size);
+    else
+        snprintf(out, cap, "nvtx region 0x%llx+%llu, unregistered (heap 0x%llx+%llu)", (unsigned long long)r->start,
+                 (unsigned long long)r->size, (unsigned long long)r->heap_base, (unsigned long long)r->heap_size);
+}
+
+/* The quarantine let the region go (reused, its heap or pool gone, pushed out): nothing to give back. Takes
+ * no lock (the quarantine may call it while g_mu is held). */
+static void held_left(uint64_t base, uint64_t bytes, void *arg) {
+    (void)base, (void)bytes;
+    free(arg);
+}
+
+/* Entry i was just unregistered: its bytes and slack, up to the next entry, go to the quarantine. */
+static void hold(heap_t *h, size_t i) {
+    entry_t *e = &h->e[i];
+    uint64_t end = cover_end(h, i), bytes = end > e->start ? end - e->start : 0, most = e->size + slack_cap();
+    bytes = bytes < most ? bytes : most;
+    e->filled = 0;
+    e->held = 0;
+    held_t *r = bytes ? malloc(sizeof *r) : NULL;
+    if (!r)
+        return;
+    *r = (held_t){.heap_base = h->base, .heap_size = h->size, .start = e->start, .size = e->size};
+    memcpy(r->name, e->name, sizeof r->name);
+    const rz_options_t *o = rz__options();
+    rz_qhold_t q = {.base = e->start, .bytes = bytes, .ptr = e->start, .user_bytes = e->size,
+                    .index = h->zone_index, .ctx = h->ctx, .release = held_left, .arg = r, .region = 1};
+    if (o->stacks) {
+        void *frames[RZ_STACK_MAX];
+        uint64_t kept[RZ_STACK_MAX];
+        int n = rz__capture_stack(frames, (int)o->stacks);
+        for (int k = 0; k < n; k++)
+            kept[k] = (uint64_t)(uintptr_t)frames[k];
+        q.free_stack = n > 0 ? rz__depot_put(kept, (uint32_t)n) : 0;
+    }
+    if (rz__quarantine_hold(&q, 0, NULL))
+        e->held = 1;
+    else
+        free(r); /* not held: not checked */
+}
+
+/* The pool uses [ptr, ptr + bytes) again: the held regions there leave the quarantine, checked. */
+static void reuse(uint64_t ptr, uint64_t bytes) { rz__quarantine_withdraw(ptr, bytes ? bytes : 1, held_left); }
 
 /* The heap's allocation is still the one it was registered on (registry lock held). */
 static int heap_alive(heap_t *h) {
@@ -136,7 +206,12 @@ static int judge(const heap_t *h, size_t i, const uint8_t *got) {
         return 1; /* re-filled all the same, neither reported nor counted */
     if (fate == RZ_FINDING_REPORT)
         rz__log("%s", line);
-    rz__count(RZ_C_violations, 1);
+    rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
+    /* The debugger's hook (`redzone break on`), as for a zone: the region stands for the allocation (ptr its
+     * start, user_bytes its size, pad_bytes its slack judged), index the pool's allocation. */
+    rz_violation_t v = {.index = h->zone_index, .ptr = e->start, .user_bytes = e->size, .pad_bytes = e->filled,
+                        .first = first, .last = last, .changed = changed, .first_bad = bad, .expected = e->expected};
+    __redzone_violation(&v);
     rz__finding_done(fate);
     return 1;
 }
@@ -191,7 +266,9 @@ static void fill(heap_t *h, const size_t *idx, size_t n) {
     size_t k = 0;
     for (size_t j = 0; j < n && k < 4; j++) {
         entry_t *e = &h->e[idx[j]];
-        e->expected = e->live ? rz__options()->fill : RZ_NVTX_FREED_FILL;
+        if (!e->live)
+            continue; /* unregistered: the quarantine's (hold), not filled here */
+        e->expected = rz__options()->fill;
         e->filled = cover_len(h, idx[j]);
         if (e->filled)
             io[k++] = (rz_band_io_t){.ctx = h->ctx, .dev = cover_start(h, idx[j]), .bytes = (uint32_t)e->filled,
@@ -201,7 +278,8 @@ static void fill(heap_t *h, const size_t *idx, size_t n) {
     if (r != RZCUDA_SUCCESS) {
         rz__warn("nvtx regions: filling the slack of %zu regions failed with %s", k, rz__cu_name(r));
         for (size_t j = 0; j < n; j++)
-            h->e[idx[j]].filled = 0; /* nothing known to check */
+            if (h->e[idx[j]].live)
+                h->e[idx[j]].filled = 0; /* nothing known to check */
     }
 }
 
@@ -266,21 +344,26 @@ void *rz__nvtx_heap_register(uint64_t base, uint64_t size) {
     int arm = h && !g_armed;
     g_armed |= arm;
     pthread_mutex_unlock(&g_mu);
-    if (arm)
+    if (arm) {
         rz__bands_on_scan_begin(RZ_SCAN_BEGIN_NVTX_REGIONS, rz__nvtx_regions_check_locked);
+        rz__quarantine_on_region(held_describe);
+    }
     return h;
 }
 
 static void unregister_all(heap_t *h, int forget) {
     check_range(h, 0, h->n);
     if (forget) {
+        reuse(h->base, h->size); /* the heap is gone: its held regions are no pool's */
         free(h->e);
         memset(h, 0, sizeof *h);
         return;
     }
     for (size_t i = 0; i < h->n; i++) {
-        h->e[i].live = 0;
-        fill(h, &i, 1);
+        if (h->e[i].live) {
+            h->e[i].live = 0;
+            hold(h, i);
+        }
     }
 }
 
@@ -344,6 +427,7 @@ void rz__nvtx_region_register(void *handle, uint64_t ptr, uint64_t size) {
         h->cap = cap;
     }
     check_range(h, k > 0 ? k - 1 : 0, covered); /* the bytes changing hands, before they do */
+    reuse(ptr, size); /* held regions under it leave the quarantine, checked */
     memmove(&h->e[k + 1], &h->e[covered], (h->n - covered) * sizeof *h->e);
     h->n = h->n + 1 - (covered - k);
     h->e[k] = (entry_t){.start = ptr, .size = size, .live = 1};
@@ -381,7 +465,7 @@ void rz__nvtx_region_unregister(uint64_t ptr) {
     if (h && heap_alive(h) && h->e[i].live) {
         check_range(h, i, i + 1);
         h->e[i].live = 0;
-        fill(h, &i, 1);
+        hold(h, i);
     }
     unlock_all();
 }

@@ -2,8 +2,8 @@
  * Pool sub-allocations described through the NVTX memory API (issue 32 item 4; nvtx_regions.c): heaps and
  * their regions, as interpose/nvtx_inject.c receives them. Each registered region's slack (from its end to
  * the next region or the heap's end, at most a band's width) holds the band fill and is checked like a
- * band; an unregistered region holds RZ_NVTX_FREED_FILL (at most RZ_NVTX_FREED_CHECK bytes of it) and is
- * checked as freed memory until a region is registered over it. A heap is watched only when it starts at a
+ * band; an unregistered region is held in the quarantine (core/quarantine.c: the free fill, FIFO within
+ * METRALE_REDZONE_QUARANTINE) until a region is registered over it. A heap is watched only when it starts at a
  * live allocation's pointer (the pool's own cuMemAlloc); it is forgotten when that allocation is.
  */
 #ifndef REDZONE_NVTX_REGIONS_H
@@ -11,8 +11,6 @@
 
 #include "common.h"
 
-#define RZ_NVTX_FREED_FILL 0xFD              /* the byte an unregistered region holds */
-#define RZ_NVTX_FREED_CHECK ((uint64_t)65536) /* bytes of it filled and checked, from its start */
 #define RZ_NVTX_HEAPS 64                      /* heaps watched at once */
 
 /* A heap [base, base + size): its handle (never NULL), or NULL when it is not watched (no live allocation
