@@ -121,6 +121,15 @@ void rz__registry_unlock(void) {
     }
 }
 
+/* Set once at start-up, before the launch policy's first check (read under the lock). */
+static rz_registry_observer_fn *g_observer;
+
+void rz__registry_observe(rz_registry_observer_fn *fn) {
+    rz__registry_lock();
+    g_observer = fn;
+    rz__registry_unlock();
+}
+
 static inline rz_zone_node_t *node_at(uint32_t id1) {
     uint32_t id = id1 - 1;
     return &RZ_STATE.chunks[id >> RZ_CHUNK_SHIFT][id & CHUNK_MASK];
@@ -226,6 +235,8 @@ static inline __attribute__((always_inline)) void unlink_locked(uint32_t *link, 
     uint32_t npending = atomic_load_explicit(&g_npending, memory_order_relaxed);
     if ((n->flags & RZ_ZONE_PENDING) && npending && g_pending[npending - 1] == id1)
         atomic_store_explicit(&g_npending, npending - 1, memory_order_relaxed); /* freed before any install */
+    if (RZ_UNLIKELY(g_observer != NULL))
+        g_observer(n, 0);
     if (out)
         *out = *n;
     n->state = RZ_ZONE_UNUSED; /* the rest is overwritten when the node is reused */
@@ -340,6 +351,8 @@ static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *
     else
         RZ_STATE.head = id1;
     __atomic_store_n(&RZ_STATE.zone_count, RZ_STATE.zone_count + 1, __ATOMIC_RELAXED); /* read unlocked: rz__registry_count */
+    if (RZ_UNLIKELY(g_observer != NULL))
+        g_observer(n, 1);
     seq_end();
 out:
     rz__registry_unlock();
@@ -506,6 +519,8 @@ void rz__registry_reset(void) {
     atomic_store(&g_installing, 0);
     RZ_STATE.head = RZ_STATE.tail = 0;
     __atomic_store_n(&RZ_STATE.zone_count, 0, __ATOMIC_RELAXED);
+    if (g_observer)
+        g_observer(NULL, 0);
     seq_end();
     rz__registry_unlock();
 }

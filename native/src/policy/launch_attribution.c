@@ -37,6 +37,7 @@
 #include "launch_attribution.h"
 #include "band_io.h"
 #include "check_changed.h"
+#include "launch_rows.h"
 #include "format.h"
 #include "judge.h"
 #include "launch_check.h"
@@ -266,10 +267,15 @@ void rz__attrib_judge_locked(rz_check_t *c) {
          * still changed on the device, so a later check (or scan) reports it. */
         rz_changed_band_t changed[RZ_CHANGED_CAP];
         uint32_t n = rz__changed_result(c->area, changed);
-        for (uint32_t k = 0; k < n && k < RZ_CHANGED_CAP; k++)
-            if (changed[k].pos < l->n && changed[k].bytes != NULL &&
-                !band_clean(changed[k].bytes, l->meta[changed[k].pos].bytes, l->meta[changed[k].pos].expected))
-                judge_band(c, &l->meta[changed[k].pos], changed[k].bytes);
+        for (uint32_t k = 0; k < n && k < RZ_CHANGED_CAP; k++) {
+            uint32_t pos = changed[k].pos;
+            /* A table kept in step with rows: their descriptions (rows are reused only once the checks
+             * queued before their zone's free are judged); numbered afresh since: not judged (above). */
+            const rz_band_meta_t *m = c->rows ? rz__rows_meta_locked(c->rows, c->rows_epoch, pos)
+                                              : l && pos < l->n ? &l->meta[pos] : NULL;
+            if (m && changed[k].bytes != NULL && !band_clean(changed[k].bytes, m->bytes, m->expected))
+                judge_band(c, m, changed[k].bytes);
+        }
         return;
     }
     const uint8_t *base = c->st->p;
