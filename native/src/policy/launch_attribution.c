@@ -38,6 +38,7 @@
 #include "band_io.h"
 #include "check_changed.h"
 #include "launch_rows.h"
+#include "quarantine.h"
 #include "format.h"
 #include "judge.h"
 #include "launch_check.h"
@@ -223,6 +224,14 @@ static int band_clean(const uint8_t *b, uint32_t bytes, uint8_t expected) {
     return bytes == 0 || (b[0] == expected && memcmp(b, b + 1, bytes - 1) == 0);
 }
 
+static int only_band_or_free_byte(const uint8_t *b, uint32_t bytes, uint8_t expected) {
+    uint8_t freed = rz__quarantine_byte();
+    for (uint32_t i = 0; i < bytes; i++)
+        if (b[i] != expected && b[i] != freed)
+            return 0;
+    return 1;
+}
+
 /* One band of check c's layout (m) that its copy or the device saw changed (band: its bytes then). */
 static void judge_band(rz_check_t *c, const rz_band_meta_t *m, const uint8_t *band) {
     rz_zone_node_t *z = rz__registry_find(m->ptr);
@@ -230,6 +239,12 @@ static void judge_band(rz_check_t *c, const rz_band_meta_t *m, const uint8_t *ba
     /* Freed since the launch: a stream-ordered free may have run before the copy (its own check judges
      * the band, in the freeing stream's order); cuMemFree waits for the device, so the copy came first. */
     if (!live && (m->flags & RZ_ZONE_STREAM_ORDERED))
+        return;
+    /* Freed since the check was queued and held in the quarantine: its fill with the free byte runs in the
+     * legacy stream's order (cuMemFree), which a non-blocking stream's check does not follow, so the check
+     * may see it; bytes that are all the band's or the free byte are that fill (the free's own check judged
+     * the band before it). */
+    if (!live && rz__options()->quarantine && only_band_or_free_byte(band, m->bytes, m->expected))
         return;
     /* Re-filled by a poison window since the layout was made: the copy may have raced with the fill. */
     if (live && (!rz__zone_watched(z) || z->expected != m->expected))
