@@ -242,8 +242,8 @@ static void judge_band(rz_check_t *c, const rz_band_meta_t *m, const uint8_t *ba
         return;
     /* Freed since the check was queued and held in the quarantine: its fill with the free byte runs in the
      * legacy stream's order (cuMemFree), which a non-blocking stream's check does not follow, so the check
-     * may see it; bytes that are all the band's or the free byte are that fill (the free's own check judged
-     * the band before it). */
+     * may see it; bytes that are all the band's or the free byte are that fill, not a write (a write the fill
+     * overtook is erased by it: seen only by a free-time check, SCAN=free, which reads the band first). */
     if (!live && rz__options()->quarantine && only_band_or_free_byte(band, m->bytes, m->expected))
         return;
     /* Re-filled by a poison window since the layout was made: the copy may have raced with the fill. */
