@@ -121,14 +121,10 @@ void rz__registry_unlock(void) {
     }
 }
 
-/* Set once at start-up, before the launch policy's first check (read under the lock). */
+/* Set under the lock by the launch policy's first check on the device (read under the lock). */
 static rz_registry_observer_fn *g_observer;
 
-void rz__registry_observe(rz_registry_observer_fn *fn) {
-    rz__registry_lock();
-    g_observer = fn;
-    rz__registry_unlock();
-}
+void rz__registry_observe_locked(rz_registry_observer_fn *fn) { g_observer = fn; }
 
 static inline rz_zone_node_t *node_at(uint32_t id1) {
     uint32_t id = id1 - 1;

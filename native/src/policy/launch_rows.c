@@ -176,10 +176,7 @@ static void observe(const rz_zone_node_t *z, int added) {
     map_del(e);
 }
 
-void rz__rows_arm(const rz_launch_counts_t *counts) {
-    g_counts = counts;
-    rz__registry_observe(observe);
-}
+void rz__rows_arm(const rz_launch_counts_t *counts) { g_counts = counts; }
 
 static struct rz_rows *store_of(void *ctx) {
     struct rz_rows *spare = NULL;
@@ -298,6 +295,9 @@ static void rebuild(void) {
         memset(g_map, 0, (g_mask + 1) * sizeof *g_map);
     g_count = g_nwait = 0;
     g_built = 1;
+    /* From here on every change comes through the observer (this walk under the same hold of the lock):
+     * allocations and frees made before the first check on the device call nothing. */
+    rz__registry_observe_locked(observe);
     for (rz_zone_node_t *z = rz__registry_first(); z && g_built; z = rz__registry_next(z))
         observe(z, 1);
     g_poison_active = RZ_STATE.poison_active;

@@ -14,8 +14,8 @@
 
 struct rz_rows;
 
-/* At start-up (rz__launch_check_arm): become the registry's observer; counts: launches begun, the oldest
- * unjudged (when a freed row may be reused). */
+/* At start-up (rz__launch_check_arm): counts: launches begun, the oldest unjudged (when a freed row may be
+ * reused). The rows become the registry's observer at their first use (a launch check on the device). */
 void rz__rows_arm(const rz_launch_counts_t *counts);
 
 /* The rows of context ctx, brought up to date (waiting zones whose bands are now ready get theirs; numbered
