@@ -4,12 +4,15 @@
  * with libredzone.so preloaded under a scan policy: it prints the host time of a launch call (median of 5
  * rounds), the time per launch including the final synchronisation (the checks' copies and judging run
  * behind the launches), and the driver calls per launch besides the launch itself, counted by the emulated
- * driver (what the library adds), with the synchronisations among them.
- *   launch_bench ZONES LAUNCHES
+ * driver (what the library adds), with the synchronisations among them. With `churn`, each launch is
+ * between an allocation of one more 64-byte buffer and its free (the program that allocates and frees
+ * between launches: issue 29 item 5).
+ *   launch_bench ZONES LAUNCHES [churn]
  */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "cuda_emu.h"
@@ -29,6 +32,7 @@ static int cmp(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     long zones = argc > 1 ? atol(argv[1]) : 1000, launches = argc > 2 ? atol(argv[2]) : 1000;
+    int churn = argc > 3 && strcmp(argv[3], "churn") == 0;
     rzcu_context ctx;
     rzcu_module mod;
     rzcu_function f;
@@ -52,10 +56,15 @@ int main(int argc, char **argv) {
         cuEmuResetCallCounts();
         double t0 = now(), in_calls = 0;
         for (long i = 0; i < launches; i++) {
+            rzcu_deviceptr b = 0;
+            if (churn && cuMemAlloc_v2(&b, 64))
+                return 1;
             double t = now();
             if (cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL))
                 return 1;
             in_calls += now() - t;
+            if (churn && cuMemFree_v2(b))
+                return 1;
         }
         unsigned long long before_sync = cuEmuCallCountAll();
         if (cuStreamSynchronize(s))
@@ -68,7 +77,7 @@ int main(int argc, char **argv) {
     }
     qsort(call_us, 5, sizeof call_us[0], cmp);
     qsort(total_us, 5, sizeof total_us[0], cmp);
-    printf("launch_bench zones=%ld launches=%ld call_us=%.3f total_us=%.3f calls_per_launch=%.2f syncs=%llu\n", zones,
-           launches, call_us[2], total_us[2], (double)calls / (double)launches, syncs);
+    printf("launch_bench zones=%ld launches=%ld%s call_us=%.3f total_us=%.3f calls_per_launch=%.2f syncs=%llu\n", zones,
+           launches, churn ? " churn" : "", call_us[2], total_us[2], (double)calls / (double)launches, syncs);
     return 0;
 }

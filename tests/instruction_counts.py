@@ -8,6 +8,9 @@
                                         over two launch counts of bench/launch_bench, preloaded minus bare)
                                         at 1k and 10k live zones: independent of the zone count (item 5);
                                         the emulated device's run of the check kernel is not counted
+  instruction_counts.py churn BUILD     the same with an allocation and a free around every launch
+                                        (launch_bench's `churn`: the rows that changed are uploaded, not a
+                                        table of every band) at 1k and 20k live zones
 
 Prints the counts it compares. Exit status 77 (the ctest skip code) with the reason when valgrind is not
 installed."""
@@ -51,15 +54,19 @@ def start(build):
     return 0 if ratio <= START_RATIO else 1
 
 
-def launch(build):
+def added_per_launch(build, zones, extra=()):
     prog = os.path.join(build, "bench", "launch_bench")
+    n1, n2 = 40, 80  # at most the warm-up's 100 launches in flight: no result area made while counted
+    bare = [instructions(build, [prog, str(zones), str(n), *extra], {}) for n in (n1, n2)]
+    ours = [instructions(build, [prog, str(zones), str(n), *extra],
+                         preload(build, METRALE_REDZONE="64", METRALE_REDZONE_SCAN="launch"))
+            for n in (n1, n2)]
+    return ((ours[1] - ours[0]) - (bare[1] - bare[0])) // (5 * (n2 - n1))
 
+
+def launch(build):
     def added(zones):
-        n1, n2 = 40, 80  # at most the warm-up's 100 launches in flight: no result area made while counted
-        bare = [instructions(build, [prog, str(zones), str(n)], {}) for n in (n1, n2)]
-        ours = [instructions(build, [prog, str(zones), str(n)], preload(build, METRALE_REDZONE="64", METRALE_REDZONE_SCAN="launch"))
-                for n in (n1, n2)]
-        return ((ours[1] - ours[0]) - (bare[1] - bare[0])) // (5 * (n2 - n1))
+        return added_per_launch(build, zones)
 
     # The fewest of two runs each: how many checks are in flight at once (each new one makes its result area
     # once) depends on how the stream worker's thread is scheduled against the program's, which the machine's
@@ -70,12 +77,23 @@ def launch(build):
     return 0 if large - small <= LAUNCH_GROWTH else 1
 
 
+def churn(build):
+    # An allocation and a free between launches change the rows: each launch uploads those rows (issue 29
+    # item 5); before, each rebuilt the layout and uploaded a table of every band (about 290 instructions a
+    # zone). The fewest of two runs each, as above.
+    small = min(added_per_launch(build, 1000, ["churn"]), added_per_launch(build, 1000, ["churn"]))
+    large = min(added_per_launch(build, 20000, ["churn"]), added_per_launch(build, 20000, ["churn"]))
+    print(f"SCAN=launch, alloc+launch+free: {small} instructions added per launch at 1,000 live zones, {large} at "
+          f"20,000 (limit: {LAUNCH_GROWTH} more)")
+    return 0 if large - small <= LAUNCH_GROWTH else 1
+
+
 def main():
     if shutil.which("valgrind") is None:
         print("instruction_counts: valgrind is not installed (apt-get install valgrind); not run")
         return 77
     what, build = sys.argv[1], sys.argv[2]
-    return {"start": start, "launch": launch}[what](build)
+    return {"start": start, "launch": launch, "churn": churn}[what](build)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ rz_exclude("address|thread" "a core file of an instrumented process holds the sa
 rz_exclude("address|thread" "case_nvtx writes a core file of the instrumented process (as gdb_core does)"
   gdb_nvtx cudagdb_nvtx gdb16_nvtx)
 rz_exclude("address|thread" "instruction counts come from valgrind's callgrind, which cannot run a sanitizer's binaries (and would count the sanitizer's instructions); the main tree asserts them"
-  start_instructions launch_instructions)
+  start_instructions launch_instructions launch_churn_instructions)
 rz_exclude("address|thread" "scripts/demo is the normal build's path for a newcomer: under a sanitizer its guard-page step dies in the sanitizer's own SIGSEGV handler (AddressSanitizer:DEADLYSIGNAL), which is the sanitizer's doing, not the demo's"
   demo)
 rz_exclude("address|thread" "case_quarantine writes a core file of the instrumented process (as gdb_core does): 67 GB under ASan"

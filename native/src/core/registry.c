@@ -121,6 +121,11 @@ void rz__registry_unlock(void) {
     }
 }
 
+/* Set under the lock by the launch policy's first check on the device (read under the lock). */
+static rz_registry_observer_fn *g_observer;
+
+void rz__registry_observe_locked(rz_registry_observer_fn *fn) { g_observer = fn; }
+
 static inline rz_zone_node_t *node_at(uint32_t id1) {
     uint32_t id = id1 - 1;
     return &RZ_STATE.chunks[id >> RZ_CHUNK_SHIFT][id & CHUNK_MASK];
@@ -226,6 +231,8 @@ static inline __attribute__((always_inline)) void unlink_locked(uint32_t *link, 
     uint32_t npending = atomic_load_explicit(&g_npending, memory_order_relaxed);
     if ((n->flags & RZ_ZONE_PENDING) && npending && g_pending[npending - 1] == id1)
         atomic_store_explicit(&g_npending, npending - 1, memory_order_relaxed); /* freed before any install */
+    if (RZ_UNLIKELY(g_observer != NULL))
+        g_observer(n, 0);
     if (out)
         *out = *n;
     n->state = RZ_ZONE_UNUSED; /* the rest is overwritten when the node is reused */
@@ -340,6 +347,8 @@ static inline __attribute__((always_inline)) int add_impl(const rz_zone_node_t *
     else
         RZ_STATE.head = id1;
     __atomic_store_n(&RZ_STATE.zone_count, RZ_STATE.zone_count + 1, __ATOMIC_RELAXED); /* read unlocked: rz__registry_count */
+    if (RZ_UNLIKELY(g_observer != NULL))
+        g_observer(n, 1);
     seq_end();
 out:
     rz__registry_unlock();
@@ -533,6 +542,8 @@ void rz__registry_reset(void) {
     atomic_store(&g_installing, 0);
     RZ_STATE.head = RZ_STATE.tail = 0;
     __atomic_store_n(&RZ_STATE.zone_count, 0, __ATOMIC_RELAXED);
+    if (g_observer)
+        g_observer(NULL, 0);
     seq_end();
     rz__registry_unlock();
 }

@@ -78,6 +78,13 @@ size_t rz__registry_take_pending(rz_zone_node_t **out, size_t cap);
 /* Host bytes the registry holds for its zones (nodes in use and hash buckets). */
 uint64_t rz__registry_bytes(void);
 
+/* The one observer of the registry's changes (the launch checks' rows, launch_rows.c, registered from above
+ * under the lock, at their first use: nothing is called before): called under the lock with a zone just added
+ * (added = 1, its node) or about to be removed (0: its node, still holding it; also a stale or a context's
+ * zone dropped), and with NULL when every zone was dropped. It must not call the driver or take the lock. */
+typedef void rz_registry_observer_fn(const rz_zone_node_t *zone, int added);
+void rz__registry_observe_locked(rz_registry_observer_fn *fn);
+
 /* Drop every zone (tests and fork children only; does not free device memory). */
 void rz__registry_reset(void);
 

@@ -33,6 +33,9 @@
 #define BLOCK 256u
 #define AREA_HEAD (8u + 8u * RZ_CHANGED_CAP)
 #define AREA_BYTES (AREA_HEAD + RZ_CHANGED_BYTES)
+/* Behind the result in the same page-locked host copy: the rows one check uploads (RZ_CHANGED_ROWS). */
+#define ROWS_OFF ((AREA_BYTES + 15u) & ~15u)
+#define AREA_PAGES ((ROWS_OFF + RZ_CHANGED_ROWS * sizeof(rz_check_desc_t) + 4095u) & ~4095u)
 
 struct rz_changed_table {
     void *ctx;
@@ -43,6 +46,10 @@ struct rz_changed_table {
     uintptr_t skey;       /* the stream its upload was queued on (launch_check.c's identity of a stream) */
     int visible;          /* a check using it completed: the upload ran */
     int users;
+    /* Kept in step with rows (launch_rows.c; id 0): the rows' epoch (0: not, or no longer, in step) and the
+     * position in their change log its device copy has seen, once the work queued on skey ran. */
+    uint64_t epoch, synced;
+    pthread_mutex_t qlock; /* held from a check's look at the rows until its updates are queued */
 };
 
 struct rz_changed_area {
@@ -65,6 +72,7 @@ static struct kctx {
 } *g_ctx[MAX_CTX]; /* allocated once each: checks in flight hold pointers into them */
 static int g_nctx;
 static _Atomic uint64_t g_uploads;
+static _Atomic uint64_t g_row_copies;
 
 static _Atomic int g_off;
 
@@ -132,6 +140,8 @@ int rz__changed_available(void *ctx) {
     k = find_locked(ctx);
     if (k == NULL && g_nctx < MAX_CTX && (k = calloc(1, sizeof *k)) != NULL) {
         k->ctx = ctx;
+        for (int i = 0; i < TABLES; i++)
+            pthread_mutex_init(&k->tables[i].qlock, NULL);
         g_ctx[g_nctx++] = k;
     }
     int lost = k == NULL || k->state != 0;
@@ -157,7 +167,7 @@ rz_changed_table_t *rz__changed_table(void *ctx, uint64_t id, size_t n,
     rz_changed_table_t *t = NULL, *spare = NULL;
     for (int i = 0; k && k->state > 0 && i < TABLES && t == NULL; i++) {
         rz_changed_table_t *c = &k->tables[i];
-        if (c->id == id && c->dev && (c->visible || c->skey == skey))
+        if (id != 0 && c->id == id && c->dev && (c->visible || c->skey == skey))
             t = c;
         else if (c->users == 0 && (spare == NULL || (c->cap >= n && spare->cap < n) || spare->dev == 0))
             spare = c;
@@ -174,6 +184,7 @@ rz_changed_table_t *rz__changed_table(void *ctx, uint64_t id, size_t n,
     t = spare;
     t->users = 1; /* ours while it is uploaded: no one else takes it */
     t->id = 0;
+    t->epoch = 0;
     pthread_mutex_unlock(&g_lock);
     rzcu_result r = RZCUDA_SUCCESS;
     if (t->cap < n) {
@@ -228,11 +239,11 @@ rz_changed_area_t *rz__changed_area(void *ctx) {
     if (a == NULL || a->dev)
         return a;
     rzcu_capture_mode saved = rz__dev_relaxed_begin();
-    a->host = pinned(page_round(AREA_BYTES));
+    a->host = pinned(AREA_PAGES);
     rzcu_result r = a->host ? rz__drv.cuMemAlloc_v2(&a->dev, AREA_BYTES) : RZCUDA_ERROR_OUT_OF_MEMORY;
     rz__dev_relaxed_end(saved);
     if (r != RZCUDA_SUCCESS) {
-        unpin(a->host, page_round(AREA_BYTES));
+        unpin(a->host, AREA_PAGES);
         a->host = NULL;
         a->dev = 0;
         pthread_mutex_lock(&g_lock);
@@ -246,7 +257,7 @@ rz_changed_area_t *rz__changed_area(void *ctx) {
     return a;
 }
 
-rzcu_result rz__changed_queue(rz_changed_table_t *t, rz_changed_area_t *a, rzcu_stream s) {
+rzcu_result rz__changed_queue(rz_changed_table_t *t, rz_changed_area_t *a, size_t n, rzcu_stream s) {
     pthread_mutex_lock(&g_lock);
     struct kctx *k = find_locked(t->ctx);
     rzcu_function fn = k ? k->fn : NULL;
@@ -260,10 +271,10 @@ rzcu_result rz__changed_queue(rz_changed_table_t *t, rz_changed_area_t *a, rzcu_
         a->cleared = 1;
     }
     rz_devptr_t descs = t->dev, out = a->dev;
-    unsigned n32 = (unsigned)t->n, cap = RZ_CHANGED_CAP, bytecap = RZ_CHANGED_BYTES;
+    unsigned n32 = (unsigned)n, cap = RZ_CHANGED_CAP, bytecap = RZ_CHANGED_BYTES;
     unsigned base_count = a->base_count, base_bytes = a->base_bytes;
     void *params[] = {&descs, &n32, &out, &cap, &bytecap, &base_count, &base_bytes};
-    unsigned grid = (unsigned)((t->n + BLOCK - 1) / BLOCK);
+    unsigned grid = (unsigned)((n + BLOCK - 1) / BLOCK);
     rzcu_result r = rz__drv.cuLaunchKernel(fn, grid, 1, 1, BLOCK, 1, 1, 0, s, params, NULL);
     if (r == RZCUDA_SUCCESS)
         r = rz__drv.cuMemcpyDtoHAsync_v2(a->host, a->dev, AREA_BYTES, s);
@@ -292,9 +303,87 @@ void rz__changed_table_release(rz_changed_table_t *t, int completed) {
     pthread_mutex_lock(&g_lock);
     if (completed)
         t->visible = 1;
+    else
+        t->epoch = 0; /* its updates may not have run: not in step with the rows any more */
     t->users--;
     pthread_mutex_unlock(&g_lock);
 }
+
+/*
+ * Tables kept in step with rows (launch_rows.c). A stream's checks keep using the table their stream's
+ * last check used, each queueing the rows changed since (at most RZ_CHANGED_ROWS, from the check's own
+ * result area's host copy: it is not reused before the check completed) ahead of its kernel on that stream.
+ * Only work on one stream is ordered, so a table follows one stream (skey); another stream takes it over
+ * only when no check holds it (all its work ran). The queue lock orders two threads' checks of one stream:
+ * the rows one looked at are queued before the next one looks.
+ */
+rz_changed_table_t *rz__changed_rows_take(void *ctx, uintptr_t skey, uint64_t *epoch, uint64_t *synced, size_t *cap) {
+    pthread_mutex_lock(&g_lock);
+    struct kctx *k = find_locked(ctx);
+    rz_changed_table_t *t = NULL;
+    for (int i = 0; k && k->state > 0 && i < TABLES; i++) {
+        rz_changed_table_t *c = &k->tables[i];
+        if (c->epoch == 0 || c->dev == 0 || c->id != 0)
+            continue;
+        if (c->skey == skey) {
+            t = c;
+            break;
+        }
+        if (c->users == 0 && t == NULL)
+            t = c;
+    }
+    if (t) {
+        t->users++;
+        t->skey = skey;
+    }
+    pthread_mutex_unlock(&g_lock);
+    if (t == NULL)
+        return NULL;
+    pthread_mutex_lock(&t->qlock);
+    pthread_mutex_lock(&g_lock);
+    *epoch = t->epoch;
+    *synced = t->synced;
+    *cap = t->cap;
+    pthread_mutex_unlock(&g_lock);
+    return t;
+}
+
+rzcu_result rz__changed_rows_update(rz_changed_table_t *t, rz_changed_area_t *a, const uint32_t *rows,
+                                    const rz_check_desc_t *descs, size_t k, size_t n, uint64_t synced, rzcu_stream s) {
+    rz_check_desc_t *up = (rz_check_desc_t *)((uint8_t *)a->host + ROWS_OFF);
+    memcpy(up, descs, k * sizeof *up);
+    for (size_t i = 0; i < k;) {
+        size_t j = i + 1;
+        while (j < k && rows[j] == rows[j - 1] + 1)
+            j++; /* one copy for each run of neighbouring rows */
+        rzcu_result r = rz__drv.cuMemcpyHtoDAsync_v2(t->dev + (rz_devptr_t)rows[i] * sizeof *up, up + i,
+                                                     (j - i) * sizeof *up, s);
+        if (r != RZCUDA_SUCCESS) {
+            pthread_mutex_lock(&g_lock);
+            t->epoch = 0;
+            pthread_mutex_unlock(&g_lock);
+            return r;
+        }
+        atomic_fetch_add_explicit(&g_row_copies, 1, memory_order_relaxed);
+        i = j;
+    }
+    pthread_mutex_lock(&g_lock);
+    t->n = n;
+    t->synced = synced;
+    pthread_mutex_unlock(&g_lock);
+    return RZCUDA_SUCCESS;
+}
+
+void rz__changed_rows_bind(rz_changed_table_t *t, uint64_t epoch, uint64_t synced) {
+    pthread_mutex_lock(&g_lock);
+    t->epoch = epoch;
+    t->synced = synced;
+    pthread_mutex_unlock(&g_lock);
+}
+
+void rz__changed_rows_unlock(rz_changed_table_t *t) { pthread_mutex_unlock(&t->qlock); }
+
+uint64_t rz__changed_row_copies(void) { return atomic_load_explicit(&g_row_copies, memory_order_relaxed); }
 
 void rz__changed_area_release(rz_changed_area_t *a, int completed) {
     if (a == NULL)
@@ -330,7 +419,7 @@ void rz__changed_forget(void *ctx) {
         for (int a = 0; a < AREAS; a++) {
             rz_changed_area_t *ar = &k->areas[a];
             if (!ar->busy && ar->host) {
-                munmap(ar->host, page_round(AREA_BYTES));
+                munmap(ar->host, AREA_PAGES);
                 ar->host = NULL;
             }
             held |= ar->busy;

@@ -37,6 +37,8 @@
 #include "launch_attribution.h"
 #include "band_io.h"
 #include "check_changed.h"
+#include "launch_rows.h"
+#include "quarantine.h"
 #include "format.h"
 #include "judge.h"
 #include "launch_check.h"
@@ -222,6 +224,14 @@ static int band_clean(const uint8_t *b, uint32_t bytes, uint8_t expected) {
     return bytes == 0 || (b[0] == expected && memcmp(b, b + 1, bytes - 1) == 0);
 }
 
+static int only_band_or_free_byte(const uint8_t *b, uint32_t bytes, uint8_t expected) {
+    uint8_t freed = rz__quarantine_byte();
+    for (uint32_t i = 0; i < bytes; i++)
+        if (b[i] != expected && b[i] != freed)
+            return 0;
+    return 1;
+}
+
 /* One band of check c's layout (m) that its copy or the device saw changed (band: its bytes then). */
 static void judge_band(rz_check_t *c, const rz_band_meta_t *m, const uint8_t *band) {
     rz_zone_node_t *z = rz__registry_find(m->ptr);
@@ -229,6 +239,12 @@ static void judge_band(rz_check_t *c, const rz_band_meta_t *m, const uint8_t *ba
     /* Freed since the launch: a stream-ordered free may have run before the copy (its own check judges
      * the band, in the freeing stream's order); cuMemFree waits for the device, so the copy came first. */
     if (!live && (m->flags & RZ_ZONE_STREAM_ORDERED))
+        return;
+    /* Freed since the check was queued and held in the quarantine: its fill with the free byte runs in the
+     * legacy stream's order (cuMemFree), which a non-blocking stream's check does not follow, so the check
+     * may see it; bytes that are all the band's or the free byte are that fill, not a write (a write the fill
+     * overtook is erased by it: seen only by a free-time check, SCAN=free, which reads the band first). */
+    if (!live && rz__options()->quarantine && only_band_or_free_byte(band, m->bytes, m->expected))
         return;
     /* Re-filled by a poison window since the layout was made: the copy may have raced with the fill. */
     if (live && (!rz__zone_watched(z) || z->expected != m->expected))
@@ -266,10 +282,15 @@ void rz__attrib_judge_locked(rz_check_t *c) {
          * still changed on the device, so a later check (or scan) reports it. */
         rz_changed_band_t changed[RZ_CHANGED_CAP];
         uint32_t n = rz__changed_result(c->area, changed);
-        for (uint32_t k = 0; k < n && k < RZ_CHANGED_CAP; k++)
-            if (changed[k].pos < l->n && changed[k].bytes != NULL &&
-                !band_clean(changed[k].bytes, l->meta[changed[k].pos].bytes, l->meta[changed[k].pos].expected))
-                judge_band(c, &l->meta[changed[k].pos], changed[k].bytes);
+        for (uint32_t k = 0; k < n && k < RZ_CHANGED_CAP; k++) {
+            uint32_t pos = changed[k].pos;
+            /* A table kept in step with rows: their descriptions (rows are reused only once the checks
+             * queued before their zone's free are judged); numbered afresh since: not judged (above). */
+            const rz_band_meta_t *m = c->rows ? rz__rows_meta_locked(c->rows, c->rows_epoch, pos)
+                                              : l && pos < l->n ? &l->meta[pos] : NULL;
+            if (m && changed[k].bytes != NULL && !band_clean(changed[k].bytes, m->bytes, m->expected))
+                judge_band(c, m, changed[k].bytes);
+        }
         return;
     }
     const uint8_t *base = c->st->p;

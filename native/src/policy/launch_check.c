@@ -48,6 +48,7 @@
 #include "launch_attribution.h"
 #include "launch_names.h"
 #include "launch_ring.h"
+#include "launch_rows.h"
 #include "options.h"
 #include "registry.h"
 #include "report.h"
@@ -374,6 +375,7 @@ void rz__launch_forget_ctx(void *ctx) {
         layout_unref(old[i]);
     rz__registry_lock();
     rz__attrib_forget_ctx(ctx);
+    rz__rows_forget_locked(ctx);
     rz__registry_unlock();
 }
 
@@ -566,6 +568,7 @@ static const rz_launch_counts_t g_counts = {
 
 void rz__launch_check_arm(void) {
     rz__attrib_arm(&g_counts);
+    rz__rows_arm(&g_counts);
     rz__bands_on_scan_begin(RZ_SCAN_BEGIN_LAUNCH_CHECKS, rz__launch_checks_locked);
     rz__judge_on_who_wrote(rz__attrib_report);
     rz__judge_on_writer(rz__attrib_writer);
@@ -662,23 +665,28 @@ static void fill_descs(rz_check_desc_t *d, size_t n, const void *arg) {
 
 /* Compare c's bands on the device (check_changed.c) when the check kernel runs in its context: 1 with *q the
  * result of queueing it; 0 when the bands are to be copied instead. */
+static rz_changed_area_t *area_for(void *ctx) {
+    rz_changed_area_t *a = rz__changed_area(ctx);
+    if (a == NULL) {
+        /* Checks in flight hold every result area: wait for this context's work, judge them, try again. */
+        rz__dev_settle(ctx);
+        rz__launch_checks();
+        a = rz__changed_area(ctx);
+    }
+    return a;
+}
+
 static int on_device(rz_check_t *c, rzcu_stream s, rzcu_result *q) {
     if (!rz__changed_available(c->ctx))
         return 0;
     c->tab = rz__changed_table(c->ctx, c->layout->id, c->layout->n, fill_descs, c->layout, s, c->skey);
-    c->area = c->tab ? rz__changed_area(c->ctx) : NULL;
-    if (c->tab && c->area == NULL) {
-        /* Checks in flight hold every result area: wait for this context's work, judge them, try again. */
-        rz__dev_settle(c->ctx);
-        rz__launch_checks();
-        c->area = rz__changed_area(c->ctx);
-    }
+    c->area = c->tab ? area_for(c->ctx) : NULL;
     if (c->area == NULL) {
         rz__changed_table_release(c->tab, 0);
         c->tab = NULL;
         return 0;
     }
-    *q = rz__changed_queue(c->tab, c->area, s);
+    *q = rz__changed_queue(c->tab, c->area, c->layout->n, s);
     return 1;
 }
 
@@ -718,14 +726,23 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
     c->launch = launch;
     memcpy(c->name, name, sizeof c->name);
     pthread_mutex_unlock(&g_flight_lock);
-    c->layout = layout_get(c->ctx);
-    if (c->layout == NULL || c->layout->n == 0 || rz__sticky() != RZCUDA_SUCCESS) {
-        drop(c); /* no band in this context: nothing it could have written past */
+    if (rz__sticky() != RZCUDA_SUCCESS) {
+        drop(c);
         return;
     }
     rzcu_stream s = c->stream;
     rzcu_result q = s == NULL ? follower(c->ctx, &s) : RZCUDA_SUCCESS;
-    if (q == RZCUDA_SUCCESS && !on_device(c, s, &q)) {
+    /* Compared on the device against a table kept in step with the rows (launch_rows.c); else a layout. */
+    int rows = q == RZCUDA_SUCCESS && rz__changed_available(c->ctx) ? rz__rows_queue(c, s, area_for, &q) : 0;
+    if (rows == 0 && q == RZCUDA_SUCCESS) {
+        c->layout = layout_get(c->ctx);
+        rows = c->layout == NULL || c->layout->n == 0 ? -1 : 0;
+    }
+    if (rows < 0) {
+        drop(c); /* no band in this context: nothing it could have written past */
+        return;
+    }
+    if (q == RZCUDA_SUCCESS && rows == 0 && !on_device(c, s, &q)) {
         c->st = staging_take(c->layout->bytes, c->layout->id);
         if (c->st == NULL) {
             /* Checks in flight hold all the staging: wait for this context's work, judge them, try again. */

@@ -135,6 +135,8 @@ typedef struct rz_check {
     rz_staging_buf_t *st;         /* bands copied to the host (NULL when compared on the device) */
     struct rz_changed_table *tab; /* compared on the device (check_changed.c): the bands' table */
     struct rz_changed_area *area; /* and the result, the changed bands */
+    struct rz_rows *rows;         /* the table kept in step with rows (launch_rows.c): their store, NULL: a layout's */
+    uint64_t rows_epoch;          /* and their epoch when the check was queued */
     uint64_t overlap_begin;       /* the smallest begin counter of those overlapping launches (0: none) */
     uint64_t overlap_last;        /* and the largest */
     uint32_t noverlap, overlap_more;
