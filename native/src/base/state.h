@@ -213,6 +213,7 @@ typedef struct rz_launches {
 
 #define RZ_QENTRY_FILLING 0x1 /* its free-fill event is not seen done: not checked yet */
 #define RZ_QENTRY_VIOLATED 0x2 /* a check found it written after free (and filled it again) */
+#define RZ_QENTRY_ORDERED 0x4  /* filled in the order of the stream of its cuMemFreeAsync (else the legacy stream) */
 
 /* One block held in the quarantine (core/quarantine.c). Layout read by the debugger. */
 typedef struct rz_qentry {

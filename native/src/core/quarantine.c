@@ -10,6 +10,7 @@
  * debugger, live or from a core file.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -109,6 +110,68 @@ static int filled(rz_qentry_t *e) {
     return 1;
 }
 
+/* SCAN=launch (quarantine_launch.c): the launch after which a held block was first seen changed, by creation
+ * index, until the block's report takes it. A small ring under g_lock: a held block written by a launch is
+ * reported at the next check, so few are noted at once; an old note the ring overwrote loses only the name. */
+#define WRITERS 64
+static struct writer {
+    uint64_t index, launch, stream;
+    char name[RZ_QWRITER_NAME];
+} g_writers[WRITERS];
+static unsigned g_nwriters;
+
+static struct writer *writer_find_locked(uint64_t index) {
+    for (unsigned i = 0; i < WRITERS && i < g_nwriters; i++)
+        if (g_writers[i].launch && g_writers[i].index == index)
+            return &g_writers[i];
+    return NULL;
+}
+
+void rz__quarantine_note_writer(uint64_t index, uint64_t launch, uint64_t stream, const char *name) {
+    pthread_mutex_lock(&g_lock);
+    if (writer_find_locked(index) == NULL) {
+        struct writer *w = &g_writers[g_nwriters++ % WRITERS];
+        *w = (struct writer){.index = index, .launch = launch, .stream = stream};
+        snprintf(w->name, sizeof w->name, "%s", name);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* Takes the note of index into *out (its report names that launch); 0 when there is none. */
+static int writer_take(uint64_t index, struct writer *out) {
+    pthread_mutex_lock(&g_lock);
+    struct writer *w = writer_find_locked(index);
+    if (w) {
+        *out = *w;
+        w->launch = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return w != NULL;
+}
+
+size_t rz__quarantine_held_of(void *ctx, int legacy, rz_qentry_t *out, size_t cap, uint64_t budget, int *all) {
+    size_t n = 0;
+    uint64_t bytes = 0;
+    *all = 1;
+    pthread_mutex_lock(&g_lock);
+    for (uint64_t i = Q.count; i-- > 0;) { /* the newest first */
+        rz_qentry_t *e = at(i);
+        if (e->ctx != ctx || writer_find_locked(e->index))
+            continue; /* another context's, or its writer is known already */
+        /* A block whose fill is still queued is judged after a launch only where that launch follows the fill
+         * in stream order: the legacy stream, for a block a plain free filled there. */
+        int ordered = filled(e) || (legacy && !(e->flags & RZ_QENTRY_ORDERED));
+        if (!ordered || n == cap || e->bytes > budget - bytes) {
+            *all = 0;
+            continue;
+        }
+        out[n++] = *e;
+        bytes += e->bytes;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
 /* The kernels launched since entry e was freed, from the launch ring (the newest few). */
 static void launches_since(const rz_qentry_t *e) {
     uint64_t seqs[4], n;
@@ -146,6 +209,12 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
                       .last = (int64_t)v.last, .changed = (int64_t)changed, .first_bad = bad, .addr = e->base,
                       .bytes = e->bytes, .text = line, .alloc_frames = kept, .nalloc = nkept};
     uint64_t seqs[RZ_FINDING_KERNELS], total;
+    struct writer w;
+    int named = writer_take(e->index, &w); /* SCAN=launch saw which launch wrote it */
+    if (named) {
+        snprintf(f.launch, sizeof f.launch, "%s", w.name);
+        f.launch_seq = w.launch;
+    }
     f.nkernels = rz__launch_names_since(e->launch_seq, seqs, f.kernels[0], sizeof f.kernels[0], RZ_FINDING_KERNELS,
                                         &total);
     int fate = rz__finding_admit(&f);
@@ -160,7 +229,11 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
     rz__log("%s", line);
     print_depot_stack(e->alloc_stack, "allocated", e->index);
     print_depot_stack(e->free_stack, "freed", e->index);
-    launches_since(e);
+    if (named)
+        rz__log("  written by kernel %s (launch #%llu, stream 0x%llx): the first launch after the free whose check "
+                "saw it changed", w.name, (unsigned long long)w.launch, (unsigned long long)w.stream);
+    else
+        launches_since(e);
     rz__log_mute(0);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     __redzone_violation(&v);
@@ -299,7 +372,8 @@ int rz__quarantine_hold(const rz_qhold_t *h, int ordered, rzcu_stream s) {
     rz_qentry_t e = {.base = h->base, .bytes = h->bytes, .ptr = h->ptr, .user_bytes = h->user_bytes,
                      .index = h->index, .ctx = ctx, .launch_seq = rz__launch_seq(),
                      .alloc_stack = h->alloc_stack, .free_stack = h->free_stack, .fill = fill, .byte = byte,
-                     .flags = RZ_QENTRY_FILLING, .release = h->release, .arg = h->arg};
+                     .flags = (uint8_t)(RZ_QENTRY_FILLING | (ordered ? RZ_QENTRY_ORDERED : 0)),
+                     .release = h->release, .arg = h->arg};
     enum { OUT = 16 };
     rz_qentry_t out[OUT];
     size_t n = 0;

@@ -36,6 +36,10 @@ RZ_EXPORT rzcu_fn_cuIpcOpenMemHandle_v2 cuIpcOpenMemHandle, cuIpcOpenMemHandle_v
 RZ_EXPORT rzcu_fn_cuIpcCloseMemHandle cuIpcCloseMemHandle;
 #define RZ_IPC_WRAPPED(X) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle)
 
+/* hooks_vmm.c: device memory that takes no band, given the memory the quarantine holds back when it runs out. */
+RZ_EXPORT rzcu_fn_cuMemCreate cuMemCreate;
+#define RZ_VMM_WRAPPED(X) X(cuMemCreate)
+
 /* hooks_init.c: whether the driver started (cuInit's answer; the newest version a lookup asked for), said
  * at exit when it did not and nothing was checked. */
 RZ_EXPORT rzcu_fn_cuInit cuInit;

@@ -31,6 +31,7 @@ static const struct versioned {
     {"cuMemFreeAsync", 11020, 0, "cuMemFreeAsync"},
     {"cuMemFreeAsync", 11020, 1, "cuMemFreeAsync_ptsz"},
     {"cuMemGetAddressRange", 3020, 0, "cuMemGetAddressRange_v2"},
+    {"cuMemCreate", 10020, 0, "cuMemCreate"},
     {"cuIpcGetMemHandle", 4010, 0, "cuIpcGetMemHandle"},
     {"cuIpcOpenMemHandle", 4010, 0, "cuIpcOpenMemHandle"},
     {"cuIpcOpenMemHandle", 11000, 0, "cuIpcOpenMemHandle_v2"},
