@@ -9,6 +9,7 @@
 #define RZCU_MEM_ALLOCATION_PROP CUmemAllocationProp
 #define RZCU_MEM_ACCESS_DESC CUmemAccessDesc
 #define RZCU_IPC_MEM_HANDLE CUipcMemHandle
+#define RZCU_MEM_POOL_PTR_EXPORT_DATA CUmemPoolPtrExportData
 #include <cuda.h>
 #include <stddef.h>
 

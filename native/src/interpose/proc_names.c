@@ -36,6 +36,8 @@ static const struct versioned {
     {"cuIpcOpenMemHandle", 4010, 0, "cuIpcOpenMemHandle"},
     {"cuIpcOpenMemHandle", 11000, 0, "cuIpcOpenMemHandle_v2"},
     {"cuIpcCloseMemHandle", 4010, 0, "cuIpcCloseMemHandle"},
+    {"cuMemPoolExportPointer", 11020, 0, "cuMemPoolExportPointer"},
+    {"cuMemPoolImportPointer", 11020, 0, "cuMemPoolImportPointer"},
     {"cuPointerGetAttribute", 4000, 0, "cuPointerGetAttribute"},
     {"cuCtxDestroy", 2000, 0, "cuCtxDestroy"},
     {"cuCtxDestroy", 4000, 0, "cuCtxDestroy_v2"},
