@@ -308,6 +308,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         if (zone.flags & RZ_ZONE_FILLING)
             rz__fill_note(zone.ptr, zone.fill);
     }
+    if (req->kind == RZ_ALLOC_POOL && !(zone.flags & RZ_ZONE_UNWATCHED))
+        rz__quarantine_pool_note(p, req->pool); /* its free may be held: the quarantine keeps its pool */
     if (wanted && !rz__zone_watched(&zone))
         rz__count(RZ_C_unpadded_allocs, 1);
     if (rz__zone_watched(&zone) && index == o->trace_idx)

@@ -447,6 +447,58 @@ static void settle_filling(void) {
         rz__dev_settle(ctxs[k]); /* the fills (and the program's work before them) complete */
 }
 
+uint64_t rz__quarantine_held_for(rz_qrelease_fn *fn, void *arg) {
+    if (rz__quarantine_bytes() == 0)
+        return 0;
+    uint64_t bytes = 0;
+    pthread_mutex_lock(&g_lock);
+    for (uint64_t i = 0; i < Q.count; i++)
+        if (at(i)->release == fn && at(i)->arg == arg)
+            bytes += (at(i)->bytes + 255) / 256 * 256; /* as a pool counts it: whole 256-byte units */
+    pthread_mutex_unlock(&g_lock);
+    return bytes;
+}
+
+/* g_lock held: take up to cap entries whose release is (fn, arg) and whose fill is done. */
+static size_t take_for_locked(rz_qentry_t *out, size_t cap, rz_qrelease_fn *fn, void *arg, int *waiting) {
+    size_t n = 0;
+    uint64_t kept = 0;
+    changing();
+    for (uint64_t i = 0; i < Q.count; i++) {
+        rz_qentry_t *e = at(i);
+        int mine = e->release == fn && e->arg == arg;
+        if (mine && n < cap && filled(e)) {
+            out[n++] = *e;
+            count_bytes(-(int64_t)e->bytes);
+        } else {
+            *waiting |= mine;
+            *at(kept++) = *e;
+        }
+    }
+    Q.count = kept;
+    changing();
+    return n;
+}
+
+void rz__quarantine_drain_for(rz_qrelease_fn *fn, void *arg) {
+    for (int settled = 0; rz__quarantine_bytes();) {
+        enum { OUT = 64 };
+        rz_qentry_t out[OUT];
+        int waiting = 0;
+        pthread_mutex_lock(&g_lock);
+        size_t n = take_for_locked(out, OUT, fn, arg, &waiting);
+        pthread_mutex_unlock(&g_lock);
+        if (n) {
+            release(out, n);
+            continue;
+        }
+        if (!waiting || settled || rz__capture_in_progress())
+            return;
+        settle_filling(); /* their fills complete: a wait the driver's trim or destroy of the pool makes too */
+        settled = 1;
+    }
+}
+
 int rz__quarantine_drain(void) {
     if (rz__quarantine_bytes() == 0)
         return 0;
@@ -637,8 +689,15 @@ int rz__quarantine_take(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     note_freed(&h);
     if (o->quarantine == 0 || (zone->flags & (RZ_ZONE_GUARD | RZ_ZONE_GRAPH)) || exported_forget(zone->ptr))
         return 0; /* an exported block: its handle must stop opening at the free, as without redzone */
-    if (zone->reserved0 & RZ_ZONE_OWN_POOL)
-        return 0; /* the program's own pool: what it reports (used memory) and trims stays as without redzone */
+    if (zone->reserved0 & RZ_ZONE_OWN_POOL) {
+        /* The program's own pool: held with its pool as the release argument, so that the pool calls answer
+         * as without redzone (quarantine_pool.c); not held when its pool is not known. */
+        void *pool;
+        if (!rz__quarantine_pool_take(zone->ptr, &pool))
+            return 0;
+        h.release = rz__quarantine_pool_release;
+        h.arg = pool;
+    }
     return rz__quarantine_hold(&h, req->async, rz__stream_of(req->stream, req->per_thread));
 }
 

@@ -76,6 +76,21 @@ void rz__quarantine_note_writer(uint64_t index, uint64_t launch, uint64_t stream
  * wait. The launch check (policy/launch_check.c) calls it for each launch it checks. */
 void rz__quarantine_after_launch(void *ctx, rzcu_stream s, uint64_t launch, const char *name);
 
+/* Pools (quarantine_pool.c): the allocation at ptr came from the program's pool `pool` (noted while the
+ * quarantine is on); its free takes the note (1 and *pool, else 0). */
+void rz__quarantine_pool_note(uint64_t ptr, void *pool);
+int rz__quarantine_pool_take(uint64_t ptr, void **pool);
+/* The release of a held block of a program's pool (its rz_qhold_t release, the pool its argument). */
+void rz__quarantine_pool_release(uint64_t base, uint64_t bytes, void *pool);
+
+/* The bytes held whose release is (fn, arg): a pool's held blocks, each rounded up to 256 bytes (the
+ * allocation granularity the driver documents; the emulated driver's pools count used memory so). */
+uint64_t rz__quarantine_held_for(rz_qrelease_fn *fn, void *arg);
+
+/* Give back (checked, then released) every held block whose release is (fn, arg), waiting for their
+ * contexts where a fill is still queued (a trim or a destroy of their pool follows). */
+void rz__quarantine_drain_for(rz_qrelease_fn *fn, void *arg);
+
 /* Bytes held now. */
 uint64_t rz__quarantine_bytes(void);
 

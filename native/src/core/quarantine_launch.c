@@ -23,6 +23,7 @@
 #include "common.h"
 #include "quarantine.h"
 #include "band_io.h"
+#include "fork.h"
 #include "report.h"
 #include "stream_ops.h"
 
@@ -57,8 +58,16 @@ static int gap_between(uint64_t freed, uint64_t launch) {
     return gap;
 }
 
+/* A forked child: the lock may have been held by a thread the child does not have (fork.c's rule). */
+static void fork_child(void) { pthread_mutex_init(&g_gap_lock, NULL); }
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void arm(void) { rz__fork_register(NULL, NULL, fork_child); }
+
 /* Launch #launch came here: the launches it skipped over (not seen here) are gaps. */
 static void seen(uint64_t launch) {
+    pthread_once(&g_once, arm);
     pthread_mutex_lock(&g_gap_lock);
     if (launch > g_last + 1)
         gap_locked(g_last + 1, launch - 1);

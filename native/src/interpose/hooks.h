@@ -40,9 +40,13 @@ RZ_EXPORT rzcu_fn_cuMemPoolImportPointer cuMemPoolImportPointer;
     X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle)               \
     X(cuMemPoolExportPointer) X(cuMemPoolImportPointer)
 
-/* hooks_vmm.c: device memory that takes no band, given the memory the quarantine holds back when it runs out. */
+/* hooks_vmm.c: device memory that takes no band, given the memory the quarantine holds back when it runs out;
+ * the pool calls the quarantine's held pool blocks would change. */
 RZ_EXPORT rzcu_fn_cuMemCreate cuMemCreate;
-#define RZ_VMM_WRAPPED(X) X(cuMemCreate)
+RZ_EXPORT rzcu_fn_cuMemPoolGetAttribute cuMemPoolGetAttribute;
+RZ_EXPORT rzcu_fn_cuMemPoolTrimTo cuMemPoolTrimTo;
+RZ_EXPORT rzcu_fn_cuMemPoolDestroy cuMemPoolDestroy;
+#define RZ_VMM_WRAPPED(X) X(cuMemCreate) X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) X(cuMemPoolDestroy)
 
 /* hooks_init.c: whether the driver started (cuInit's answer; the newest version a lookup asked for), said
  * at exit when it did not and nothing was checked. */

@@ -163,6 +163,8 @@ rzcu_result cuMemPoolExportPointer(rzcu_mem_pool_ptr_export_data *data, rzcu_dev
     uint64_t user_bytes = 0, index = 0;
     uint64_t front = export_front(ptr, &user_bytes, &index);
     rzcu_result r = real(data, ptr - front);
+    if (r == RZCUDA_SUCCESS)
+        rz__quarantine_exported(ptr); /* its free is not held: an import of it must fail once it is freed */
     if (r == RZCUDA_SUCCESS && front) {
         _Static_assert(sizeof data->reserved == sizeof ((rz_ipc_record_t *)0)->handle, "export data as a handle");
         rz_ipc_record_t rec = {.front = front, .user_bytes = user_bytes, .pid = (int64_t)getpid()};

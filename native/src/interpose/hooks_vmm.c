@@ -6,7 +6,12 @@
  * is asked once more: the program never fails where it would succeed without redzone. Everything else is the
  * driver's call with the program's arguments and the driver's answer. (The other allocation entry points go
  * through core/alloc.c, which does the same; cuArray* are not interposed, docs/design.md says why.)
+ * The pool calls whose answers held blocks of the program's own pools would change (core/quarantine_pool.c):
+ * cuMemPoolGetAttribute's used memory less the bytes held for the pool; cuMemPoolTrimTo and cuMemPoolDestroy
+ * after the pool's held blocks were given back.
  */
+#include <string.h>
+
 #include "common.h"
 #include "driver.h"
 #include "hooks.h"
@@ -26,4 +31,42 @@ rzcu_result cuMemCreate(rzcu_mem_generic_alloc_handle *handle, size_t size, cons
         r = real(handle, size, prop, flags);
     rz__thread.in_hook = 0;
     return r;
+}
+
+rzcu_result cuMemPoolGetAttribute(rzcu_mem_pool pool, RZCU_MEMPOOL_ATTRIBUTE attr, void *value) {
+    rzcu_fn_cuMemPoolGetAttribute *real = REAL(cuMemPoolGetAttribute);
+    if (real == NULL)
+        return rz__hook_missing();
+    rzcu_result r = real(pool, attr, value);
+    if (r == RZCUDA_SUCCESS && attr == RZCU_MEMPOOL_ATTR_USED_MEM_CURRENT && value) {
+        uint64_t used, held = rz__quarantine_held_for(rz__quarantine_pool_release, pool);
+        memcpy(&used, value, sizeof used);
+        used = used > held ? used - held : 0; /* the held blocks are freed, for the program */
+        memcpy(value, &used, sizeof used);
+    }
+    return r;
+}
+
+rzcu_result cuMemPoolTrimTo(rzcu_mem_pool pool, size_t min_bytes_to_keep) {
+    rzcu_fn_cuMemPoolTrimTo *real = REAL(cuMemPoolTrimTo);
+    if (real == NULL)
+        return rz__hook_missing();
+    if (!rz__thread.in_hook) {
+        rz__thread.in_hook = 1;
+        rz__quarantine_drain_for(rz__quarantine_pool_release, pool); /* freed blocks go back: the trim sees them */
+        rz__thread.in_hook = 0;
+    }
+    return real(pool, min_bytes_to_keep);
+}
+
+rzcu_result cuMemPoolDestroy(rzcu_mem_pool pool) {
+    rzcu_fn_cuMemPoolDestroy *real = REAL(cuMemPoolDestroy);
+    if (real == NULL)
+        return rz__hook_missing();
+    if (!rz__thread.in_hook) {
+        rz__thread.in_hook = 1;
+        rz__quarantine_drain_for(rz__quarantine_pool_release, pool); /* none outstanding, as without redzone */
+        rz__thread.in_hook = 0;
+    }
+    return real(pool);
 }
