@@ -687,13 +687,14 @@ int rz__quarantine_take(const rz_zone_node_t *zone, const rz_free_req_t *req) {
         h.free_stack = n > 0 ? rz__depot_put(kept, (uint32_t)n) : 0;
     }
     note_freed(&h);
+    void *pool = NULL; /* the note of a pool allocation goes at its free, held or not */
+    int pooled = (zone->reserved0 & RZ_ZONE_OWN_POOL) && rz__quarantine_pool_take(zone->ptr, &pool);
     if (o->quarantine == 0 || (zone->flags & (RZ_ZONE_GUARD | RZ_ZONE_GRAPH)) || exported_forget(zone->ptr))
         return 0; /* an exported block: its handle must stop opening at the free, as without redzone */
     if (zone->reserved0 & RZ_ZONE_OWN_POOL) {
         /* The program's own pool: held with its pool as the release argument, so that the pool calls answer
          * as without redzone (quarantine_pool.c); not held when its pool is not known. */
-        void *pool;
-        if (!rz__quarantine_pool_take(zone->ptr, &pool))
+        if (!pooled)
             return 0;
         h.release = rz__quarantine_pool_release;
         h.arg = pool;
