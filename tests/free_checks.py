@@ -57,6 +57,18 @@ def stale(a):
         rc, out = run(a, "stale_async", {"METRALE_REDZONE_SCAN": policy})
         check(f"stale_async SCAN={policy}: a stream-ordered free, then the stale store: one report",
               rc == 0 and count(AFTER_FREE, out) == 1 and "rzfree: done" in out, out)
+    for policy in POLICIES:
+        rc, out = run(a, "stale_kernel", {"METRALE_REDZONE_SCAN": policy})
+        if "launch" in policy.split(","):
+            named = (re.search(r"written by kernel scribble \(launch #2, stream 0x0\): the first launch after the "
+                               r"free whose check saw it changed", out) is not None and "since the free" not in out)
+            what = "naming the launch that wrote it"
+        else:
+            named = (re.search(r"3 kernel launches since the free; the newest:\n\s+launch #3 fill\n\s+launch #2 "
+                               r"scribble\n\s+launch #1 fill\n", out) is not None and "written by kernel" not in out)
+            what = "listing the kernels launched since the free"
+        check(f"stale_kernel SCAN={policy}: a kernel writes the freed buffer: one report, {what}",
+              rc == 0 and count(AFTER_FREE, out) == 1 and named and "rzfree: stale kernel: 0" in out, out)
     rc, out = run(a, "stale", {"METRALE_REDZONE_SCAN": "none"})
     check("stale SCAN=none: nothing checked, nothing said", rc == 0 and "REDZONE" not in out, out)
     rc, out = run(a, "stale_host", {})
@@ -149,6 +161,12 @@ def memory(a):
     check("oom: an allocation that would fail for the held bytes drains the quarantine and succeeds, as bare",
           rc == 0 and rc2 == 0 and "rzfree: second allocation: 0" in bare and "rzfree: second allocation: 0" in out and
           "retrying without a band" not in out, out)
+    for kind in ("managed", "pitch", "async", "pool", "vmm"):
+        rc, bare = run(a, "oom", {"CUDA_EMU_MEM": "64M"}, bare=True, extra=(kind,))
+        rc2, out = run(a, "oom", {"CUDA_EMU_MEM": "64M"}, extra=(kind,))
+        check(f"oom {kind}: the entry point runs out only for the held bytes: the quarantine drains, it succeeds",
+              rc == 0 and rc2 == 0 and "rzfree: second allocation: 0" in bare and
+              "rzfree: second allocation: 0" in out and "retrying without a band" not in out, bare + out)
     rc, out = run(a, "churn", {"CUDA_EMU_MEM": "32M", "METRALE_REDZONE_QUARANTINE": "8M"}, extra=("300",))
     check("churn: 300 MiB freed through an 8 MiB quarantine in 32 MiB of device memory",
           rc == 0 and "rzfree: done" in out and "REDZONE" not in out, out)

@@ -3,6 +3,8 @@
  * libredzone.so preloaded on the emulated driver. It knows nothing of redzone.
  *   rzfree stale        a 256-byte buffer freed, a kernel launched on another buffer, then a stale device store
  *                       into bytes [16, 32) of the freed one (as a kernel still holding the pointer would)
+ *   rzfree stale_kernel the same, the stale store made by a kernel (`scribble`, launched with the freed pointer)
+ *                       after `fill` ran on another buffer: under SCAN=launch the report names that launch
  *   rzfree stale_async  the same for a stream-ordered buffer: cuMemAllocAsync, cuMemFreeAsync on a stream, the
  *                       stream synchronised, then the stale store
  *   rzfree stale_host   the same, the stale write a cuMemcpyHtoD the driver refuses without redzone
@@ -23,6 +25,9 @@
  *                       the stale store, rzfree_stop(1); the stale store again, a synchronisation (its scan
  *                       reports), then the buffer freed again, rzfree_stop(2)
  *   rzfree oom          (run with CUDA_EMU_MEM=64M) 48 MiB freed, then 48 MiB allocated: succeeds
+ *   rzfree oom KIND     the same, the second 48 MiB from another entry point: KIND is managed (cuMemAllocManaged),
+ *                       pitch (cuMemAllocPitch), async (cuMemAllocAsync), pool (cuMemAllocFromPoolAsync on a pool
+ *                       of its own) or vmm (cuMemCreate); its answer printed
  * Each prints what the driver answered, and "rzfree: done".
  */
 #include <stdint.h>
@@ -48,6 +53,26 @@ CUDA_EMU_KERNEL(fill, sizeof(rzcu_deviceptr), sizeof(unsigned long long), sizeof
     long long from = CUDA_EMU_PARAM(long long, 1), to = CUDA_EMU_PARAM(long long, 2);
     for (long long i = from; i < to; i++)
         buf[i] = (unsigned char)CUDA_EMU_PARAM(unsigned int, 3);
+}
+
+/* The same body under another name: the kernel a stale pointer reaches (stale_kernel). */
+CUDA_EMU_KERNEL(scribble, sizeof(rzcu_deviceptr), sizeof(unsigned long long), sizeof(unsigned long long),
+                sizeof(unsigned int)) {
+    unsigned char *buf = (unsigned char *)(uintptr_t)CUDA_EMU_PARAM(rzcu_deviceptr, 0);
+    long long from = CUDA_EMU_PARAM(long long, 1), to = CUDA_EMU_PARAM(long long, 2);
+    for (long long i = from; i < to; i++)
+        buf[i] = (unsigned char)CUDA_EMU_PARAM(unsigned int, 3);
+}
+
+static void launch(const char *kernel, rzcu_stream s, rzcu_deviceptr buf, long long from, long long to,
+                   unsigned value) {
+    static rzcu_module mod;
+    rzcu_function f;
+    if (mod == NULL)
+        CHECK(cuModuleLoadData(&mod, "emulated module"));
+    CHECK(cuModuleGetFunction(&f, mod, kernel));
+    void *params[] = {&buf, &from, &to, &value};
+    CHECK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
 }
 
 static void fill(rzcu_stream s, rzcu_deviceptr buf, long long from, long long to, unsigned value) {
@@ -77,6 +102,42 @@ static void stale_store(rzcu_deviceptr p) {
 __attribute__((noinline)) void rzfree_stop(int where);
 __attribute__((noinline)) void rzfree_stop(int where) { __asm__ volatile("" : : "r"(where) : "memory"); }
 
+/* 48 MiB from the entry point `kind` names (oom mode): the driver's answer. */
+static unsigned oom_alloc(const char *kind) {
+    const size_t n = (size_t)48 << 20;
+    rzcu_deviceptr p;
+    if (strcmp(kind, "managed") == 0)
+        return (unsigned)cuMemAllocManaged(&p, n, RZCU_MEM_ATTACH_GLOBAL);
+    if (strcmp(kind, "pitch") == 0) {
+        size_t pitch;
+        return (unsigned)cuMemAllocPitch_v2(&p, &pitch, (size_t)1 << 20, 48, 4);
+    }
+    if (strcmp(kind, "async") == 0) {
+        rzcu_result r = cuMemAllocAsync(&p, n, NULL);
+        CHECK(cuCtxSynchronize());
+        return (unsigned)r;
+    }
+    if (strcmp(kind, "pool") == 0) {
+        cuda_emu_mem_pool_props_t props;
+        memset(&props, 0, sizeof props);
+        props.allocType = RZCU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type = RZCU_MEM_LOCATION_TYPE_DEVICE;
+        rzcu_mem_pool pool;
+        CHECK(cuMemPoolCreate(&pool, &props));
+        rzcu_result r = cuMemAllocFromPoolAsync(&p, n, pool, NULL);
+        CHECK(cuCtxSynchronize());
+        return (unsigned)r;
+    }
+    if (strcmp(kind, "vmm") == 0) {
+        rzcu_mem_allocation_prop prop = {.type = RZCU_MEM_ALLOCATION_TYPE_PINNED,
+                                         .location = {.type = RZCU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+        rzcu_mem_generic_alloc_handle h;
+        return (unsigned)cuMemCreate(&h, n, &prop, 0);
+    }
+    fprintf(stderr, "rzfree: unknown allocation kind %s\n", kind);
+    exit(2);
+}
+
 static rzcu_deviceptr leak_here(void) { return alloc(1024); }
 
 int main(int argc, char **argv) {
@@ -99,6 +160,15 @@ int main(int argc, char **argv) {
             printf("rzfree: stale copy: %u\n", (unsigned)cuMemcpyHtoD_v2(a + 16, bytes, sizeof bytes));
         }
         CHECK(cuCtxSynchronize());
+        CHECK(cuMemFree_v2(other));
+    } else if (strcmp(mode, "stale_kernel") == 0) {
+        rzcu_deviceptr a = alloc(256), other = alloc(256);
+        CHECK(cuMemsetD8_v2(a, 1, 256));
+        CHECK(cuMemFree_v2(a));
+        launch("fill", NULL, other, 0, 256, 7);
+        launch("scribble", NULL, a, 16, 32, 0x2a); /* a kernel still holding the freed pointer */
+        launch("fill", NULL, other, 0, 256, 8);
+        printf("rzfree: stale kernel: %u\n", (unsigned)cuCtxSynchronize());
         CHECK(cuMemFree_v2(other));
     } else if (strcmp(mode, "stale_async") == 0) {
         rzcu_stream s;
@@ -174,7 +244,8 @@ int main(int argc, char **argv) {
         rzcu_deviceptr a = alloc((size_t)48 << 20);
         CHECK(cuMemFree_v2(a));
         rzcu_deviceptr b;
-        printf("rzfree: second allocation: %u\n", (unsigned)cuMemAlloc_v2(&b, (size_t)48 << 20));
+        printf("rzfree: second allocation: %u\n",
+               argc > 2 ? oom_alloc(argv[2]) : (unsigned)cuMemAlloc_v2(&b, (size_t)48 << 20));
     } else {
         fprintf(stderr, "rzfree: unknown mode %s\n", mode);
         return 2;

@@ -5,6 +5,9 @@
  * pool destroyed. Run with and without libredzone.so preloaded (tests/CMakeLists.txt, pool_* entries); it
  * prints what the driver said of the pool, which must be the same either way.
  *   rzpool rmm          the above
+ *   rzpool stale        a buffer from a pool of its own freed in stream order, the stream synchronised, then a
+ *                       kernel still holding the pointer writes bytes [16, 32) of it; the pool's used memory,
+ *                       a trim to 0 and its reserved memory printed, the pool destroyed
  *   rzpool export       a pool with a POSIX file descriptor handle type, exported and imported within the
  *                       process, a pointer exported and imported, freed by the importer then the exporter
  */
@@ -94,6 +97,27 @@ static int rmm(void) {
     return 0;
 }
 
+static int stale(void) {
+    rzcu_function f = fill_kernel();
+    rzcu_mem_pool pool = make_pool(0);
+    rzcu_stream s;
+    CHECK(cuStreamCreate(&s, RZCU_STREAM_NON_BLOCKING));
+    rzcu_deviceptr a;
+    CHECK(cuMemAllocFromPoolAsync(&a, 1000, pool, s));
+    fill(f, s, a, 0, 1000, 0x11);
+    CHECK(cuMemFreeAsync(a, s));
+    CHECK(cuStreamSynchronize(s));
+    fill(f, s, a, 16, 32, 0x2a); /* the stale write */
+    CHECK(cuStreamSynchronize(s));
+    printf("rzpool: after the free used=%llu\n", attr(pool, CUDA_EMU_MEMPOOL_ATTR_USED_MEM_CURRENT));
+    CHECK(cuMemPoolTrimTo(pool, 0));
+    printf("rzpool: after the trim reserved=%llu\n", attr(pool, CUDA_EMU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT));
+    CHECK(cuMemPoolDestroy(pool));
+    CHECK(cuStreamDestroy_v2(s));
+    printf("rzpool: done\n");
+    return 0;
+}
+
 static int export_import(void) {
     rzcu_mem_pool pool = make_pool(RZCU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), imported;
     int fd;
@@ -121,7 +145,7 @@ static int export_import(void) {
 
 int main(int argc, char **argv) {
     if (argc != 2) {
-        fprintf(stderr, "usage: rzpool rmm|export\n");
+        fprintf(stderr, "usage: rzpool rmm|stale|export\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IONBF, 0);
@@ -131,6 +155,8 @@ int main(int argc, char **argv) {
     CHECK(cuCtxSetCurrent(ctx));
     if (!strcmp(argv[1], "rmm"))
         return rmm();
+    if (!strcmp(argv[1], "stale"))
+        return stale();
     if (!strcmp(argv[1], "export"))
         return export_import();
     fprintf(stderr, "rzpool: unknown mode %s\n", argv[1]);

@@ -452,6 +452,8 @@ typedef rzcu_result rzcu_fn_cuStreamBeginCapture(rzcu_stream s);
 
 /*
  * X(name, return type, parameter list): IPC memory handles (CUipcMemHandle: 64 opaque bytes, passed by value;
+ * and pool pointer exports, CUmemPoolPtrExportData, 64 bytes too, and the pool calls the quarantine answers
+ * for (hooks_vmm.c);
  * the driver's, never changed by redzone). A list apart from RZCU_ENTRY_POINTS: only libredzone resolves and
  * wraps them (hooks_ipc.c); the emulated driver declares them among its extras, and the call-trace shim does
  * not trace them (a handle is no argument it can write). Y(exported name, newer name): cuIpcOpenMemHandle, the
@@ -465,11 +467,29 @@ typedef struct rzcu_ipc_mem_handle {
 #ifndef RZCU_IPC_MEM_HANDLE
 #define RZCU_IPC_MEM_HANDLE rzcu_ipc_mem_handle
 #endif
+/* CUmemPoolPtrExportData: a pool allocation's export (cuMemPoolExportPointer), 64 opaque bytes, the same way. */
+typedef struct rzcu_mem_pool_ptr_export_data {
+    unsigned char reserved[RZCU_IPC_HANDLE_SIZE];
+} rzcu_mem_pool_ptr_export_data;
+/* CUmemPool_attribute: only CU_MEMPOOL_ATTR_USED_MEM_CURRENT is looked at (hooks_vmm.c). */
+#ifndef RZCU_MEMPOOL_ATTRIBUTE
+#define RZCU_MEMPOOL_ATTRIBUTE int
+#endif
+#define RZCU_MEMPOOL_ATTR_USED_MEM_CURRENT 7
+#ifndef RZCU_MEM_POOL_PTR_EXPORT_DATA
+#define RZCU_MEM_POOL_PTR_EXPORT_DATA rzcu_mem_pool_ptr_export_data
+#endif
 #define RZCU_IPC_ENTRY_POINTS(X)                                                                             \
     X(cuIpcGetMemHandle, rzcu_result, (RZCU_IPC_MEM_HANDLE * handle, rzcu_deviceptr dptr))                  \
     X(cuIpcOpenMemHandle_v2, rzcu_result,                                                                   \
       (rzcu_deviceptr * pdptr, RZCU_IPC_MEM_HANDLE handle, unsigned int flags))                             \
-    X(cuIpcCloseMemHandle, rzcu_result, (rzcu_deviceptr dptr))
+    X(cuIpcCloseMemHandle, rzcu_result, (rzcu_deviceptr dptr))                                              \
+    X(cuMemPoolExportPointer, rzcu_result, (RZCU_MEM_POOL_PTR_EXPORT_DATA * data, rzcu_deviceptr ptr))      \
+    X(cuMemPoolImportPointer, rzcu_result,                                                                  \
+      (rzcu_deviceptr * ptr_out, rzcu_mem_pool pool, RZCU_MEM_POOL_PTR_EXPORT_DATA * data))                  \
+    X(cuMemPoolGetAttribute, rzcu_result, (rzcu_mem_pool pool, RZCU_MEMPOOL_ATTRIBUTE attr, void *value))    \
+    X(cuMemPoolTrimTo, rzcu_result, (rzcu_mem_pool pool, size_t min_bytes_to_keep))                         \
+    X(cuMemPoolDestroy, rzcu_result, (rzcu_mem_pool pool))
 #define RZCU_IPC_LEGACY_ENTRY_POINTS(Y) Y(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2)
 RZCU_IPC_ENTRY_POINTS(RZCU_FN_TYPEDEF_)
 

@@ -9,6 +9,8 @@
 #define RZCU_MEM_ALLOCATION_PROP CUmemAllocationProp
 #define RZCU_MEM_ACCESS_DESC CUmemAccessDesc
 #define RZCU_IPC_MEM_HANDLE CUipcMemHandle
+#define RZCU_MEM_POOL_PTR_EXPORT_DATA CUmemPoolPtrExportData
+#define RZCU_MEMPOOL_ATTRIBUTE CUmemPool_attribute
 #include <cuda.h>
 #include <stddef.h>
 
@@ -22,6 +24,7 @@ SAME(rzcu_device, CUdevice);
 SAME(rzcu_device_attribute, CUdevice_attribute);
 SAME(rzcu_pointer_attribute, CUpointer_attribute);
 _Static_assert(RZCU_POINTER_ATTRIBUTE_CONTEXT == CU_POINTER_ATTRIBUTE_CONTEXT, "pointer attribute");
+_Static_assert(RZCU_MEMPOOL_ATTR_USED_MEM_CURRENT == CU_MEMPOOL_ATTR_USED_MEM_CURRENT, "pool attribute");
 _Static_assert(RZCU_MEMHOSTREGISTER_PORTABLE == CU_MEMHOSTREGISTER_PORTABLE, "host register flag");
 _Static_assert(RZCU_POINTER_ATTRIBUTE_DEVICE_ORDINAL == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, "pointer attribute");
 SAME(rzcu_proc_query_result, CUdriverProcAddressQueryResult);

@@ -214,6 +214,7 @@ typedef struct rz_launches {
 #define RZ_QENTRY_FILLING 0x1 /* its free-fill event is not seen done: not checked yet */
 #define RZ_QENTRY_VIOLATED 0x2 /* a check found it written after free (and filled it again) */
 #define RZ_QENTRY_REGION 0x4   /* a pool's region NVTX unregistered (policy/nvtx_regions.c), not a freed block */
+#define RZ_QENTRY_ORDERED 0x8  /* filled in the order of the stream of its cuMemFreeAsync (else the legacy stream) */
 
 /* One block held in the quarantine (core/quarantine.c). Layout read by the debugger. */
 typedef struct rz_qentry {

@@ -314,6 +314,8 @@ static int alloc_general(rz_devptr_t *dptr, size_t bytes, const rz_alloc_req_t *
         if (zone.flags & RZ_ZONE_FILLING)
             rz__fill_note(zone.ptr, zone.fill);
     }
+    if (req->kind == RZ_ALLOC_POOL && !(zone.flags & RZ_ZONE_UNWATCHED))
+        rz__quarantine_pool_note(p, req->pool); /* its free may be held: the quarantine keeps its pool */
     if (wanted && !rz__zone_watched(&zone))
         rz__count(RZ_C_unpadded_allocs, 1);
     if (rz__zone_watched(&zone) && index == o->trace_idx)
@@ -386,6 +388,16 @@ int rz__free(rz_devptr_t dptr, const rz_free_req_t *req) {
         return RZCUDA_ERROR_NOT_INITIALIZED;
     if (req->async && !rz__dev_has_mem_free_async(req->per_thread))
         return RZCUDA_ERROR_NOT_SUPPORTED; /* an older driver: nothing to free in stream order */
+    uint64_t imported;
+    if (RZ_UNLIKELY(rz__ipc_driver_ptr(dptr, &imported))) {
+        /* A pool pointer this process imported with a front band added (hooks_ipc.c): the importer's free of
+         * its import, given to the driver as the driver's pointer; the exporter's zone is left alone. */
+        rzcu_result r = req->async ? rz__dev_mem_free_async(imported, req->stream, req->per_thread)
+                                   : rz__dev_mem_free(imported);
+        if (r == RZCUDA_SUCCESS)
+            rz__ipc_closed(dptr);
+        return (int)r;
+    }
     rz_zone_node_t zone;
     int known = rz__registry_remove(dptr, &zone) == RZ_OK;
     if (!known && RZ_UNLIKELY(o->front_bytes) && bad_free_in_front(dptr, req->async ? "cuMemFreeAsync" : "cuMemFree"))

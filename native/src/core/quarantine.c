@@ -125,6 +125,68 @@ static int filled(rz_qentry_t *e) {
     return 1;
 }
 
+/* SCAN=launch (quarantine_launch.c): the launch after which a held block was first seen changed, by creation
+ * index, until the block's report takes it. A small ring under g_lock: a held block written by a launch is
+ * reported at the next check, so few are noted at once; an old note the ring overwrote loses only the name. */
+#define WRITERS 64
+static struct writer {
+    uint64_t index, launch, stream;
+    char name[RZ_QWRITER_NAME];
+} g_writers[WRITERS];
+static unsigned g_nwriters;
+
+static struct writer *writer_find_locked(uint64_t index) {
+    for (unsigned i = 0; i < WRITERS && i < g_nwriters; i++)
+        if (g_writers[i].launch && g_writers[i].index == index)
+            return &g_writers[i];
+    return NULL;
+}
+
+void rz__quarantine_note_writer(uint64_t index, uint64_t launch, uint64_t stream, const char *name) {
+    pthread_mutex_lock(&g_lock);
+    if (writer_find_locked(index) == NULL) {
+        struct writer *w = &g_writers[g_nwriters++ % WRITERS];
+        *w = (struct writer){.index = index, .launch = launch, .stream = stream};
+        snprintf(w->name, sizeof w->name, "%s", name);
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* Takes the note of index into *out (its report names that launch); 0 when there is none. */
+static int writer_take(uint64_t index, struct writer *out) {
+    pthread_mutex_lock(&g_lock);
+    struct writer *w = writer_find_locked(index);
+    if (w) {
+        *out = *w;
+        w->launch = 0;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return w != NULL;
+}
+
+size_t rz__quarantine_held_of(void *ctx, int legacy, rz_qentry_t *out, size_t cap, uint64_t budget, int *all) {
+    size_t n = 0;
+    uint64_t bytes = 0;
+    *all = 1;
+    pthread_mutex_lock(&g_lock);
+    for (uint64_t i = Q.count; i-- > 0;) { /* the newest first */
+        rz_qentry_t *e = at(i);
+        if (e->ctx != ctx || writer_find_locked(e->index))
+            continue; /* another context's, or its writer is known already */
+        /* A block whose fill is still queued is judged after a launch only where that launch follows the fill
+         * in stream order: the legacy stream, for a block a plain free filled there. */
+        int ordered = filled(e) || (legacy && !(e->flags & RZ_QENTRY_ORDERED));
+        if (!ordered || n == cap || e->bytes > budget - bytes) {
+            *all = 0;
+            continue;
+        }
+        out[n++] = *e;
+        bytes += e->bytes;
+    }
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
 /* The kernels launched since entry e was freed, from the launch ring (the newest few). */
 static void launches_since(const rz_qentry_t *e) {
     uint64_t seqs[4], n;
@@ -183,6 +245,12 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
                       .last = (int64_t)v.last, .changed = (int64_t)changed, .first_bad = bad, .addr = e->base,
                       .bytes = e->bytes, .text = line, .alloc_frames = kept, .nalloc = nkept};
     uint64_t seqs[RZ_FINDING_KERNELS], total;
+    struct writer w;
+    int named = writer_take(e->index, &w); /* SCAN=launch saw which launch wrote it */
+    if (named) {
+        snprintf(f.launch, sizeof f.launch, "%s", w.name);
+        f.launch_seq = w.launch;
+    }
     f.nkernels = rz__launch_names_since(e->launch_seq, seqs, f.kernels[0], sizeof f.kernels[0], RZ_FINDING_KERNELS,
                                         &total);
     int fate = rz__finding_admit(&f);
@@ -205,7 +273,12 @@ static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t
         print_depot_stack(e->alloc_stack, "allocated", e->index);
         print_depot_stack(e->free_stack, "freed", e->index);
     }
-    launches_since(e);
+    if (named)
+        rz__log("  written by kernel %s (launch #%llu, stream 0x%llx): the first launch after the %s whose check "
+                "saw it changed", w.name, (unsigned long long)w.launch, (unsigned long long)w.stream,
+                region ? "unregistration" : "free");
+    else
+        launches_since(e);
     rz__log_mute(0);
     rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
     __redzone_violation(&v);
@@ -344,7 +417,8 @@ int rz__quarantine_hold(const rz_qhold_t *h, int ordered, rzcu_stream s) {
     rz_qentry_t e = {.base = h->base, .bytes = h->bytes, .ptr = h->ptr, .user_bytes = h->user_bytes,
                      .index = h->index, .ctx = ctx, .launch_seq = rz__launch_seq(),
                      .alloc_stack = h->alloc_stack, .free_stack = h->free_stack, .fill = fill, .byte = byte,
-                     .flags = (uint8_t)(RZ_QENTRY_FILLING | (h->region ? RZ_QENTRY_REGION : 0)),
+                     .flags = (uint8_t)(RZ_QENTRY_FILLING | (h->region ? RZ_QENTRY_REGION : 0) |
+                                        (ordered ? RZ_QENTRY_ORDERED : 0)),
                      .release = h->release, .arg = h->arg};
     enum { OUT = 16 };
     rz_qentry_t out[OUT];
@@ -419,6 +493,58 @@ static void settle_filling(void) {
     pthread_mutex_unlock(&g_lock);
     for (size_t k = 0; k < n; k++)
         rz__dev_settle(ctxs[k]); /* the fills (and the program's work before them) complete */
+}
+
+uint64_t rz__quarantine_held_for(rz_qrelease_fn *fn, void *arg) {
+    if (rz__quarantine_bytes() == 0)
+        return 0;
+    uint64_t bytes = 0;
+    pthread_mutex_lock(&g_lock);
+    for (uint64_t i = 0; i < Q.count; i++)
+        if (at(i)->release == fn && at(i)->arg == arg)
+            bytes += (at(i)->bytes + 255) / 256 * 256; /* as a pool counts it: whole 256-byte units */
+    pthread_mutex_unlock(&g_lock);
+    return bytes;
+}
+
+/* g_lock held: take up to cap entries whose release is (fn, arg) and whose fill is done. */
+static size_t take_for_locked(rz_qentry_t *out, size_t cap, rz_qrelease_fn *fn, void *arg, int *waiting) {
+    size_t n = 0;
+    uint64_t kept = 0;
+    changing();
+    for (uint64_t i = 0; i < Q.count; i++) {
+        rz_qentry_t *e = at(i);
+        int mine = e->release == fn && e->arg == arg;
+        if (mine && n < cap && filled(e)) {
+            out[n++] = *e;
+            count_bytes(-(int64_t)e->bytes);
+        } else {
+            *waiting |= mine;
+            *at(kept++) = *e;
+        }
+    }
+    Q.count = kept;
+    changing();
+    return n;
+}
+
+void rz__quarantine_drain_for(rz_qrelease_fn *fn, void *arg) {
+    for (int settled = 0; rz__quarantine_bytes();) {
+        enum { OUT = 64 };
+        rz_qentry_t out[OUT];
+        int waiting = 0;
+        pthread_mutex_lock(&g_lock);
+        size_t n = take_for_locked(out, OUT, fn, arg, &waiting);
+        pthread_mutex_unlock(&g_lock);
+        if (n) {
+            release(out, n);
+            continue;
+        }
+        if (!waiting || settled || rz__capture_in_progress())
+            return;
+        settle_filling(); /* their fills complete: a wait the driver's trim or destroy of the pool makes too */
+        settled = 1;
+    }
 }
 
 int rz__quarantine_drain(void) {
@@ -664,10 +790,18 @@ int rz__quarantine_take(const rz_zone_node_t *zone, const rz_free_req_t *req) {
     note_freed(&h);
     if (RZ_UNLIKELY(atomic_load_explicit(&g_regions, memory_order_relaxed)) && rz__quarantine_bytes())
         withdraw(h.base, h.bytes, NULL); /* a pool freed: its regions are no pool's any more */
+    void *pool = NULL; /* the note of a pool allocation goes at its free, held or not */
+    int pooled = (zone->reserved0 & RZ_ZONE_OWN_POOL) && rz__quarantine_pool_take(zone->ptr, &pool);
     if (o->quarantine == 0 || (zone->flags & (RZ_ZONE_GUARD | RZ_ZONE_GRAPH)) || exported_forget(zone->ptr))
         return 0; /* an exported block: its handle must stop opening at the free, as without redzone */
-    if (zone->reserved0 & RZ_ZONE_OWN_POOL)
-        return 0; /* the program's own pool: what it reports (used memory) and trims stays as without redzone */
+    if (zone->reserved0 & RZ_ZONE_OWN_POOL) {
+        /* The program's own pool: held with its pool as the release argument, so that the pool calls answer
+         * as without redzone (quarantine_pool.c); not held when its pool is not known. */
+        if (!pooled)
+            return 0;
+        h.release = rz__quarantine_pool_release;
+        h.arg = pool;
+    }
     return rz__quarantine_hold(&h, req->async, rz__stream_of(req->stream, req->per_thread));
 }
 

@@ -75,6 +75,39 @@ void rz__quarantine_scan_locked(void);
  * follows (it may read nothing when no device work was noted; then it leaves them alone). */
 void rz__quarantine_at_exit(int check);
 
+/* SCAN=launch: copies of the held blocks of ctx a check queued right after a launch may judge (quarantine_launch.c
+ * asks): fill done, or still queued in the legacy stream when the launch is there too (`legacy`), no writer
+ * noted yet; the newest first, at most cap of them and `budget` bytes. *all is 0 when some such block was left
+ * out (too many, too large, or its fill not ordered before the launch): a change seen later in it may not be
+ * this launch's. */
+size_t rz__quarantine_held_of(void *ctx, int legacy, rz_qentry_t *out, size_t cap, uint64_t budget, int *all);
+
+#define RZ_QWRITER_NAME 64 /* a noted writer's kernel name, truncated */
+
+/* SCAN=launch: the held block of creation index `index` was first seen changed right after launch #launch
+ * (kernel `name`, on `stream`): its report names that launch instead of the kernels launched since the free. */
+void rz__quarantine_note_writer(uint64_t index, uint64_t launch, uint64_t stream, const char *name);
+
+/* SCAN=launch: queue, in stream s right after the launch #launch of kernel `name` in ctx, the copy of the held
+ * blocks of ctx and a host function that notes this launch as the writer of those it finds changed. No host
+ * wait. The launch check (policy/launch_check.c) calls it for each launch it checks. */
+void rz__quarantine_after_launch(void *ctx, rzcu_stream s, uint64_t launch, const char *name);
+
+/* Pools (quarantine_pool.c): the allocation at ptr came from the program's pool `pool` (noted while the
+ * quarantine is on); its free takes the note (1 and *pool, else 0). */
+void rz__quarantine_pool_note(uint64_t ptr, void *pool);
+int rz__quarantine_pool_take(uint64_t ptr, void **pool);
+/* The release of a held block of a program's pool (its rz_qhold_t release, the pool its argument). */
+void rz__quarantine_pool_release(uint64_t base, uint64_t bytes, void *pool);
+
+/* The bytes held whose release is (fn, arg): a pool's held blocks, each rounded up to 256 bytes (the
+ * allocation granularity the driver documents; the emulated driver's pools count used memory so). */
+uint64_t rz__quarantine_held_for(rz_qrelease_fn *fn, void *arg);
+
+/* Give back (checked, then released) every held block whose release is (fn, arg), waiting for their
+ * contexts where a fill is still queued (a trim or a destroy of their pool follows). */
+void rz__quarantine_drain_for(rz_qrelease_fn *fn, void *arg);
+
 /* Bytes held now. */
 uint64_t rz__quarantine_bytes(void);
 

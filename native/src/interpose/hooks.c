@@ -634,7 +634,7 @@ RZ_EXPORT rzcu_fn_cuGetProcAddress_v2 cuGetProcAddress_v2;
     X(cuGetProcAddress_v2) X(cuCtxDestroy_v2) X(cuDevicePrimaryCtxRelease_v2) X(cuDevicePrimaryCtxReset_v2) \
     X(cuPointerGetAttribute) X(cuStreamDestroy_v2) X(cuCtxDestroy) X(cuDevicePrimaryCtxRelease)                \
     X(cuDevicePrimaryCtxReset) X(cuPointerGetAttributes) X(cuModuleUnload) X(cuLibraryUnload)                \
-    RZ_CAPTURE_WRAPPED(X) RZ_IPC_WRAPPED(X) RZ_START_WRAPPED(X) RZ_CTX_WRAPPED(X)
+    RZ_CAPTURE_WRAPPED(X) RZ_IPC_WRAPPED(X) RZ_START_WRAPPED(X) RZ_CTX_WRAPPED(X) RZ_VMM_WRAPPED(X)
 
 static void *wrapper_by_name(const char *name) {
 #define RZ_BY_NAME(n)                                                                                        \

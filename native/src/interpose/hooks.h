@@ -30,11 +30,23 @@ RZ_EXPORT rzcu_fn_cuStreamEndCapture_ptsz cuStreamEndCapture_ptsz;
     X(cuStreamBeginCapture_v2_ptsz) X(cuStreamBeginCaptureToGraph) X(cuStreamBeginCaptureToGraph_ptsz)       \
     X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)
 
-/* hooks_ipc.c: IPC memory handles (a zone's front band carried to the process that opens its handle). */
+/* hooks_ipc.c: IPC memory handles and pool pointer exports (a zone's front band carried to the importer). */
 RZ_EXPORT rzcu_fn_cuIpcGetMemHandle cuIpcGetMemHandle;
 RZ_EXPORT rzcu_fn_cuIpcOpenMemHandle_v2 cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2;
 RZ_EXPORT rzcu_fn_cuIpcCloseMemHandle cuIpcCloseMemHandle;
-#define RZ_IPC_WRAPPED(X) X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle)
+RZ_EXPORT rzcu_fn_cuMemPoolExportPointer cuMemPoolExportPointer;
+RZ_EXPORT rzcu_fn_cuMemPoolImportPointer cuMemPoolImportPointer;
+#define RZ_IPC_WRAPPED(X)                                                                                    \
+    X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcOpenMemHandle_v2) X(cuIpcCloseMemHandle)               \
+    X(cuMemPoolExportPointer) X(cuMemPoolImportPointer)
+
+/* hooks_vmm.c: device memory that takes no band, given the memory the quarantine holds back when it runs out;
+ * the pool calls the quarantine's held pool blocks would change. */
+RZ_EXPORT rzcu_fn_cuMemCreate cuMemCreate;
+RZ_EXPORT rzcu_fn_cuMemPoolGetAttribute cuMemPoolGetAttribute;
+RZ_EXPORT rzcu_fn_cuMemPoolTrimTo cuMemPoolTrimTo;
+RZ_EXPORT rzcu_fn_cuMemPoolDestroy cuMemPoolDestroy;
+#define RZ_VMM_WRAPPED(X) X(cuMemCreate) X(cuMemPoolGetAttribute) X(cuMemPoolTrimTo) X(cuMemPoolDestroy)
 
 /* hooks_ctx.c: the calls that change a thread's current context (device_ctx.c keeps it). */
 RZ_EXPORT rzcu_fn_cuCtxSetCurrent cuCtxSetCurrent;

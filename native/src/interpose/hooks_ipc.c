@@ -8,6 +8,10 @@
  * front band, inner pointers, unknown pointers and handles, every error) is the driver's call with the
  * program's arguments and the driver's answer. The handle's bytes are never changed. An importer that does
  * not run under redzone gets the driver's pointer, the front band's start: the exporter warns once.
+ * Pool pointer exports (cuMemPoolExportPointer / cuMemPoolImportPointer) go the same way, with the export
+ * data's 64 bytes in the handle's place: the export names the padded block, the import adds the recorded band,
+ * and the importer's cuMemFree/cuMemFreeAsync of what it got (core/alloc.c asks rz__ipc_driver_ptr) gives the
+ * driver its own pointer back.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +58,23 @@ static void exported(const rzcu_ipc_mem_handle *handle, rzcu_deviceptr ptr, uint
     }
 }
 
+/* The zone dptr starts, for an export: its front band (0: none, or not a zone's pointer), size and index;
+ * its band is no longer taken as seen by the hooks (another process's kernels may write it). */
+static uint64_t export_front(rzcu_deviceptr dptr, uint64_t *user_bytes, uint64_t *index) {
+    uint64_t front = 0;
+    rz__registry_lock();
+    rz_zone_node_t *z = rz__registry_find(dptr); /* a zone's own pointer only: inner ones stay the driver's */
+    if (z && rz__zone_seen(z))
+        z->reserved0 &= (uint8_t)~RZ_ZONE_SEEN;
+    if (z && rz__options()->front_bytes && z->front_units && !(z->flags & RZ_ZONE_GUARD)) {
+        front = rz__zone_front(z);
+        *user_bytes = z->user_bytes;
+        *index = z->index;
+    }
+    rz__registry_unlock();
+    return front;
+}
+
 rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) {
     rzcu_fn_cuIpcGetMemHandle *real = REAL(cuIpcGetMemHandle);
     if (real == NULL)
@@ -61,17 +82,8 @@ rzcu_result cuIpcGetMemHandle(rzcu_ipc_mem_handle *handle, rzcu_deviceptr dptr) 
     if (t_in_ipc || handle == NULL)
         return real(handle, dptr);
     t_in_ipc = 1;
-    uint64_t front = 0, user_bytes = 0, index = 0;
-    rz__registry_lock();
-    rz_zone_node_t *z = rz__registry_find(dptr); /* a zone's own pointer only: inner ones stay the driver's */
-    if (z && rz__zone_seen(z))
-        z->reserved0 &= (uint8_t)~RZ_ZONE_SEEN; /* another process's kernels may write it: no hook sees them */
-    if (z && rz__options()->front_bytes && z->front_units && !(z->flags & RZ_ZONE_GUARD)) {
-        front = rz__zone_front(z);
-        user_bytes = z->user_bytes;
-        index = z->index;
-    }
-    rz__registry_unlock();
+    uint64_t user_bytes = 0, index = 0;
+    uint64_t front = export_front(dptr, &user_bytes, &index);
     rzcu_result r = real(handle, dptr - front);
     if (r == RZCUDA_SUCCESS && front)
         exported(handle, dptr, index, front, user_bytes);
@@ -137,5 +149,60 @@ rzcu_result cuIpcCloseMemHandle(rzcu_deviceptr dptr) {
     rzcu_result r = real(drv);
     if (r == RZCUDA_SUCCESS)
         rz__ipc_closed(dptr);
+    return r;
+}
+
+/* ---- pool pointer exports ------------------------------------------------------------------------------ */
+rzcu_result cuMemPoolExportPointer(rzcu_mem_pool_ptr_export_data *data, rzcu_deviceptr ptr) {
+    rzcu_fn_cuMemPoolExportPointer *real = REAL(cuMemPoolExportPointer);
+    if (real == NULL)
+        return rz__hook_missing();
+    if (t_in_ipc || data == NULL)
+        return real(data, ptr);
+    t_in_ipc = 1;
+    uint64_t user_bytes = 0, index = 0;
+    uint64_t front = export_front(ptr, &user_bytes, &index);
+    rzcu_result r = real(data, ptr - front);
+    if (r == RZCUDA_SUCCESS)
+        rz__quarantine_exported(ptr); /* its free is not held: an import of it must fail once it is freed */
+    if (r == RZCUDA_SUCCESS && front) {
+        _Static_assert(sizeof data->reserved == sizeof ((rz_ipc_record_t *)0)->handle, "export data as a handle");
+        rz_ipc_record_t rec = {.front = front, .user_bytes = user_bytes, .pid = (int64_t)getpid()};
+        memcpy(rec.handle, data->reserved, sizeof rec.handle);
+        static atomic_int failed;
+        if (rz__ipc_export(&rec, ptr, index, NULL) != RZ_OK && !atomic_exchange(&failed, 1))
+            rz__warn("cuMemPoolExportPointer of alloc#%llu: cannot record its %llu-byte front band: an import of "
+                     "it gets the start of the front band", (unsigned long long)index, (unsigned long long)front);
+    }
+    t_in_ipc = 0;
+    return r;
+}
+
+rzcu_result cuMemPoolImportPointer(rzcu_deviceptr *ptr_out, rzcu_mem_pool pool, rzcu_mem_pool_ptr_export_data *data) {
+    rzcu_fn_cuMemPoolImportPointer *real = REAL(cuMemPoolImportPointer);
+    if (real == NULL)
+        return rz__hook_missing();
+    rzcu_result r = real(ptr_out, pool, data);
+    if (r != RZCUDA_SUCCESS || ptr_out == NULL || data == NULL || t_in_ipc)
+        return r;
+    t_in_ipc = 1;
+    rz_ipc_record_t rec;
+    rzcu_deviceptr drv = *ptr_out;
+    if (rz__ipc_lookup(data->reserved, &rec)) {
+        static atomic_int warned;
+        if (!record_fits(drv, &rec)) {
+            if (!atomic_exchange(&warned, 1))
+                rz__warn("cuMemPoolImportPointer: the front band recorded for this export (%llu bytes, %llu-byte "
+                         "buffer) does not fit the block the driver imported at 0x%llx: the driver's pointer is "
+                         "returned", (unsigned long long)rec.front, (unsigned long long)rec.user_bytes,
+                         (unsigned long long)drv);
+        } else if (rz__ipc_opened(drv + rec.front, drv) == RZ_OK) {
+            *ptr_out = drv + rec.front;
+        } else if (!atomic_exchange(&warned, 1)) {
+            rz__warn("cuMemPoolImportPointer: out of host memory for the table of imports: the driver's pointer "
+                     "(the start of the exporter's front band) is returned");
+        }
+    }
+    t_in_ipc = 0;
     return r;
 }

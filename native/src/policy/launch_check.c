@@ -50,6 +50,7 @@
 #include "launch_ring.h"
 #include "launch_rows.h"
 #include "options.h"
+#include "quarantine.h"
 #include "registry.h"
 #include "report.h"
 #include "rz_annotate.h"
@@ -718,6 +719,7 @@ void rz__launch_post(rz_check_t *c, const rz_launch_call_t *call, rzcu_result r)
     uint64_t launch = rz__launch_record_name(name);
     if (c == NULL)
         return;
+    rz__quarantine_after_launch(c->ctx, c->stream, launch, name); /* writes after free, named (quarantine_launch.c) */
     c->nframes = launch_stack(call, c->frames);
     c->graph = call->graph;
     memcpy(c->grid, call->grid, sizeof c->grid);
