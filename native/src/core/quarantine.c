@@ -18,6 +18,7 @@
 
 #include "common.h"
 #include "quarantine.h"
+#include "quarantine_report.h"
 #include "rz_annotate.h"
 #include "band.h"
 #include "band_io.h"
@@ -129,13 +130,10 @@ static int filled(rz_qentry_t *e) {
  * index, until the block's report takes it. A small ring under g_lock: a held block written by a launch is
  * reported at the next check, so few are noted at once; an old note the ring overwrote loses only the name. */
 #define WRITERS 64
-static struct writer {
-    uint64_t index, launch, stream;
-    char name[RZ_QWRITER_NAME];
-} g_writers[WRITERS];
+static rz_qwriter_t g_writers[WRITERS];
 static unsigned g_nwriters;
 
-static struct writer *writer_find_locked(uint64_t index) {
+static rz_qwriter_t *writer_find_locked(uint64_t index) {
     for (unsigned i = 0; i < WRITERS && i < g_nwriters; i++)
         if (g_writers[i].launch && g_writers[i].index == index)
             return &g_writers[i];
@@ -145,17 +143,17 @@ static struct writer *writer_find_locked(uint64_t index) {
 void rz__quarantine_note_writer(uint64_t index, uint64_t launch, uint64_t stream, const char *name) {
     pthread_mutex_lock(&g_lock);
     if (writer_find_locked(index) == NULL) {
-        struct writer *w = &g_writers[g_nwriters++ % WRITERS];
-        *w = (struct writer){.index = index, .launch = launch, .stream = stream};
+        rz_qwriter_t *w = &g_writers[g_nwriters++ % WRITERS];
+        *w = (rz_qwriter_t){.index = index, .launch = launch, .stream = stream};
         snprintf(w->name, sizeof w->name, "%s", name);
     }
     pthread_mutex_unlock(&g_lock);
 }
 
 /* Takes the note of index into *out (its report names that launch); 0 when there is none. */
-static int writer_take(uint64_t index, struct writer *out) {
+static int writer_take(uint64_t index, rz_qwriter_t *out) {
     pthread_mutex_lock(&g_lock);
-    struct writer *w = writer_find_locked(index);
+    rz_qwriter_t *w = writer_find_locked(index);
     if (w) {
         *out = *w;
         w->launch = 0;
@@ -185,106 +183,6 @@ size_t rz__quarantine_held_of(void *ctx, int legacy, rz_qentry_t *out, size_t ca
     }
     pthread_mutex_unlock(&g_lock);
     return n;
-}
-
-/* The kernels launched since entry e was freed, from the launch ring (the newest few). */
-static void launches_since(const rz_qentry_t *e) {
-    uint64_t seqs[4], n;
-    char names[4][RZ_FINDING_NAME];
-    unsigned k = rz__launch_names_since(e->launch_seq, seqs, names[0], sizeof names[0], 4, &n);
-    const char *since = (e->flags & RZ_QENTRY_REGION) ? "it was unregistered" : "the free";
-    if (n == 0) {
-        rz__log("  no kernel was launched since %s (a copy or memset wrote it, or the host)", since);
-        return;
-    }
-    rz__log("  %llu kernel launch%s since %s; the newest:", (unsigned long long)n, n == 1 ? "" : "es", since);
-    for (unsigned i = 0; i < k; i++)
-        rz__log("    launch #%llu %s", (unsigned long long)seqs[i], names[i]);
-}
-
-static void print_depot_stack(uint32_t id, const char *what, uint64_t index) {
-    const uint64_t *kept;
-    if (id == 0 || rz__depot_get(id, &kept) == 0)
-        return;
-    rz__log("  alloc#%llu was %s at:", (unsigned long long)index, what);
-    rz__depot_symbolize(id);
-}
-
-/* Report held block e found written: bytes [first, last] of its range changed (offsets from its base). */
-static _Atomic(rz_qdescribe_fn *) g_describe;
-
-void rz__quarantine_on_region(rz_qdescribe_fn *fn) { atomic_store_explicit(&g_describe, fn, memory_order_release); }
-
-/* A held region's line, as the NVTX layer names the region. */
-static void region_line(const rz_qentry_t *e, const rz_violation_t *v, char *line, size_t cap) {
-    char what[192] = "a pool region";
-    rz_qdescribe_fn *describe = atomic_load_explicit(&g_describe, memory_order_acquire);
-    if (describe)
-        describe(e->arg, what, sizeof what);
-    snprintf(line, cap, "REDZONE VIOLATION %s : bytes [%llu..=%llu] were written after it was unregistered (%llu of "
-             "%llu bytes held changed), first bad value 0x%02x", what, (unsigned long long)v->first,
-             (unsigned long long)v->last, (unsigned long long)v->changed, (unsigned long long)e->bytes,
-             v->first_bad);
-}
-
-static void report(const rz_qentry_t *e, uint64_t first, uint64_t last, uint64_t changed, uint8_t bad) {
-    int64_t off = (int64_t)(e->base - e->ptr); /* the front band lies before the pointer */
-    rz_violation_t v = {.index = e->index, .ptr = e->ptr, .user_bytes = e->user_bytes, .pad_bytes = e->bytes,
-                        .first = (uint64_t)((int64_t)first + off), .last = (uint64_t)((int64_t)last + off),
-                        .changed = changed, .first_bad = bad, .expected = e->byte, .after_free = 1};
-    int region = (e->flags & RZ_QENTRY_REGION) != 0;
-    char line[512];
-    if (region)
-        region_line(e, &v, line, sizeof line);
-    else
-        rz__format_violation(&v, line, sizeof line);
-    const uint64_t *kept = NULL;
-    uint32_t nkept = e->alloc_stack ? rz__depot_get(e->alloc_stack, &kept) : 0;
-    rz_finding_t f = {.kind = region ? RZ_FINDING_REGION_AFTER_FREE : RZ_FINDING_WRITE_AFTER_FREE, .alloc = e->index, .ptr = e->ptr,
-                      .user_bytes = e->user_bytes, .pad = (int64_t)e->bytes, .first = (int64_t)v.first,
-                      .last = (int64_t)v.last, .changed = (int64_t)changed, .first_bad = bad, .addr = e->base,
-                      .bytes = e->bytes, .text = line, .alloc_frames = kept, .nalloc = nkept};
-    uint64_t seqs[RZ_FINDING_KERNELS], total;
-    struct writer w;
-    int named = writer_take(e->index, &w); /* SCAN=launch saw which launch wrote it */
-    if (named) {
-        snprintf(f.launch, sizeof f.launch, "%s", w.name);
-        f.launch_seq = w.launch;
-    }
-    f.nkernels = rz__launch_names_since(e->launch_seq, seqs, f.kernels[0], sizeof f.kernels[0], RZ_FINDING_KERNELS,
-                                        &total);
-    int fate = rz__finding_admit(&f);
-    if (fate == RZ_FINDING_SUPPRESSED)
-        return; /* neither reported nor counted; the block is filled again by its check all the same */
-    /* A scan holds its lines back until it lets the registry go (judge.c); this report goes out now, before
-     * its hook, so a debugger stopped there has it (the scan's own held lines follow later). */
-    struct rz_reports *held = rz__thread.reports;
-    if (held)
-        rz__log_hold(NULL);
-    rz__log_mute(fate != RZ_FINDING_REPORT);
-    rz__log("%s", line);
-    if (region) {
-        const uint64_t *fk;
-        if (e->free_stack && rz__depot_get(e->free_stack, &fk)) {
-            rz__log("  the region was unregistered at:");
-            rz__depot_symbolize(e->free_stack);
-        }
-    } else {
-        print_depot_stack(e->alloc_stack, "allocated", e->index);
-        print_depot_stack(e->free_stack, "freed", e->index);
-    }
-    if (named)
-        rz__log("  written by kernel %s (launch #%llu, stream 0x%llx): the first launch after the %s whose check "
-                "saw it changed", w.name, (unsigned long long)w.launch, (unsigned long long)w.stream,
-                region ? "unregistration" : "free");
-    else
-        launches_since(e);
-    rz__log_mute(0);
-    rz__count(RZ_C_violations, 1); /* before the hook, so a debugger stopped there sees it counted */
-    __redzone_violation(&v);
-    if (held)
-        rz__log_hold(&held->lines);
-    rz__finding_done(fate);
 }
 
 /* Check entry e (a copy) whose fill is done: read its range chunk by chunk, report a change once, fill it
@@ -319,7 +217,9 @@ static int check_entry(rz_qentry_t *e) {
     }
     if (changed == 0)
         return 0;
-    report(e, first, last, changed, bad);
+    rz_qwriter_t w;
+    int named = writer_take(e->index, &w); /* SCAN=launch saw which launch wrote it */
+    rz__quarantine_report(e, first, last, changed, bad, named ? &w : NULL);
     for (uint64_t off = first - first % CHUNK; off <= last; off += CHUNK) {
         size_t n = e->bytes - off < CHUNK ? (size_t)(e->bytes - off) : CHUNK;
         rz_band_io_t io = {.ctx = e->ctx, .dev = e->base + off, .bytes = (uint32_t)n, .value = e->byte};

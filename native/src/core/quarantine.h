@@ -84,6 +84,12 @@ size_t rz__quarantine_held_of(void *ctx, int legacy, rz_qentry_t *out, size_t ca
 
 #define RZ_QWRITER_NAME 64 /* a noted writer's kernel name, truncated */
 
+/* A noted writer: the launch after which the held block of creation index `index` was first seen changed. */
+typedef struct rz_qwriter {
+    uint64_t index, launch, stream;
+    char name[RZ_QWRITER_NAME];
+} rz_qwriter_t;
+
 /* SCAN=launch: the held block of creation index `index` was first seen changed right after launch #launch
  * (kernel `name`, on `stream`): its report names that launch instead of the kernels launched since the free. */
 void rz__quarantine_note_writer(uint64_t index, uint64_t launch, uint64_t stream, const char *name);
