@@ -94,6 +94,10 @@ typedef struct rz_qwriter {
  * (kernel `name`, on `stream`): its report names that launch instead of the kernels launched since the free. */
 void rz__quarantine_note_writer(uint64_t index, uint64_t launch, uint64_t stream, const char *name);
 
+/* The driver calls rz__quarantine_after_launch queued so far: single copies, batched copies, host functions
+ * (tests count a launch check's own calls apart from them). */
+void rz__quarantine_launch_calls(uint64_t *singles, uint64_t *batches, uint64_t *funcs);
+
 /* SCAN=launch: queue, in stream s right after the launch #launch of kernel `name` in ctx, the copy of the held
  * blocks of ctx and a host function that notes this launch as the writer of those it finds changed. No host
  * wait. The launch check (policy/launch_check.c) calls it for each launch it checks. */

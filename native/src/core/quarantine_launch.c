@@ -16,6 +16,7 @@
  * launch_check.c); the note says the first launch whose check saw the change.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +27,49 @@
 #include "fork.h"
 #include "report.h"
 #include "stream_ops.h"
+#include "cu.h"
 
 #define HELD_MAX 32                  /* blocks copied after one launch */
-#define HELD_BYTES ((uint64_t)8 << 20) /* bytes copied after one launch (page-locked, RZ_PINNED_BUDGET in all) */
+#define HELD_BYTES ((uint64_t)1 << 20) /* bytes copied after one launch (page-locked, RZ_PINNED_BUDGET in all) */
+
+/* Driver calls queued here, by kind (rz__quarantine_launch_calls: tests count a launch's calls without them). */
+static _Atomic uint64_t g_singles, g_batches, g_funcs;
+
+void rz__quarantine_launch_calls(uint64_t *singles, uint64_t *batches, uint64_t *funcs) {
+    *singles = atomic_load(&g_singles);
+    *batches = atomic_load(&g_batches);
+    *funcs = atomic_load(&g_funcs);
+}
+
+/* The copies of c's n held blocks into buf, in s's order: one batched copy (one per block on a driver without
+ * batches, or that refuses one). Returns how many were queued (all, or those before a refused one). */
+static size_t copy_held(uint8_t *buf, const rz_qentry_t *held, size_t n, rzcu_stream s, rzcu_result *res) {
+    rzcu_deviceptr dsts[HELD_MAX], srcs[HELD_MAX];
+    size_t sizes[HELD_MAX], off = 0;
+    for (size_t i = 0; i < n; i++) {
+        dsts[i] = (rzcu_deviceptr)(uintptr_t)(buf + off);
+        srcs[i] = held[i].base;
+        sizes[i] = held[i].bytes;
+        off += held[i].bytes;
+    }
+    if (n > 1 && rz__dev_has_copy_batch()) {
+        rzcu_memcpy_attributes attr = {.srcAccessOrder = RZCU_MEMCPY_SRC_ACCESS_ORDER_STREAM};
+        size_t attr_idx = 0;
+        *res = rz__dev_copy_batch_async(dsts, srcs, sizes, n, &attr, &attr_idx, 1, s);
+        if (*res == RZCUDA_SUCCESS) {
+            atomic_fetch_add(&g_batches, 1);
+            return n;
+        }
+    }
+    size_t queued = 0;
+    *res = RZCUDA_SUCCESS;
+    for (; queued < n && *res == RZCUDA_SUCCESS; queued++) {
+        *res = rz__dev_copy_to_host_async((void *)(uintptr_t)dsts[queued], srcs[queued], sizes[queued], s);
+        if (*res == RZCUDA_SUCCESS)
+            atomic_fetch_add(&g_singles, 1);
+    }
+    return *res == RZCUDA_SUCCESS ? queued : queued - 1;
+}
 
 /* Launches after which not every held block was copied: a ring of ranges [from, to], under g_gap_lock. */
 #define GAPS 64
@@ -135,19 +176,17 @@ void rz__quarantine_after_launch(void *ctx, rzcu_stream s, uint64_t launch, cons
     c->launch = launch;
     c->stream = (uint64_t)(uintptr_t)s;
     snprintf(c->name, sizeof c->name, "%s", name);
-    size_t off = 0, queued = 0;
-    rzcu_result r = RZCUDA_SUCCESS;
-    for (; queued < c->n && r == RZCUDA_SUCCESS; queued++) {
-        r = rz__dev_copy_to_host_async(c->buf + off, c->held[queued].base, c->held[queued].bytes, s);
-        off += c->held[queued].bytes;
-    }
+    rzcu_result r;
+    size_t queued = copy_held(c->buf, c->held, c->n, s, &r);
     if (r != RZCUDA_SUCCESS) {
         gap(launch);
-        c->n = queued - 1; /* the copies queued before the refused one are judged all the same */
+        c->n = queued; /* the copies queued before the refused one are judged all the same */
     }
-    if (queued > 1 || r == RZCUDA_SUCCESS) {
-        if (rz__dev_host_func(s, judged, c) == RZCUDA_SUCCESS)
+    if (queued > 0) {
+        if (rz__dev_host_func(s, judged, c) == RZCUDA_SUCCESS) {
+            atomic_fetch_add(&g_funcs, 1);
             return;
+        }
         gap(launch);
         static atomic_int warned;
         if (!atomic_exchange(&warned, 1))
