@@ -64,8 +64,8 @@ rz_exclude("address|thread|undefined" "the fuzzer is its own clang build, with A
   fuzz_options)
 rz_exclude("address|thread|undefined" "the GPU run's rehearsal configures and builds its own uninstrumented tree (as the GPU machine does), the same in every tree: the main tree runs it"
   gpu_run_emulated)
-rz_exclude("address|thread|undefined" "the NVIDIA driver is not instrumented and its package is unpacked into the main tree only (scripts/real-driver); what the library does there does not depend on the sanitizer, and driver_not_started runs the same checks on the emulated driver in every tree: the main tree runs it"
-  real_driver_no_gpu)
+rz_exclude("address|thread|undefined" "the NVIDIA driver is not instrumented and its package is unpacked into the main tree only (scripts/real-driver); what the library does there does not depend on the sanitizer, and driver_not_started and driver_table run the same checks on the emulated driver in every tree: the main tree runs them"
+  real_driver_no_gpu driver_table_real)
 
 # rz_exclude_cases(<regex matching REDZONE_SANITIZE> <test> "<reason>" <suite/case glob>...): leaves some
 # Criterion cases of one test out (Criterion's own filter, CRITERION_TEST_PATTERN); the rest still run.
